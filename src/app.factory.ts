@@ -1,0 +1,28 @@
+import { LoggerService, LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
+import { AppModule } from './app.module';
+import { AppConfig } from './config/app-config';
+import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
+import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
+
+export interface CreateAppOptions {
+  logger?: LoggerService | LogLevel[] | false;
+}
+
+/** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
+export async function createApp(config: AppConfig, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
+  const fastify = adapter.getInstance<FastifyInstance>();
+  registerJsonParser(fastify, [POZY_WEBHOOK_PATH]);
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    logger: options.logger,
+    // Our own JSON parser (http/body-parser.ts) replaces Nest's.
+    bodyParser: false,
+    // Throw start-up errors to main.ts (which stops the embedded database and exits 1) instead of aborting.
+    abortOnError: false,
+  });
+  await app.init();
+  return app;
+}

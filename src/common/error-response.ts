@@ -1,0 +1,34 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import { ApiError, ErrorBody } from './api-error';
+
+const snake = (text: string) => text.trim().toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+
+/**
+ * The one mapping from anything thrown to an HTTP answer (Nest hands Fastify's own request errors, such as a body
+ * too large, to the exception filter as HttpExceptions). Unknown errors are 500s that say nothing about internals.
+ */
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; unexpected: boolean } {
+  if (error instanceof ApiError) {
+    return {
+      status: error.status,
+      body: { statusCode: error.status, error: error.code, message: error.message, details: error.details },
+      unexpected: false,
+    };
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const response = error.getResponse();
+    const detail = typeof response === 'string' ? response : (response as { message?: unknown }).message;
+    const message = Array.isArray(detail) ? detail.join('; ') : typeof detail === 'string' ? detail : error.message;
+    return {
+      status,
+      body: { statusCode: status, error: snake(HttpStatus[status] ?? 'error'), message },
+      unexpected: status >= 500,
+    };
+  }
+  return {
+    status: 500,
+    body: { statusCode: 500, error: 'internal_error', message: 'Internal server error' },
+    unexpected: true,
+  };
+}

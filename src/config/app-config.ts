@@ -1,0 +1,63 @@
+import { LogLevel } from '@nestjs/common';
+import { EnvironmentVariables, LOG_LEVELS, validateEnvironment } from './environment';
+
+/**
+ * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
+ */
+export class AppConfig {
+  readonly nodeEnv: 'development' | 'production' | 'test';
+  readonly port: number;
+  readonly host: string;
+  /** LOG_LEVEL and every level above it. */
+  readonly logLevels: LogLevel[];
+  /** Unset means "start the embedded PostgreSQL"; main.ts then builds the config again with its URL. */
+  readonly databaseUrl: string | undefined;
+  readonly embeddedDatabasePort: number;
+  readonly databasePoolSize: number;
+  readonly pozy: { readonly apiUrl: string; readonly apiKey: string; readonly webhookSecret: string | undefined };
+  readonly adminToken: string | undefined;
+  readonly backfillCron: string;
+  readonly spoolDir: string;
+  readonly reconcileCoalesceWindowMs: number;
+  readonly workerConcurrency: number;
+  readonly shutdownGraceMs: number;
+
+  private constructor(env: EnvironmentVariables) {
+    this.nodeEnv = (env.NODE_ENV as AppConfig['nodeEnv'] | undefined) ?? 'development';
+    this.port = env.PORT;
+    this.host = env.HOST;
+    this.logLevels = LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(env.LOG_LEVEL) + 1);
+    this.databaseUrl = env.DATABASE_URL;
+    this.embeddedDatabasePort = env.EMBEDDED_DATABASE_PORT;
+    this.databasePoolSize = env.DATABASE_POOL_SIZE;
+    this.pozy = Object.freeze({
+      apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
+      apiKey: env.POZY_API_KEY,
+      webhookSecret: env.POZY_WEBHOOK_SECRET,
+    });
+    this.adminToken = env.ADMIN_TOKEN;
+    this.backfillCron = env.BACKFILL_CRON;
+    this.spoolDir = env.SPOOL_DIR;
+    this.reconcileCoalesceWindowMs = env.RECONCILE_COALESCE_WINDOW_MS;
+    this.workerConcurrency = env.WORKER_CONCURRENCY;
+    this.shutdownGraceMs = env.SHUTDOWN_GRACE_MS;
+    Object.freeze(this);
+  }
+
+  /** Throws ConfigError naming every invalid variable. */
+  static fromEnvironment(env: Record<string, string | undefined>): AppConfig {
+    return new AppConfig(validateEnvironment(env));
+  }
+
+  /** A copy pointing at another database (the embedded one, once it is running). */
+  withDatabaseUrl(databaseUrl: string): AppConfig {
+    const copy = Object.create(AppConfig.prototype) as AppConfig;
+    return Object.freeze(Object.assign(copy, this, { databaseUrl }));
+  }
+
+  /** The database URL, for code that runs only once one has been resolved. */
+  requireDatabaseUrl(): string {
+    if (!this.databaseUrl) throw new Error('No database URL: the embedded PostgreSQL was not started');
+    return this.databaseUrl;
+  }
+}

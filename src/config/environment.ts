@@ -1,0 +1,156 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  validateSync,
+  ValidationError,
+} from 'class-validator';
+
+/** Nest's levels, least to most verbose; each includes those before it. */
+export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/** Empty strings count as unset, as in a shell (`FOO= node ...`) or a compose file. */
+const emptyAsUnset = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
+const toInt = () =>
+  Transform(({ value }: { value: unknown }) =>
+    value === undefined || value === '' ? undefined : typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
+  );
+
+/** The process environment as the service accepts it; every field is one variable of README's table. */
+export class EnvironmentVariables {
+  @IsOptional()
+  @IsIn(['development', 'production', 'test'])
+  @emptyAsUnset()
+  NODE_ENV?: string;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsIn(LOG_LEVELS)
+  LOG_LEVEL: LogLevelName = 'log';
+
+  @IsString()
+  @IsNotEmpty()
+  HOST = '0.0.0.0';
+
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_URL?: string;
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  EMBEDDED_DATABASE_PORT = 54329;
+
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  POZY_API_URL = 'https://api.pozy.ai';
+
+  @emptyAsUnset()
+  @IsString()
+  @IsNotEmpty({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
+  POZY_API_KEY!: string;
+
+  @IsOptional()
+  @emptyAsUnset()
+  @IsString()
+  POZY_WEBHOOK_SECRET?: string;
+
+  @IsOptional()
+  @emptyAsUnset()
+  @IsString()
+  ADMIN_TOKEN?: string;
+
+  // Five or six cron fields; @nestjs/schedule parses it fully where it is used.
+  @Matches(/^\S+(\s+\S+){4,5}$/, { message: 'BACKFILL_CRON must be a cron expression of 5 or 6 fields' })
+  BACKFILL_CRON = '* * * * *';
+
+  @IsString()
+  @IsNotEmpty()
+  SPOOL_DIR = '.data/spool';
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  DATABASE_POOL_SIZE = 20;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  RECONCILE_COALESCE_WINDOW_MS = 200;
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  WORKER_CONCURRENCY = 10;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  SHUTDOWN_GRACE_MS = 10_000;
+}
+
+export const VARIABLES = [
+  'NODE_ENV',
+  'PORT',
+  'HOST',
+  'LOG_LEVEL',
+  'DATABASE_URL',
+  'EMBEDDED_DATABASE_PORT',
+  'POZY_API_URL',
+  'POZY_API_KEY',
+  'POZY_WEBHOOK_SECRET',
+  'ADMIN_TOKEN',
+  'BACKFILL_CRON',
+  'SPOOL_DIR',
+  'DATABASE_POOL_SIZE',
+  'RECONCILE_COALESCE_WINDOW_MS',
+  'WORKER_CONCURRENCY',
+  'SHUTDOWN_GRACE_MS',
+] as const satisfies readonly (keyof EnvironmentVariables)[];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function describe(errors: ValidationError[]): string[] {
+  return errors.flatMap((e) =>
+    Object.values(e.constraints ?? {}).map((message) =>
+      message.startsWith(e.property) ? message : `${e.property}: ${message}`,
+    ),
+  );
+}
+
+/** Validates the raw environment; throws a ConfigError naming every bad variable. */
+export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
+  // Only our own keys: the rest of the environment is none of our business (and may hold secrets).
+  const relevant = Object.fromEntries(
+    VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]),
+  );
+  const parsed = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
+  const problems = describe(validateSync(parsed, { forbidUnknownValues: true }));
+  if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {
+    problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production (unsigned webhooks would be accepted)');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return parsed;
+}

@@ -1,0 +1,44 @@
+import { join } from 'node:path';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { Pool } from 'pg';
+import { AppConfig } from '../config/app-config';
+import { PrismaClient } from '../generated/prisma/client';
+import { Migrator } from './migrator';
+
+/** prisma/migrations, from src/database (tests) and dist/database (the built service) alike. */
+export const MIGRATIONS_DIR = join(__dirname, '..', '..', 'prisma', 'migrations');
+
+/**
+ * One pg pool per process, shared by Prisma (typed queries), the hot ingest path (one raw statement) and
+ * graphile-worker, so a replica's connection count is bounded by DATABASE_POOL_SIZE.
+ */
+@Injectable()
+export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(DatabaseService.name);
+  readonly pool: Pool;
+  readonly prisma: PrismaClient;
+
+  constructor(config: AppConfig) {
+    this.pool = new Pool({
+      connectionString: config.requireDatabaseUrl(),
+      max: config.databasePoolSize,
+      application_name: 'pozy-sync',
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
+    this.pool.on('connect', (client) =>
+      client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)),
+    );
+    this.prisma = new PrismaClient({ adapter: new PrismaPg(this.pool) });
+  }
+
+  async onModuleInit(): Promise<void> {
+    await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.prisma.$disconnect();
+    await this.pool.end();
+  }
+}

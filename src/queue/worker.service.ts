@@ -1,0 +1,92 @@
+import {
+  BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleInit,
+} from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { run, Runner, Task, TaskList } from 'graphile-worker';
+import { AppConfig } from '../config/app-config';
+import { DatabaseService } from '../database/database.service';
+import { graphileLogger } from './graphile-logger';
+import { JobHandler, TaskHandler } from './task-handler.decorator';
+import { TASK_NAMES, TaskName, TASKS } from './tasks';
+
+/** A job whose payload can never be handled; retrying it would only repeat the failure. */
+export class InvalidJobPayloadError extends Error {}
+
+/** Runs graphile-worker inside the service: every task in TASKS, each through its @TaskHandler provider. */
+@Injectable()
+export class WorkerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(WorkerService.name);
+  private taskList: TaskList = {};
+  private runner: Runner | undefined;
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly database: DatabaseService,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Refuses to boot when a task has no handler (or two), before the service accepts anything. */
+  onModuleInit(): void {
+    const handlers = new Map<TaskName, JobHandler<TaskName>[]>();
+    for (const wrapper of this.discovery.getProviders({ metadataKey: TaskHandler.KEY })) {
+      const name = this.discovery.getMetadataByDecorator(TaskHandler, wrapper);
+      if (name === undefined || !wrapper.instance) continue;
+      handlers.set(name, [...(handlers.get(name) ?? []), wrapper.instance as JobHandler<TaskName>]);
+    }
+    const missing = TASK_NAMES.filter((name) => !handlers.has(name));
+    if (missing.length > 0) throw new Error(`No @TaskHandler for task(s): ${missing.join(', ')}`);
+    const doubled = [...handlers].filter(([, list]) => list.length > 1).map(([name]) => name);
+    if (doubled.length > 0) throw new Error(`More than one @TaskHandler for task(s): ${doubled.join(', ')}`);
+    const unknown = [...handlers.keys()].filter((name) => !TASK_NAMES.includes(name));
+    if (unknown.length > 0) throw new Error(`@TaskHandler for unknown task(s): ${unknown.join(', ')}`);
+    this.taskList = Object.fromEntries(TASK_NAMES.map((name) => [name, this.wrap(name, handlers.get(name)![0])]));
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.runner = await run({
+      pgPool: this.database.pool,
+      taskList: this.taskList,
+      concurrency: this.config.workerConcurrency,
+      // Signals belong to main.ts, which shuts the whole service down in order.
+      noHandleSignals: true,
+      // Schedules belong to @nestjs/schedule; an empty crontab keeps graphile-worker from looking for a file.
+      parsedCronItems: [],
+      pollInterval: 2_000,
+      gracefulShutdownAbortTimeout: this.config.shutdownGraceMs,
+      logger: graphileLogger,
+    });
+    this.logger.log(`Worker running (${TASK_NAMES.join(', ')}; concurrency ${this.config.workerConcurrency})`);
+  }
+
+  /** Lets running jobs finish; past SHUTDOWN_GRACE_MS they are released back to the queue to run again. */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.runner) return;
+    const runner = this.runner;
+    this.runner = undefined;
+    await runner.stop();
+    this.logger.log('Worker stopped');
+  }
+
+  get running(): boolean {
+    return this.runner !== undefined;
+  }
+
+  private wrap<N extends TaskName>(name: N, handler: JobHandler<N>): Task {
+    return async (raw, helpers) => {
+      const payload = plainToInstance(TASKS[name], raw ?? {});
+      const errors = validateSync(payload, { whitelist: true, forbidNonWhitelisted: true });
+      if (errors.length > 0) {
+        throw new InvalidJobPayloadError(
+          `Invalid ${name} payload: ${errors.map((e) => `${e.property} (${Object.values(e.constraints ?? {}).join('; ')})`).join(', ')}`,
+        );
+      }
+      await handler.handle(payload as Parameters<JobHandler<N>['handle']>[0], helpers);
+    };
+  }
+}

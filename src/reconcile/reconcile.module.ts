@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { ReconcileTask } from './reconcile.task';
+
+@Module({ providers: [ReconcileTask] })
+export class ReconcileModule {}

@@ -1,0 +1,76 @@
+import { Type } from 'class-transformer';
+import {
+  IsBoolean,
+  IsISO8601,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+import { isAccountEvent, isPostEvent } from '../pozy-events';
+
+/** Only what routing needs; the rest of the block is stored as sent (events are hints, Pozy's API is the truth). */
+export class PozyPostBlockDto {
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  id!: string;
+}
+
+export class PozyAccountBlockDto {
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  accountId!: string;
+
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  profileId!: string;
+}
+
+/** A real event needs its resource block; a test event (`test: true`) never reaches the mirror, so it need not. */
+const needsBlock = (check: (type: unknown) => boolean) => (envelope: PozyEventEnvelopeDto) =>
+  check(envelope.event) && envelope.test !== true;
+
+/**
+ * The webhook envelope `{ id, event, timestamp, <block> }`. Unknown fields and event types are accepted and
+ * stored (forward compatibility); only what the receiver relies on is checked.
+ */
+export class PozyEventEnvelopeDto {
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  id!: string;
+
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(100)
+  event!: string;
+
+  @IsISO8601({ strict: true }, { message: 'timestamp must be an ISO 8601 date-time' })
+  @Matches(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/, {
+    message: 'timestamp must be an ISO 8601 date-time with a time zone',
+  })
+  timestamp!: string;
+
+  @IsOptional()
+  @IsBoolean()
+  test?: boolean;
+
+  @ValidateIf(needsBlock(isPostEvent))
+  @IsObject({ message: 'post is required for post events' })
+  @ValidateNested()
+  @Type(() => PozyPostBlockDto)
+  post?: PozyPostBlockDto;
+
+  @ValidateIf(needsBlock(isAccountEvent))
+  @IsObject({ message: 'account is required for account events' })
+  @ValidateNested()
+  @Type(() => PozyAccountBlockDto)
+  account?: PozyAccountBlockDto;
+}

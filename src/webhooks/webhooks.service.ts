@@ -1,0 +1,122 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { ApiError } from '../common/api-error';
+import { validateDto } from '../common/validate-dto';
+import { AppConfig } from '../config/app-config';
+import { JobSpec } from '../queue/job-sql';
+import { resourceJobKey } from '../queue/tasks';
+import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
+import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
+import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
+import { PozyEventRepository } from './pozy-event.repository';
+import { isValidPozySignature } from './webhook-signature';
+
+export interface WebhookReceipt {
+  received: true;
+  eventId: string;
+  /** True when this event id was already stored: nothing was done again. */
+  duplicate: boolean;
+  /** The reconcile job key this event scheduled, if it is new and concerns a post or a profile. */
+  reconcile: string | null;
+}
+
+type RawHeaders = Record<string, string | string[] | undefined>;
+
+@Injectable()
+export class WebhooksService implements OnModuleInit {
+  private readonly logger = new Logger(WebhooksService.name);
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly events: PozyEventRepository,
+  ) {}
+
+  onModuleInit(): void {
+    if (!this.config.pozy.webhookSecret) {
+      this.logger.warn(
+        'POZY_WEBHOOK_SECRET is not set: webhooks are accepted WITHOUT signature checks. Set it to your Pozy webhook secret.',
+      );
+    }
+  }
+
+  /** DESIGN.md §1.1: authenticate the raw bytes, then parse and validate, then store once and enqueue. */
+  async receive(rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
+    this.authenticate(rawBody, headers['x-pozy-signature']);
+    const delivery = validateDto(PozyDeliveryHeadersDto, headers, {
+      code: 'invalid_headers',
+      what: 'delivery headers',
+      transform: { excludeExtraneousValues: true },
+    });
+    const text = rawBody.toString('utf8');
+    const envelope = validateDto(PozyEventEnvelopeDto, parseJson(text), { code: 'invalid_event', what: 'event' });
+    if (delivery.eventId !== envelope.id) {
+      throw new ApiError(
+        400,
+        'event_id_mismatch',
+        `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`,
+      );
+    }
+
+    const test = envelope.test === true;
+    // Test events never change mirrored data; unknown event types are kept but change nothing.
+    const resource = test ? null : resourceOf(envelope);
+    const job: JobSpec<'reconcile'> | null = resource && {
+      task: 'reconcile',
+      payload: { resource: resource.type, id: resource.id },
+      jobKey: resourceJobKey(resource.type, resource.id),
+      runAfterMs: this.config.reconcileCoalesceWindowMs,
+    };
+    const outcome = await this.events
+      .insert(
+        {
+          id: envelope.id,
+          type: envelope.event,
+          payloadJson: text,
+          timestamp: new Date(envelope.timestamp),
+          deliveryId: delivery.deliveryId ?? null,
+          attempt: delivery.attempt ? Number(delivery.attempt) : null,
+          test,
+          resourceType: resource?.type ?? null,
+          resourceId: resource?.id ?? null,
+        },
+        job,
+      )
+      .catch((error: unknown) => {
+        // jsonb cannot hold \u0000: the sender's payload, not our database, is at fault.
+        if ((error as { code?: string }).code === '22P05') {
+          throw new ApiError(400, 'invalid_event', 'The event contains a character PostgreSQL cannot store (\\u0000)');
+        }
+        throw error;
+      });
+    return {
+      received: true,
+      eventId: envelope.id,
+      duplicate: !outcome.inserted,
+      reconcile: outcome.jobId ? (job?.jobKey ?? null) : null,
+    };
+  }
+
+  private authenticate(rawBody: Buffer, signature: string | string[] | undefined): void {
+    const secret = this.config.pozy.webhookSecret;
+    if (!secret) return;
+    if (signature === undefined || signature === '') {
+      throw new ApiError(401, 'missing_signature', 'X-Pozy-Signature header is required');
+    }
+    if (Array.isArray(signature) || !isValidPozySignature(secret, rawBody, signature)) {
+      throw new ApiError(401, 'invalid_signature', 'X-Pozy-Signature does not match the body (HMAC-SHA256 with the webhook secret)');
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new ApiError(400, 'malformed_json', `The body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function resourceOf(envelope: PozyEventEnvelopeDto): ResourceRef | null {
+  if (isPostEvent(envelope.event) && envelope.post) return { type: 'post', id: envelope.post.id };
+  if (isAccountEvent(envelope.event) && envelope.account) return { type: 'profile', id: envelope.account.profileId };
+  return null;
+}
