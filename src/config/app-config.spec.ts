@@ -1,0 +1,90 @@
+import { AppConfig } from './app-config';
+import { ConfigError } from './environment';
+
+const minimal = { POZY_API_KEY: 'sk_live_x' };
+
+function problems(env: Record<string, string | undefined>): string[] {
+  try {
+    AppConfig.fromEnvironment(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('AppConfig.fromEnvironment', () => {
+  it('applies the documented defaults', () => {
+    const config = AppConfig.fromEnvironment(minimal);
+
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      databaseUrl: undefined,
+      pozy: { apiUrl: 'https://api.pozy.ai', apiKey: 'sk_live_x', webhookSecret: undefined },
+      adminToken: undefined,
+      backfillCron: '* * * * *',
+      spoolDir: '.data/spool',
+      reconcileCoalesceWindowMs: 200,
+      logLevels: ['error', 'warn', 'log'],
+    });
+  });
+
+  it('reads every variable it documents', () => {
+    const config = AppConfig.fromEnvironment({
+      ...minimal,
+      PORT: '8080',
+      DATABASE_URL: 'postgresql://u:p@db:5432/pozy',
+      POZY_API_URL: 'http://127.0.0.1:4010/',
+      POZY_WEBHOOK_SECRET: 'whsec',
+      ADMIN_TOKEN: 'admin',
+      BACKFILL_CRON: '*/5 * * * *',
+      SPOOL_DIR: '/var/lib/pozy/spool',
+      LOG_LEVEL: 'debug',
+    });
+
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: 'postgresql://u:p@db:5432/pozy',
+      pozy: { apiUrl: 'http://127.0.0.1:4010', webhookSecret: 'whsec' },
+      adminToken: 'admin',
+      backfillCron: '*/5 * * * *',
+      spoolDir: '/var/lib/pozy/spool',
+      logLevels: ['error', 'warn', 'log', 'debug'],
+    });
+  });
+
+  it('treats empty values as unset', () => {
+    expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_URL: '', POZY_WEBHOOK_SECRET: '' })).toMatchObject({
+      databaseUrl: undefined,
+      pozy: { webhookSecret: undefined },
+    });
+  });
+
+  it.each([
+    [{ PORT: '70000' }, /^PORT/],
+    [{ PORT: '3.5' }, /^PORT/],
+    [{ DATABASE_URL: 'mysql://localhost/db' }, /^DATABASE_URL/],
+    [{ POZY_API_URL: 'ftp://api.pozy.ai' }, /^POZY_API_URL/],
+    [{ BACKFILL_CRON: 'every minute' }, /^BACKFILL_CRON/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL/],
+    [{ RECONCILE_COALESCE_WINDOW_MS: '-1' }, /^RECONCILE_COALESCE_WINDOW_MS/],
+  ])('names the bad variable in %j', (env, message) => {
+    expect(problems({ ...minimal, ...env })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('requires POZY_API_KEY', () => {
+    expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
+  });
+
+  it('requires POZY_WEBHOOK_SECRET in production', () => {
+    expect(problems({ ...minimal, NODE_ENV: 'production' })).toEqual([
+      expect.stringMatching(/^POZY_WEBHOOK_SECRET is required when NODE_ENV=production/),
+    ]);
+  });
+
+  it('never echoes values it was not asked about', () => {
+    const config = AppConfig.fromEnvironment({ ...minimal, AWS_SECRET_ACCESS_KEY: 'hunter2' });
+    expect(JSON.stringify(config)).not.toContain('hunter2');
+  });
+});

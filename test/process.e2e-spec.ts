@@ -1,0 +1,91 @@
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { createTestDatabase } from './support/database';
+import { freePort } from './support/ports';
+import { deliver, postEvent } from './support/pozy-events';
+import { spawnService } from './support/process';
+import { TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+
+const ready = (baseUrl: string) => async () => {
+  const response = await fetch(`${baseUrl}/health/ready`).catch(() => undefined);
+  return response?.status === 200 ? true : undefined;
+};
+
+describe('the built service as a process (node dist/main.js)', () => {
+  it('stops at boot with a message naming each invalid variable', async () => {
+    const service = spawnService({ PORT: 'eighty', POZY_API_URL: 'not a url', DATABASE_URL: 'mysql://x' }, tmpdir());
+
+    expect(await service.exited).toBe(1);
+    expect(service.output()).toMatch(/Invalid configuration/);
+    expect(service.output()).toMatch(/PORT/);
+    expect(service.output()).toMatch(/POZY_API_URL/);
+    expect(service.output()).toMatch(/DATABASE_URL must be a postgres/);
+    expect(service.output()).toMatch(/POZY_API_KEY is required/);
+  });
+
+  it('starts on the embedded PostgreSQL when DATABASE_URL is unset, answers a webhook, and stops cleanly', async () => {
+    // A directory of its own: the embedded cluster lives under <cwd>/.data/postgres.
+    const cwd = mkdtempSync(join(tmpdir(), 'pozy-embedded-'));
+    chmodSync(cwd, 0o755);
+    const [port, databasePort] = [await freePort(), await freePort()];
+    const service = spawnService(
+      {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        EMBEDDED_DATABASE_PORT: String(databasePort),
+        POZY_API_KEY: 'sk_test_key',
+        POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+      },
+      cwd,
+    );
+    const baseUrl = `http://127.0.0.1:${port}`;
+    try {
+      await waitFor('the service to become ready', ready(baseUrl), 60_000, 200);
+      const event = postEvent('post-embedded');
+
+      const response = await deliver(baseUrl, event);
+
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ eventId: event.id, duplicate: false });
+      const client = new Client({ connectionString: `postgresql://postgres:pozy-sync@127.0.0.1:${databasePort}/pozy_sync` });
+      await client.connect();
+      const { rows } = await client.query('SELECT id FROM pozy_event');
+      await client.end();
+      expect(rows).toEqual([{ id: event.id }]);
+
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toBe(0);
+      expect(service.output()).toMatch(/Embedded PostgreSQL stopped/);
+      // PostgreSQL removes its pid file only on a clean shutdown.
+      expect(existsSync(join(cwd, '.data', 'postgres', 'PG_VERSION'))).toBe(true);
+      expect(existsSync(join(cwd, '.data', 'postgres', 'postmaster.pid'))).toBe(false);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 0 on SIGTERM after finishing with its database', async () => {
+    const db = await createTestDatabase('process');
+    const port = await freePort();
+    const service = spawnService(
+      { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' },
+      tmpdir(),
+    );
+    try {
+      await waitFor('the service to become ready', ready(`http://127.0.0.1:${port}`), 30_000, 100);
+      expect(service.output()).toMatch(/POZY_WEBHOOK_SECRET is not set/);
+
+      service.child.kill('SIGTERM');
+
+      expect(await service.exited).toBe(0);
+      expect(service.output()).toMatch(/SIGTERM received: shutting down/);
+      expect(service.output()).toMatch(/Worker stopped/);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+      await db.drop();
+    }
+  });
+});

@@ -1,0 +1,27 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const BUILT_MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Runs the built service (`node dist/main.js`) as a user would, with exactly the given environment. */
+export function spawnService(env: Record<string, string>, cwd: string): ServiceProcess {
+  if (!existsSync(BUILT_MAIN)) throw new Error(`${BUILT_MAIN} is missing: run \`npm run build\` (npm test does)`);
+  const child = spawn(process.execPath, [BUILT_MAIN], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}

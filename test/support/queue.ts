@@ -1,0 +1,19 @@
+import type { Pool } from 'pg';
+
+export interface QueuedJob {
+  key: string | null;
+  task_identifier: string;
+  revision: number;
+  attempts: number;
+  payload: { resource: string; id: string };
+}
+
+/** graphile-worker's job rows (its public view hides the payload), oldest first. */
+export async function queuedJobs(pool: Pool): Promise<QueuedJob[]> {
+  const { rows } = await pool.query<QueuedJob>(
+    `SELECT j.key, t.identifier AS task_identifier, j.revision, j.attempts, j.payload
+       FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+      ORDER BY j.id`,
+  );
+  return rows;
+}

@@ -1,0 +1,51 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Pool } from 'pg';
+import { createApp } from '../../src/app.factory';
+import { AppConfig } from '../../src/config/app-config';
+import { DatabaseService } from '../../src/database/database.service';
+
+export const TEST_WEBHOOK_SECRET = 'whsec_test_5e3b9c';
+
+export interface RunningService {
+  app: NestFastifyApplication;
+  baseUrl: string;
+  pool: Pool;
+  close(): Promise<void>;
+}
+
+/** The whole service, as main.ts builds it, listening on a loopback port. */
+export async function startService(databaseUrl: string, env: Record<string, string | undefined> = {}): Promise<RunningService> {
+  const config = AppConfig.fromEnvironment({
+    DATABASE_URL: databaseUrl,
+    POZY_API_KEY: 'sk_test_key',
+    POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+    DATABASE_POOL_SIZE: '10',
+    ...env,
+  });
+  const app = await createApp(config, { logger: ['error'] });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.getHttpServer().address();
+  if (typeof address !== 'object' || !address) throw new Error('service is not listening');
+  return {
+    app,
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    pool: app.get(DatabaseService).pool,
+    close: () => app.close(),
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

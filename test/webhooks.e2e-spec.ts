@@ -1,0 +1,291 @@
+import { createTestDatabase, TestDatabase } from './support/database';
+import { accountEvent, deliver, postEvent } from './support/pozy-events';
+import { queuedJobs } from './support/queue';
+import { RunningService, startService } from './support/service';
+
+
+describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
+  let db: TestDatabase;
+  let service: RunningService;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('webhooks');
+    // A long coalescing window keeps jobs pending, so the queue can be counted exactly.
+    service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '60000' });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await db?.drop();
+  });
+
+  beforeEach(async () => {
+    await service.pool.query('TRUNCATE pozy_event');
+    await service.pool.query('DELETE FROM graphile_worker._private_jobs');
+  });
+
+  const events = async () =>
+    (await service.pool.query<{ id: string; type: string; test: boolean; resource_type: string | null; resource_id: string | null }>(
+      'SELECT id, type, test, resource_type, resource_id FROM pozy_event ORDER BY received_at',
+    )).rows;
+  const jobs = async () =>
+    (await queuedJobs(service.pool)).map(({ key, task_identifier, revision, payload }) => ({ key, task_identifier, revision, payload }));
+
+  it('stores a new event once and enqueues one reconcile job for its post', async () => {
+    const event = postEvent('66aa01f3c2b1e4d5f6a7b8c9');
+    const response = await deliver(service.baseUrl, event, { headers: { 'x-pozy-delivery-id': 'dlv_1', 'x-pozy-attempt': '3' } });
+
+    expect(response).toEqual({
+      status: 200,
+      body: { received: true, eventId: event.id, duplicate: false, reconcile: 'post:66aa01f3c2b1e4d5f6a7b8c9' },
+    });
+    const { rows } = await service.pool.query(
+      'SELECT id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id, received_at FROM pozy_event',
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      id: event.id,
+      type: 'post.published',
+      payload: event,
+      timestamp: new Date(event.timestamp),
+      delivery_id: 'dlv_1',
+      attempt: 3,
+      test: false,
+      resource_type: 'post',
+      resource_id: '66aa01f3c2b1e4d5f6a7b8c9',
+    });
+    expect(rows[0].received_at).toBeInstanceOf(Date);
+    expect(await jobs()).toEqual([
+      {
+        key: 'post:66aa01f3c2b1e4d5f6a7b8c9',
+        task_identifier: 'reconcile',
+        revision: 0,
+        payload: { resource: 'post', id: '66aa01f3c2b1e4d5f6a7b8c9' },
+      },
+    ]);
+  });
+
+  it('answers a second delivery of the same event as a duplicate: one row, one job', async () => {
+    const event = postEvent('post-dup');
+    const first = await deliver(service.baseUrl, event);
+    const second = await deliver(service.baseUrl, event, { headers: { 'x-pozy-attempt': '2' } });
+
+    expect(first.status).toBe(200);
+    expect(first.body.duplicate).toBe(false);
+    expect(second).toEqual({ status: 200, body: { received: true, eventId: event.id, duplicate: true, reconcile: null } });
+    expect(await events()).toHaveLength(1);
+    // revision 0: the second delivery did not even touch the pending job.
+    expect((await jobs()).map((j) => [j.key, j.revision])).toEqual([['post:post-dup', 0]]);
+  });
+
+  it('stores exactly one row and one job when the same event arrives 50 times at once', async () => {
+    const event = postEvent('post-storm');
+    const responses = await Promise.all(Array.from({ length: 50 }, () => deliver(service.baseUrl, event)));
+
+    expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(responses.filter((r) => r.body.duplicate === false)).toHaveLength(1);
+    expect(responses.filter((r) => r.body.duplicate === true)).toHaveLength(49);
+    expect(await events()).toHaveLength(1);
+    expect((await jobs()).map((j) => [j.key, j.revision])).toEqual([['post:post-storm', 0]]);
+  });
+
+  it('keeps one pending job per post while distinct events for it are all stored', async () => {
+    const results = [];
+    for (const type of ['post.scheduled', 'post.platform.published', 'post.published']) {
+      results.push(await deliver(service.baseUrl, postEvent('post-burst', type)));
+    }
+
+    expect(results.map((r) => r.body.duplicate)).toEqual([false, false, false]);
+    expect(await events()).toHaveLength(3);
+    const pending = await jobs();
+    expect(pending).toHaveLength(1);
+    expect(pending[0]).toMatchObject({ key: 'post:post-burst', revision: 2 });
+  });
+
+  it('keys account events by profile, since accounts are read per profile', async () => {
+    const response = await deliver(service.baseUrl, accountEvent('acc-1', 'profile-9'));
+
+    expect(response.body.reconcile).toBe('profile:profile-9');
+    expect((await events())[0]).toMatchObject({ resource_type: 'profile', resource_id: 'profile-9' });
+    expect((await jobs()).map((j) => [j.key, j.payload])).toEqual([['profile:profile-9', { resource: 'profile', id: 'profile-9' }]]);
+  });
+
+  it('stores and flags a test event, and enqueues nothing', async () => {
+    const test = { id: 'test-evt-1', event: 'webhook.test', message: 'Test webhook', test: true, timestamp: new Date().toISOString() };
+    // A test event that looks like a real post event must not touch the mirror either.
+    const testPost = postEvent('post-from-test', 'post.published', { test: true });
+
+    const answers = [await deliver(service.baseUrl, test), await deliver(service.baseUrl, testPost)];
+
+    expect(answers.map((a) => [a.status, a.body.duplicate, a.body.reconcile])).toEqual([
+      [200, false, null],
+      [200, false, null],
+    ]);
+    expect((await events()).map((e) => [e.id, e.test, e.resource_type])).toEqual([
+      ['test-evt-1', true, null],
+      [testPost.id, true, null],
+    ]);
+    expect(await jobs()).toEqual([]);
+  });
+
+  it('stores an unknown event type for later and enqueues nothing', async () => {
+    const unknown = { id: 'unknown-1', event: 'comment.received', timestamp: new Date().toISOString(), comment: { id: 'c1' } };
+
+    const response = await deliver(service.baseUrl, unknown);
+
+    expect(response).toEqual({ status: 200, body: { received: true, eventId: 'unknown-1', duplicate: false, reconcile: null } });
+    expect(await events()).toEqual([{ id: 'unknown-1', type: 'comment.received', test: false, resource_type: null, resource_id: null }]);
+    expect(await jobs()).toEqual([]);
+  });
+
+  describe('rejects bad deliveries with a 4xx naming the problem, storing nothing', () => {
+    const valid = () => postEvent('post-bad');
+
+    const cases: Array<[string, () => Promise<{ status: number; body: Record<string, unknown> }>, number, string, RegExp]> = [
+      ['a wrong signature', () => deliver(service.baseUrl, valid(), { secret: 'not-the-secret' }), 401, 'invalid_signature', /X-Pozy-Signature/],
+      [
+        'a signature that is not hex',
+        () => deliver(service.baseUrl, valid(), { headers: { 'x-pozy-signature': 'sha256=abc' } }),
+        401,
+        'invalid_signature',
+        /X-Pozy-Signature/,
+      ],
+      ['a missing signature', () => deliver(service.baseUrl, valid(), { secret: null }), 401, 'missing_signature', /X-Pozy-Signature/],
+      [
+        'a body changed after signing',
+        async () => {
+          const event = valid();
+          const { signPozyPayload } = await import('../src/webhooks/webhook-signature');
+          const signature = signPozyPayload('whsec_test_5e3b9c', JSON.stringify(event));
+          return deliver(service.baseUrl, event, {
+            body: JSON.stringify({ ...event, post: { id: 'someone-else' } }),
+            headers: { 'x-pozy-signature': signature },
+          });
+        },
+        401,
+        'invalid_signature',
+        /does not match/,
+      ],
+      ['malformed JSON', () => deliver(service.baseUrl, valid(), { body: '{"id": "x", "event":' }), 400, 'malformed_json', /not valid JSON/],
+      ['a JSON array', () => deliver(service.baseUrl, valid(), { body: '[1,2]' }), 400, 'invalid_event', /JSON object/],
+      ['an empty body', () => deliver(service.baseUrl, valid(), { body: '' }), 400, 'malformed_json', /not valid JSON/],
+      [
+        'X-Pozy-Event-Id different from the body id',
+        () => deliver(service.baseUrl, valid(), { headers: { 'x-pozy-event-id': 'another-id' } }),
+        400,
+        'event_id_mismatch',
+        /X-Pozy-Event-Id header \(another-id\) does not equal/,
+      ],
+      [
+        'no X-Pozy-Event-Id header',
+        () => deliver(service.baseUrl, valid(), { headers: { 'x-pozy-event-id': undefined } }),
+        400,
+        'invalid_headers',
+        /X-Pozy-Event-Id header is required/,
+      ],
+      [
+        'a non-numeric X-Pozy-Attempt',
+        () => deliver(service.baseUrl, valid(), { headers: { 'x-pozy-attempt': 'first' } }),
+        400,
+        'invalid_headers',
+        /X-Pozy-Attempt/,
+      ],
+      [
+        'no id in the body',
+        () => {
+          const { id: _id, ...rest } = valid();
+          return deliver(service.baseUrl, null, { body: JSON.stringify(rest), headers: { 'x-pozy-event-id': 'x' } });
+        },
+        400,
+        'invalid_event',
+        /\bid\b/,
+      ],
+      [
+        'no event type',
+        () => {
+          const event = valid();
+          delete (event as Record<string, unknown>).event;
+          return deliver(service.baseUrl, event);
+        },
+        400,
+        'invalid_event',
+        /event/,
+      ],
+      [
+        'a timestamp that is not a date-time',
+        () => deliver(service.baseUrl, { ...valid(), timestamp: '2026-03-02' }),
+        400,
+        'invalid_event',
+        /timestamp/,
+      ],
+      [
+        'a post event without post.id',
+        () => deliver(service.baseUrl, { ...valid(), post: { status: 'published' } }),
+        400,
+        'invalid_event',
+        /post\.id/,
+      ],
+      [
+        'an account event without account.profileId',
+        () => {
+          const event = accountEvent('acc-1', 'profile-1');
+          delete (event.account as Record<string, unknown>).profileId;
+          return deliver(service.baseUrl, event);
+        },
+        400,
+        'invalid_event',
+        /account\.profileId/,
+      ],
+      [
+        'a body over 1 MiB',
+        () => deliver(service.baseUrl, { ...valid(), padding: 'x'.repeat(1024 * 1024) }),
+        413,
+        'payload_too_large',
+        /too large/i,
+      ],
+      [
+        'a body that is not JSON',
+        () => deliver(service.baseUrl, valid(), { headers: { 'content-type': 'text/plain' } }),
+        415,
+        'unsupported_media_type',
+        /Unsupported Media Type/,
+      ],
+    ];
+
+    it.each(cases)('%s', async (_name, send, status, error, message) => {
+      const response = await send();
+
+      expect(response.status).toBe(status);
+      expect(response.body).toMatchObject({ statusCode: status, error });
+      expect(String(response.body.message)).toMatch(message);
+      expect(await events()).toEqual([]);
+      expect(await jobs()).toEqual([]);
+    });
+  });
+});
+
+describe('POST /webhooks/pozy without POZY_WEBHOOK_SECRET', () => {
+  let db: TestDatabase;
+  let service: RunningService;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('webhooks_unsigned');
+    service = await startService(db.url, { POZY_WEBHOOK_SECRET: undefined });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await db?.drop();
+  });
+
+  it('accepts an unsigned delivery (the service warned at boot)', async () => {
+    const event = postEvent('post-unsigned');
+
+    const response = await deliver(service.baseUrl, event, { secret: null });
+
+    expect(response.status).toBe(200);
+    expect(response.body.duplicate).toBe(false);
+    const { rows } = await service.pool.query('SELECT id FROM pozy_event');
+    expect(rows).toEqual([{ id: event.id }]);
+  });
+});
