@@ -34,8 +34,12 @@ async function main(): Promise<void> {
       config = config.withDatabaseUrl(embedded.url);
     }
     app = await createApp(config, { logger: config.logLevels });
-    await app.listen({ port: config.port, host: config.host });
-    logger.log(`pozy-sync listening on http://${config.host}:${config.port}`);
+    if (config.servesHttp) {
+      await app.listen({ port: config.port, host: config.host });
+      logger.log(`pozy-sync listening on http://${config.host}:${config.port} (ROLE=${config.role})`);
+    } else {
+      logger.log('pozy-sync running jobs only (ROLE=worker)');
+    }
   } catch (error) {
     logger.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
     await app?.close().catch(() => undefined);

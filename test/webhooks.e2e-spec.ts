@@ -1,6 +1,6 @@
 import { createTestDatabase, TestDatabase } from './support/database';
 import { accountEvent, deliver, postEvent } from './support/pozy-events';
-import { queuedJobs } from './support/queue';
+import { queuedJobs, reconcileRequests } from './support/queue';
 import { RunningService, startService } from './support/service';
 
 
@@ -10,7 +10,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('webhooks');
-    // A long coalescing window keeps jobs pending, so the queue can be counted exactly.
+    // A long coalescing window keeps reconcile requests pending, so they can be counted exactly.
     service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '60000' });
   });
 
@@ -20,7 +20,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
   });
 
   beforeEach(async () => {
-    await service.pool.query('TRUNCATE pozy_event');
+    await service.pool.query('TRUNCATE pozy_event, reconcile_request');
     await service.pool.query('DELETE FROM graphile_worker._private_jobs');
   });
 
@@ -28,10 +28,13 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
     (await service.pool.query<{ id: string; type: string; test: boolean; resource_type: string | null; resource_id: string | null }>(
       'SELECT id, type, test, resource_type, resource_id FROM pozy_event ORDER BY received_at',
     )).rows;
-  const jobs = async () =>
-    (await queuedJobs(service.pool)).map(({ key, task_identifier, revision, payload }) => ({ key, task_identifier, revision, payload }));
+  /** What is waiting to be reconciled: outbox rows, plus any job already handed to graphile-worker. */
+  const pending = async () => [
+    ...(await reconcileRequests(service.pool)).map((r) => `${r.key} (${r.resource_type} ${r.resource_id})`),
+    ...(await queuedJobs(service.pool)).map((j) => `job ${j.key}`),
+  ];
 
-  it('stores a new event once and enqueues one reconcile job for its post', async () => {
+  it('stores a new event once and requests one reconcile of its post', async () => {
     const event = postEvent('66aa01f3c2b1e4d5f6a7b8c9');
     const response = await deliver(service.baseUrl, event, { headers: { 'x-pozy-delivery-id': 'dlv_1', 'x-pozy-attempt': '3' } });
 
@@ -55,30 +58,25 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
       resource_id: '66aa01f3c2b1e4d5f6a7b8c9',
     });
     expect(rows[0].received_at).toBeInstanceOf(Date);
-    expect(await jobs()).toEqual([
-      {
-        key: 'post:66aa01f3c2b1e4d5f6a7b8c9',
-        task_identifier: 'reconcile',
-        revision: 0,
-        payload: { resource: 'post', id: '66aa01f3c2b1e4d5f6a7b8c9' },
-      },
-    ]);
+    expect(await pending()).toEqual(['post:66aa01f3c2b1e4d5f6a7b8c9 (post 66aa01f3c2b1e4d5f6a7b8c9)']);
   });
 
-  it('answers a second delivery of the same event as a duplicate: one row, one job', async () => {
+  it('answers a second delivery of the same event as a duplicate: one row, one request', async () => {
     const event = postEvent('post-dup');
     const first = await deliver(service.baseUrl, event);
+    const [request] = await reconcileRequests(service.pool);
     const second = await deliver(service.baseUrl, event, { headers: { 'x-pozy-attempt': '2' } });
 
     expect(first.status).toBe(200);
     expect(first.body.duplicate).toBe(false);
     expect(second).toEqual({ status: 200, body: { received: true, eventId: event.id, duplicate: true, reconcile: null } });
     expect(await events()).toHaveLength(1);
-    // revision 0: the second delivery did not even touch the pending job.
-    expect((await jobs()).map((j) => [j.key, j.revision])).toEqual([['post:post-dup', 0]]);
+    // The very same request row: the duplicate did not touch it.
+    expect(await reconcileRequests(service.pool)).toEqual([request]);
+    expect(await pending()).toEqual(['post:post-dup (post post-dup)']);
   });
 
-  it('stores exactly one row and one job when the same event arrives 50 times at once', async () => {
+  it('stores exactly one row and one request when the same event arrives 50 times at once', async () => {
     const event = postEvent('post-storm');
     const responses = await Promise.all(Array.from({ length: 50 }, () => deliver(service.baseUrl, event)));
 
@@ -86,20 +84,49 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
     expect(responses.filter((r) => r.body.duplicate === false)).toHaveLength(1);
     expect(responses.filter((r) => r.body.duplicate === true)).toHaveLength(49);
     expect(await events()).toHaveLength(1);
-    expect((await jobs()).map((j) => [j.key, j.revision])).toEqual([['post:post-storm', 0]]);
+    expect(await pending()).toEqual(['post:post-storm (post post-storm)']);
   });
 
-  it('keeps one pending job per post while distinct events for it are all stored', async () => {
+  it('stores every event once when hundreds of deliveries, each sent twice, arrive together', async () => {
+    const burst = Array.from({ length: 200 }, (_, i) => postEvent(`post-many-${i % 40}`));
+    const responses = await Promise.all([...burst, ...burst].map((event) => deliver(service.baseUrl, event)));
+
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    // Exactly one delivery of each event was the one that stored it.
+    const storedBy = new Map<unknown, number>();
+    for (const r of responses) if (r.body.duplicate === false) storedBy.set(r.body.eventId, (storedBy.get(r.body.eventId) ?? 0) + 1);
+    expect(storedBy.size).toBe(200);
+    expect([...storedBy.values()].every((n) => n === 1)).toBe(true);
+    expect((await events()).map((e) => e.id).sort()).toEqual(burst.map((e) => e.id).sort());
+    expect(await reconcileRequests(service.pool)).toHaveLength(40);
+  });
+
+  it('refuses an event PostgreSQL cannot store without failing the deliveries that arrived with it', async () => {
+    const good = Array.from({ length: 30 }, (_, i) => postEvent(`post-neighbour-${i}`));
+    const bad = { ...postEvent('post-nul'), note: 'nul \u0000 inside' };
+    const body = JSON.stringify(bad).replace('\\\\u0000', '\\u0000');
+
+    const [badAnswer, ...goodAnswers] = await Promise.all([
+      deliver(service.baseUrl, bad, { body }),
+      ...good.map((event) => deliver(service.baseUrl, event)),
+    ]);
+
+    expect(badAnswer.status).toBe(400);
+    expect(badAnswer.body).toMatchObject({ error: 'invalid_event', message: expect.stringMatching(/cannot store/) });
+    expect(goodAnswers.map((a) => a.status)).toEqual(Array(30).fill(200));
+    expect((await events()).map((e) => e.id).sort()).toEqual(good.map((e) => e.id).sort());
+  });
+
+  it('keeps one pending request per post while distinct events for it are all stored', async () => {
     const results = [];
     for (const type of ['post.scheduled', 'post.platform.published', 'post.published']) {
       results.push(await deliver(service.baseUrl, postEvent('post-burst', type)));
     }
 
     expect(results.map((r) => r.body.duplicate)).toEqual([false, false, false]);
+    expect(results.map((r) => r.body.reconcile)).toEqual(['post:post-burst', 'post:post-burst', 'post:post-burst']);
     expect(await events()).toHaveLength(3);
-    const pending = await jobs();
-    expect(pending).toHaveLength(1);
-    expect(pending[0]).toMatchObject({ key: 'post:post-burst', revision: 2 });
+    expect(await pending()).toEqual(['post:post-burst (post post-burst)']);
   });
 
   it('keys account events by profile, since accounts are read per profile', async () => {
@@ -107,10 +134,10 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
     expect(response.body.reconcile).toBe('profile:profile-9');
     expect((await events())[0]).toMatchObject({ resource_type: 'profile', resource_id: 'profile-9' });
-    expect((await jobs()).map((j) => [j.key, j.payload])).toEqual([['profile:profile-9', { resource: 'profile', id: 'profile-9' }]]);
+    expect(await pending()).toEqual(['profile:profile-9 (profile profile-9)']);
   });
 
-  it('stores and flags a test event, and enqueues nothing', async () => {
+  it('stores and flags a test event, and requests nothing', async () => {
     const test = { id: 'test-evt-1', event: 'webhook.test', message: 'Test webhook', test: true, timestamp: new Date().toISOString() };
     // A test event that looks like a real post event must not touch the mirror either.
     const testPost = postEvent('post-from-test', 'post.published', { test: true });
@@ -125,17 +152,17 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
       ['test-evt-1', true, null],
       [testPost.id, true, null],
     ]);
-    expect(await jobs()).toEqual([]);
+    expect(await pending()).toEqual([]);
   });
 
-  it('stores an unknown event type for later and enqueues nothing', async () => {
+  it('stores an unknown event type for later and requests nothing', async () => {
     const unknown = { id: 'unknown-1', event: 'comment.received', timestamp: new Date().toISOString(), comment: { id: 'c1' } };
 
     const response = await deliver(service.baseUrl, unknown);
 
     expect(response).toEqual({ status: 200, body: { received: true, eventId: 'unknown-1', duplicate: false, reconcile: null } });
     expect(await events()).toEqual([{ id: 'unknown-1', type: 'comment.received', test: false, resource_type: null, resource_id: null }]);
-    expect(await jobs()).toEqual([]);
+    expect(await pending()).toEqual([]);
   });
 
   describe('rejects bad deliveries with a 4xx naming the problem, storing nothing', () => {
@@ -259,7 +286,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
       expect(response.body).toMatchObject({ statusCode: status, error });
       expect(String(response.body.message)).toMatch(message);
       expect(await events()).toEqual([]);
-      expect(await jobs()).toEqual([]);
+      expect(await pending()).toEqual([]);
     });
   });
 });

@@ -4,9 +4,10 @@ import { ConfigModule } from '../src/config/config.module';
 import { DatabaseModule } from '../src/database/database.module';
 import { DatabaseService } from '../src/database/database.service';
 import { QueueModule } from '../src/queue/queue.module';
+import { ReconcileTask } from '../src/reconcile/reconcile.task';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
-import { queuedJobs } from './support/queue';
+import { queuedJobs, reconcileRequests } from './support/queue';
 import { startService, waitFor } from './support/service';
 
 describe('job queue (graphile-worker inside the service)', () => {
@@ -20,21 +21,63 @@ describe('job queue (graphile-worker inside the service)', () => {
     await db?.drop();
   });
 
-  it('runs the reconcile job a new event enqueued, once the coalescing window has passed', async () => {
+  it("hands a new event's reconcile request to the worker, which runs it once", async () => {
     const service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '0' });
+    const handle = jest.spyOn(service.app.get(ReconcileTask), 'handle');
     try {
       const response = await deliver(service.baseUrl, postEvent('post-run'));
       expect(response.body.reconcile).toBe('post:post-run');
 
-      // graphile-worker deletes a job when its handler succeeds; a failure would keep it with attempts > 0.
-      await waitFor('the reconcile job to complete', async () =>
-        (await queuedJobs(service.pool)).length === 0 ? true : undefined,
-      );
+      await waitFor('the reconcile job to run', async () => (handle.mock.calls.length > 0 ? true : undefined));
+      // graphile-worker deletes a job once its handler succeeded.
+      await waitFor('the queue to empty', async () => ((await queuedJobs(service.pool)).length === 0 ? true : undefined));
+      expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: 'post-run' }]);
+      expect(await reconcileRequests(service.pool)).toEqual([]);
       const ready = await fetch(`${service.baseUrl}/health/ready`);
-      expect(ready.status).toBe(200);
       expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'running' });
     } finally {
       await service.close();
+    }
+  });
+
+  it('coalesces a burst of events for one post into one reconcile run', async () => {
+    const service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '1500' });
+    const handle = jest.spyOn(service.app.get(ReconcileTask), 'handle');
+    try {
+      for (let i = 0; i < 20; i += 1) await deliver(service.baseUrl, postEvent('post-burst', 'post.platform.published'));
+
+      await waitFor('the reconcile job to run', async () => (handle.mock.calls.length > 0 ? true : undefined));
+      await waitFor('the queue to empty', async () =>
+        (await queuedJobs(service.pool)).length === 0 && (await reconcileRequests(service.pool)).length === 0 ? true : undefined,
+      );
+      expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: 'post-burst' }]);
+      const { rows } = await service.pool.query("SELECT count(*)::int AS n FROM pozy_event WHERE resource_id = 'post-burst'");
+      expect(rows[0].n).toBe(20);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('leaves reconcile requests to worker replicas when ROLE=api, and a ROLE=worker replica runs them', async () => {
+    const api = await startService(db.url, { ROLE: 'api', RECONCILE_COALESCE_WINDOW_MS: '0' });
+    try {
+      await deliver(api.baseUrl, postEvent('post-split'));
+      const ready = await fetch(`${api.baseUrl}/health/ready`);
+      expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'disabled' });
+      expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual(['post:post-split']);
+      expect(await queuedJobs(api.pool)).toEqual([]);
+
+      const worker = await startService(db.url, { ROLE: 'worker' });
+      const handle = jest.spyOn(worker.app.get(ReconcileTask), 'handle');
+      try {
+        await waitFor('the worker replica to run the job', async () => (handle.mock.calls.length > 0 ? true : undefined));
+        expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: 'post-split' }]);
+        expect(await reconcileRequests(api.pool)).toEqual([]);
+      } finally {
+        await worker.close();
+      }
+    } finally {
+      await api.close();
     }
   });
 

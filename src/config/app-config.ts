@@ -1,5 +1,5 @@
 import { LogLevel } from '@nestjs/common';
-import { EnvironmentVariables, LOG_LEVELS, validateEnvironment } from './environment';
+import { EnvironmentVariables, LOG_LEVELS, RoleName, validateEnvironment } from './environment';
 
 /**
  * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
@@ -8,6 +8,7 @@ export class AppConfig {
   readonly nodeEnv: 'development' | 'production' | 'test';
   readonly port: number;
   readonly host: string;
+  readonly role: RoleName;
   /** LOG_LEVEL and every level above it. */
   readonly logLevels: LogLevel[];
   /** Unset means "start the embedded PostgreSQL"; main.ts then builds the config again with its URL. */
@@ -26,6 +27,7 @@ export class AppConfig {
     this.nodeEnv = (env.NODE_ENV as AppConfig['nodeEnv'] | undefined) ?? 'development';
     this.port = env.PORT;
     this.host = env.HOST;
+    this.role = env.ROLE;
     this.logLevels = LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(env.LOG_LEVEL) + 1);
     this.databaseUrl = env.DATABASE_URL;
     this.embeddedDatabasePort = env.EMBEDDED_DATABASE_PORT;
@@ -47,6 +49,16 @@ export class AppConfig {
   /** Throws ConfigError naming every invalid variable. */
   static fromEnvironment(env: Record<string, string | undefined>): AppConfig {
     return new AppConfig(validateEnvironment(env));
+  }
+
+  /** Whether this process runs jobs and schedules (roles `all` and `worker`). */
+  get runsWorker(): boolean {
+    return this.role !== 'api';
+  }
+
+  /** Whether this process serves HTTP (roles `all` and `api`). */
+  get servesHttp(): boolean {
+    return this.role !== 'worker';
   }
 
   /** A copy pointing at another database (the embedded one, once it is running). */

@@ -17,6 +17,10 @@ import {
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+/** `all`: HTTP and jobs; `api`: HTTP only (jobs wait for a worker); `worker`: jobs and schedules, no HTTP port. */
+export const ROLES = ['all', 'api', 'worker'] as const;
+export type RoleName = (typeof ROLES)[number];
+
 /** Empty strings count as unset, as in a shell (`FOO= node ...`) or a compose file. */
 const emptyAsUnset = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 const toInt = () =>
@@ -36,6 +40,9 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(65535)
   PORT = 3000;
+
+  @IsIn(ROLES)
+  ROLE: RoleName = 'all';
 
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevelName = 'log';
@@ -111,6 +118,7 @@ export const VARIABLES = [
   'PORT',
   'HOST',
   'LOG_LEVEL',
+  'ROLE',
   'DATABASE_URL',
   'EMBEDDED_DATABASE_PORT',
   'POZY_API_URL',

@@ -1,4 +1,5 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import { WorkerService } from '../queue/worker.service';
 
@@ -7,6 +8,7 @@ export class HealthController {
   constructor(
     private readonly database: DatabaseService,
     private readonly worker: WorkerService,
+    private readonly config: AppConfig,
   ) {}
 
   /** The process is up and serving HTTP. */
@@ -15,18 +17,17 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready for traffic: the database answers and the job worker runs. */
+  /** Ready for traffic: the database answers and, unless ROLE=api, the job worker runs. */
   @Get('ready')
-  async ready(): Promise<{ status: 'ok'; database: 'up'; worker: 'running' }> {
+  async ready(): Promise<{ status: 'ok'; database: 'up'; worker: 'running' | 'disabled' }> {
     const database = await this.database.pool.query('SELECT 1').then(
       () => true,
       () => false,
     );
-    if (!database || !this.worker.running) {
-      throw new ServiceUnavailableException(
-        `Not ready: database ${database ? 'up' : 'down'}, worker ${this.worker.running ? 'running' : 'stopped'}`,
-      );
+    const worker = !this.config.runsWorker ? 'disabled' : this.worker.running ? 'running' : 'stopped';
+    if (!database || worker === 'stopped') {
+      throw new ServiceUnavailableException(`Not ready: database ${database ? 'up' : 'down'}, worker ${worker}`);
     }
-    return { status: 'ok', database: 'up', worker: 'running' };
+    return { status: 'ok', database: 'up', worker };
   }
 }

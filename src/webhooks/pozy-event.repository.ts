@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
-import { addJobCall, addJobParams, JobSpec } from '../queue/job-sql';
 
 export interface NewPozyEvent {
   id: string;
@@ -11,49 +10,70 @@ export interface NewPozyEvent {
   deliveryId: string | null;
   attempt: number | null;
   test: boolean;
-  resourceType: string | null;
-  resourceId: string | null;
+  /** The resource to read again from Pozy, or null for test and unknown events. */
+  reconcile: { key: string; type: string; id: string; afterMs: number } | null;
 }
 
-export interface InsertOutcome {
-  inserted: boolean;
-  jobId: string | null;
+export interface BatchOutcome {
+  /** Ids of the events this statement stored; any other id of the batch was stored before. */
+  insertedIds: Set<string>;
+  /** When the earliest reconcile request this batch created falls due; null if it created none. */
+  firstRequestDueAt: Date | null;
 }
 
-// One statement is one transaction: the job exists if and only if the event row was new, and neither exists
-// unless both committed. A duplicate waits on the primary key, inserts nothing and so adds no job.
-const INSERT_EVENT_AND_JOB = `
-WITH inserted AS (
+// One statement is one transaction: each new event's reconcile request commits with it, and nothing commits
+// unless all of it does. Duplicates (already stored, or delivered concurrently) insert nothing and request
+// nothing. A pending request for the same resource is left as it is, so its due time (the coalescing window)
+// holds. Rows go in id and key order, so concurrent batches take their locks in one order.
+const INSERT_EVENTS_AND_REQUESTS = `
+WITH input AS (
+  SELECT *
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::boolean[],
+                $8::text[], $9::text[], $10::text[], $11::int[])
+      AS t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, window_ms)
+), inserted AS (
   INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id)
-  VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9)
+  SELECT id, type, payload::jsonb, ts, delivery_id, attempt, test, resource_type, resource_id FROM input ORDER BY id
   ON CONFLICT (id) DO NOTHING
   RETURNING id
-), job AS (
-  SELECT (${addJobCall(11)}).id AS id FROM inserted WHERE $10::boolean
+), requested AS (
+  INSERT INTO reconcile_request (key, resource_type, resource_id, due_at)
+  SELECT DISTINCT ON (i.request_key) i.request_key, i.resource_type, i.resource_id,
+         now() + i.window_ms * interval '1 millisecond'
+    FROM input i JOIN inserted USING (id)
+   WHERE i.request_key IS NOT NULL
+   ORDER BY i.request_key
+  ON CONFLICT (key) DO NOTHING
+  RETURNING due_at
 )
-SELECT EXISTS (SELECT 1 FROM inserted) AS inserted, (SELECT id::text FROM job) AS job_id`;
-
-const NO_JOB = [null, null, null, 0, null];
+SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at`;
 
 @Injectable()
 export class PozyEventRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** Stores the event once per id and, only when it is new, enqueues `job` in the same transaction. */
-  async insert(event: NewPozyEvent, job: JobSpec | null): Promise<InsertOutcome> {
-    const { rows } = await this.database.pool.query<{ inserted: boolean; job_id: string | null }>(INSERT_EVENT_AND_JOB, [
-      event.id,
-      event.type,
-      event.payloadJson,
-      event.timestamp,
-      event.deliveryId,
-      event.attempt,
-      event.test,
-      event.resourceType,
-      event.resourceId,
-      job !== null,
-      ...(job ? addJobParams(job) : NO_JOB),
-    ]);
-    return { inserted: rows[0].inserted, jobId: rows[0].job_id };
+  /** Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction. */
+  async insertBatch(events: readonly NewPozyEvent[]): Promise<BatchOutcome> {
+    const sorted = [...events].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const column = <T>(pick: (e: NewPozyEvent) => T) => sorted.map(pick);
+    const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>({
+      // Named: each connection parses and plans it once, not on every batch.
+      name: 'insert_pozy_events',
+      text: INSERT_EVENTS_AND_REQUESTS,
+      values: [
+        column((e) => e.id),
+        column((e) => e.type),
+        column((e) => e.payloadJson),
+        column((e) => e.timestamp),
+        column((e) => e.deliveryId),
+        column((e) => e.attempt),
+        column((e) => e.test),
+        column((e) => e.reconcile?.type ?? null),
+        column((e) => e.reconcile?.id ?? null),
+        column((e) => e.reconcile?.key ?? null),
+        column((e) => e.reconcile?.afterMs ?? 0),
+      ],
+    });
+    return { insertedIds: new Set(rows[0].inserted_ids), firstRequestDueAt: rows[0].first_due_at };
   }
 }

@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
+import { ReconcileModule } from '../reconcile/reconcile.module';
+import { EventIngester } from './event-ingester';
 import { PozyEventRepository } from './pozy-event.repository';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksService } from './webhooks.service';
 
 @Module({
+  imports: [ReconcileModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, PozyEventRepository],
+  providers: [WebhooksService, EventIngester, PozyEventRepository],
 })
 export class WebhooksModule {}

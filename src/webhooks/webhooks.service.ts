@@ -1,13 +1,12 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
-import { validateDto } from '../common/validate-dto';
+import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
-import { JobSpec } from '../queue/job-sql';
 import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
-import { PozyEventRepository } from './pozy-event.repository';
+import { EventIngester } from './event-ingester';
 import { isValidPozySignature } from './webhook-signature';
 
 export interface WebhookReceipt {
@@ -15,7 +14,7 @@ export interface WebhookReceipt {
   eventId: string;
   /** True when this event id was already stored: nothing was done again. */
   duplicate: boolean;
-  /** The reconcile job key this event scheduled, if it is new and concerns a post or a profile. */
+  /** The resource this new event asks to read again (`post:<id>`, `profile:<id>`); null for duplicates, tests, unknown types. */
   reconcile: string | null;
 }
 
@@ -27,7 +26,7 @@ export class WebhooksService implements OnModuleInit {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly events: PozyEventRepository,
+    private readonly ingester: EventIngester,
   ) {}
 
   onModuleInit(): void {
@@ -41,13 +40,14 @@ export class WebhooksService implements OnModuleInit {
   /** DESIGN.md §1.1: authenticate the raw bytes, then parse and validate, then store once and enqueue. */
   async receive(rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
     this.authenticate(rawBody, headers['x-pozy-signature']);
-    const delivery = validateDto(PozyDeliveryHeadersDto, headers, {
+    const delivery = validateInstance(PozyDeliveryHeadersDto.fromHeaders(headers), {
       code: 'invalid_headers',
       what: 'delivery headers',
-      transform: { excludeExtraneousValues: true },
     });
     const text = rawBody.toString('utf8');
-    const envelope = validateDto(PozyEventEnvelopeDto, parseJson(text), { code: 'invalid_event', what: 'event' });
+    const body = parseJson(text);
+    if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
+    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what: 'event' });
     if (delivery.eventId !== envelope.id) {
       throw new ApiError(
         400,
@@ -59,27 +59,23 @@ export class WebhooksService implements OnModuleInit {
     const test = envelope.test === true;
     // Test events never change mirrored data; unknown event types are kept but change nothing.
     const resource = test ? null : resourceOf(envelope);
-    const job: JobSpec<'reconcile'> | null = resource && {
-      task: 'reconcile',
-      payload: { resource: resource.type, id: resource.id },
-      jobKey: resourceJobKey(resource.type, resource.id),
-      runAfterMs: this.config.reconcileCoalesceWindowMs,
+    const reconcile = resource && {
+      key: resourceJobKey(resource.type, resource.id),
+      type: resource.type,
+      id: resource.id,
+      afterMs: this.config.reconcileCoalesceWindowMs,
     };
-    const outcome = await this.events
-      .insert(
-        {
-          id: envelope.id,
-          type: envelope.event,
-          payloadJson: text,
-          timestamp: new Date(envelope.timestamp),
-          deliveryId: delivery.deliveryId ?? null,
-          attempt: delivery.attempt ? Number(delivery.attempt) : null,
-          test,
-          resourceType: resource?.type ?? null,
-          resourceId: resource?.id ?? null,
-        },
-        job,
-      )
+    const inserted = await this.ingester
+      .store({
+        id: envelope.id,
+        type: envelope.event,
+        payloadJson: text,
+        timestamp: new Date(envelope.timestamp),
+        deliveryId: delivery.deliveryId ?? null,
+        attempt: delivery.attempt ? Number(delivery.attempt) : null,
+        test,
+        reconcile,
+      })
       .catch((error: unknown) => {
         // jsonb cannot hold \u0000: the sender's payload, not our database, is at fault.
         if ((error as { code?: string }).code === '22P05') {
@@ -90,8 +86,8 @@ export class WebhooksService implements OnModuleInit {
     return {
       received: true,
       eventId: envelope.id,
-      duplicate: !outcome.inserted,
-      reconcile: outcome.jobId ? (job?.jobKey ?? null) : null,
+      duplicate: !inserted,
+      reconcile: inserted ? (reconcile?.key ?? null) : null,
     };
   }
 

@@ -17,3 +17,18 @@ export async function queuedJobs(pool: Pool): Promise<QueuedJob[]> {
   );
   return rows;
 }
+
+export interface PendingRequest {
+  key: string;
+  resource_type: string;
+  resource_id: string;
+  requested_at: Date;
+}
+
+/** The reconcile outbox: resources waiting to be handed to the worker. */
+export async function reconcileRequests(pool: Pool): Promise<PendingRequest[]> {
+  const { rows } = await pool.query<PendingRequest>(
+    'SELECT key, resource_type, resource_id, requested_at FROM reconcile_request ORDER BY key',
+  );
+  return rows;
+}

@@ -11,6 +11,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
+import { isJsonObject } from '../../common/validate-dto';
 import { isAccountEvent, isPostEvent } from '../pozy-events';
 
 /** Only what routing needs; the rest of the block is stored as sent (events are hints, Pozy's API is the truth). */
@@ -73,4 +74,23 @@ export class PozyEventEnvelopeDto {
   @ValidateNested()
   @Type(() => PozyAccountBlockDto)
   account?: PozyAccountBlockDto;
+
+  /**
+   * The DTO of a parsed body, holding only the fields above. The body itself is stored as received, so a deep
+   * copy of it (plainToInstance) would be work on every webhook for nothing.
+   */
+  static fromJson(body: Record<string, unknown>): PozyEventEnvelopeDto {
+    const dto = new PozyEventEnvelopeDto();
+    dto.id = body.id as string;
+    dto.event = body.event as string;
+    dto.timestamp = body.timestamp as string;
+    dto.test = body.test as boolean | undefined;
+    const { post, account } = body;
+    // A block that is not an object stays as it is, for @IsObject to name.
+    dto.post = isJsonObject(post) ? Object.assign(new PozyPostBlockDto(), { id: post.id }) : (post as undefined);
+    dto.account = isJsonObject(account)
+      ? Object.assign(new PozyAccountBlockDto(), { accountId: account.accountId, profileId: account.profileId })
+      : (account as undefined);
+    return dto;
+  }
 }

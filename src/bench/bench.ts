@@ -1,0 +1,200 @@
+/**
+ * npm run bench: the receive path of the built service against a bare baseline receiver, same database server,
+ * same machine, same load, in one run. Prints throughput, latency percentiles, errors and the ratios.
+ *
+ *   BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 50), BENCH_POSTS (distinct posts, default 1000),
+ *   BENCH_DATABASE_URL (a server to create the bench databases on; default: an embedded PostgreSQL)
+ */
+/* eslint-disable no-console -- a command-line report */
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import autocannon from 'autocannon';
+import { Client } from 'pg';
+import { EmbeddedDatabase } from '../database/embedded-postgres';
+import { signPozyPayload } from '../webhooks/webhook-signature';
+import { freePort, waitForHttp } from './net';
+
+const SECRET = 'whsec_bench';
+const settings = {
+  durationS: Number(process.env.BENCH_DURATION_S ?? 10),
+  connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
+  posts: Number(process.env.BENCH_POSTS ?? 1000),
+};
+
+interface Measured {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  errors: number;
+  non2xx: number;
+  accepted: number;
+  storedRows: number;
+}
+
+/** One unique, signed Pozy event per request, for a post among `posts`. */
+function signedEventRequest(): autocannon.Request {
+  let n = 0;
+  return {
+    method: 'POST',
+    path: '/webhooks/pozy',
+    setupRequest: (request) => {
+      n += 1;
+      const id = randomUUID();
+      const body = JSON.stringify({
+        id,
+        event: 'post.published',
+        ...(process.env.BENCH_TEST_EVENTS ? { test: true } : {}),
+        timestamp: new Date().toISOString(),
+        post: {
+          id: `66aa01f3c2b1e4d5f6a7${(n % settings.posts).toString(16).padStart(4, '0')}`,
+          content: 'Spring sale starts today',
+          status: 'published',
+          scheduledFor: '2026-03-02T09:00:00.000Z',
+          platforms: [{ platform: 'linkedin', status: 'published', accountId: '66aa00aa11bb22cc33dd44ee' }],
+        },
+      });
+      return {
+        ...request,
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'x-pozy-event': 'post.published',
+          'x-pozy-event-id': id,
+          'x-pozy-delivery-id': randomUUID(),
+          'x-pozy-attempt': '1',
+          'x-pozy-signature': signPozyPayload(SECRET, body),
+        },
+      };
+    },
+  };
+}
+
+async function load(url: string, durationS: number): Promise<autocannon.Result> {
+  return autocannon({ url, connections: settings.connections, duration: durationS, requests: [signedEventRequest()] });
+}
+
+function startProcess(script: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return child;
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function withDatabase<T>(serverUrl: string, name: string, run: (url: string) => Promise<T>): Promise<T> {
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  try {
+    return await run(url.toString());
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+async function countRows(databaseUrl: string): Promise<number> {
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pozy_event');
+    return rows[0].n;
+  } finally {
+    await client.end();
+  }
+}
+
+async function measure(name: string, script: string, databaseUrl: string, env: Record<string, string>): Promise<Measured> {
+  const port = await freePort();
+  const child = startProcess(script, { ...env, DATABASE_URL: databaseUrl, PORT: String(port) });
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${url}/health/ready`, 60_000);
+    process.stdout.write(`  ${name}: warming up 2 s, then ${settings.durationS} s of load... `);
+    await load(url, 2);
+    const warmRows = await countRows(databaseUrl);
+    const result = await load(url, settings.durationS);
+    const storedRows = (await countRows(databaseUrl)) - warmRows;
+    console.log('done');
+    return {
+      name,
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      errors: result.errors + result.timeouts,
+      non2xx: result.non2xx,
+      accepted: result['2xx'],
+      storedRows,
+    };
+  } finally {
+    await stopProcess(child);
+  }
+}
+
+function report(rows: Measured[]): void {
+  const [baseline, service] = rows;
+  const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(10);
+  console.log('');
+  console.log(`Receive path: ${settings.connections} connections, ${settings.durationS} s, unique signed events over ${settings.posts} posts`);
+  console.log(`${'receiver'.padEnd(26)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p90 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}${'errors'.padStart(10)}${'non-2xx'.padStart(10)}${'2xx'.padStart(10)}${'rows'.padStart(10)}`);
+  for (const r of rows) {
+    console.log(
+      `${r.name.padEnd(26)}${fmt(r.requestsPerSecond)}${fmt(r.p50, 1)}${fmt(r.p90, 1)}${fmt(r.p99, 1)}${fmt(r.max, 1)}${fmt(r.errors)}${fmt(r.non2xx)}${fmt(r.accepted)}${fmt(r.storedRows)}`,
+    );
+  }
+  console.log('');
+  console.log(`pozy-sync / baseline throughput: ${(service.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x (goal >= 0.70x)`);
+  console.log(`pozy-sync / baseline p99 latency: ${(service.p99 / baseline.p99).toFixed(2)}x; pozy-sync p99 ${service.p99.toFixed(1)} ms (goal < 25 ms)`);
+  console.log(`pozy-sync stored ${service.storedRows} rows for ${service.accepted} accepted deliveries (each unique: equal means none lost)`);
+}
+
+async function main(): Promise<void> {
+  // The embedded PostgreSQL's own log lines would bury the report.
+  Logger.overrideLogger(['error', 'warn']);
+  let embedded: EmbeddedDatabase | undefined;
+  let serverUrl = process.env.BENCH_DATABASE_URL;
+  if (!serverUrl) {
+    embedded = await EmbeddedDatabase.start({ dataDir: '.data/bench-postgres', port: await freePort(), database: 'postgres' });
+    serverUrl = embedded.url;
+  }
+  try {
+    console.log(`pozy-sync bench (Node ${process.version}, database ${embedded ? 'embedded PostgreSQL' : 'BENCH_DATABASE_URL'})`);
+    const baseline = process.env.BENCH_SKIP_BASELINE ? { name: 'skipped', requestsPerSecond: 1, p50: 1, p90: 1, p99: 1, max: 1, errors: 0, non2xx: 0, accepted: 0, storedRows: 0 } : await withDatabase(serverUrl, 'pozy_bench_baseline', (url) =>
+      measure('baseline (Fastify + INSERT)', join(__dirname, 'baseline-receiver.js'), url, {}),
+    );
+    const service = await withDatabase(serverUrl, 'pozy_bench_service', (url) =>
+      measure('pozy-sync', join(__dirname, '..', 'main.js'), url, {
+        ...(process.env.ROLE ? { ROLE: process.env.ROLE } : {}),
+        POZY_API_KEY: 'sk_bench',
+        POZY_WEBHOOK_SECRET: SECRET,
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+      }),
+    );
+    report([baseline, service]);
+  } finally {
+    await embedded?.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
