@@ -10,8 +10,8 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('webhooks');
-    // A long coalescing window keeps reconcile requests pending, so they can be counted exactly.
-    service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '60000' });
+    // An api-only replica: reconcile requests stay in the outbox (no worker takes them), so they can be counted.
+    service = await startService(db.url, { ROLE: 'api' });
   });
 
   afterAll(async () => {

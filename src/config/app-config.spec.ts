@@ -25,7 +25,7 @@ describe('AppConfig.fromEnvironment', () => {
       adminToken: undefined,
       backfillCron: '* * * * *',
       spoolDir: '.data/spool',
-      reconcileCoalesceWindowMs: 200,
+      reconcileCoalesceWindowMs: 1000,
       logLevels: ['error', 'warn', 'log'],
     });
   });

@@ -19,6 +19,7 @@ export class AppConfig {
   readonly adminToken: string | undefined;
   readonly backfillCron: string;
   readonly spoolDir: string;
+  /** Least time between two reads of one resource: a burst of events inside it shares one more read. */
   readonly reconcileCoalesceWindowMs: number;
   readonly workerConcurrency: number;
   readonly shutdownGraceMs: number;

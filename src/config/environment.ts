@@ -98,7 +98,7 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(0)
   @Max(60_000)
-  RECONCILE_COALESCE_WINDOW_MS = 200;
+  RECONCILE_COALESCE_WINDOW_MS = 1_000;
 
   @toInt()
   @IsInt()

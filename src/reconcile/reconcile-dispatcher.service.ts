@@ -11,8 +11,9 @@ const BATCH_SIZE = 500;
 const POLL_MS = 1_000;
 
 const TAKE_DUE_REQUESTS = `
-DELETE FROM reconcile_request r
- USING (SELECT key FROM reconcile_request WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+UPDATE reconcile_request r
+   SET due_at = NULL, dispatched_at = now()
+  FROM (SELECT key FROM reconcile_request WHERE due_at <= now() ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
  WHERE r.key = due.key
 RETURNING r.key, r.resource_type, r.resource_id`;
 
@@ -20,7 +21,7 @@ const NEXT_DUE = `SELECT min(due_at) AS next FROM reconcile_request`;
 
 /**
  * Moves due reconcile requests (the outbox the receiver writes in the event's transaction) into graphile-worker
- * jobs, many per transaction and so one NOTIFY per batch. Deleting a request and adding its job commit together,
+ * jobs, many per transaction and so one NOTIFY per batch. Clearing a request and adding its job commit together,
  * so a request is never lost nor turned into two jobs; replicas share the work with SKIP LOCKED.
  */
 @Injectable()

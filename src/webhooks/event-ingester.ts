@@ -22,6 +22,7 @@ interface Waiting {
 export class EventIngester {
   private readonly logger = new Logger(EventIngester.name);
   private readonly maxInFlight: number;
+  private readonly coalesceWindowMs: number;
   private queue: Waiting[] = [];
   private inFlight = 0;
 
@@ -32,6 +33,7 @@ export class EventIngester {
   ) {
     // Leave most of the pool to the worker and the rest of the service.
     this.maxInFlight = Math.max(1, Math.floor(config.databasePoolSize / 4));
+    this.coalesceWindowMs = config.reconcileCoalesceWindowMs;
   }
 
   /** Resolves true if the event was stored now, false if its id was already stored; rejects if not stored. */
@@ -58,7 +60,10 @@ export class EventIngester {
     const first = new Map<string, Waiting>();
     for (const waiting of batch) if (!first.has(waiting.event.id)) first.set(waiting.event.id, waiting);
     try {
-      const outcome = await this.events.insertBatch([...first.values()].map((w) => w.event));
+      const outcome = await this.events.insertBatch(
+        [...first.values()].map((w) => w.event),
+        this.coalesceWindowMs,
+      );
       if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
       for (const waiting of batch) {
         waiting.resolve(first.get(waiting.event.id) === waiting && outcome.insertedIds.has(waiting.event.id));

@@ -11,39 +11,41 @@ export interface NewPozyEvent {
   attempt: number | null;
   test: boolean;
   /** The resource to read again from Pozy, or null for test and unknown events. */
-  reconcile: { key: string; type: string; id: string; afterMs: number } | null;
+  reconcile: { key: string; type: string; id: string } | null;
 }
 
 export interface BatchOutcome {
   /** Ids of the events this statement stored; any other id of the batch was stored before. */
   insertedIds: Set<string>;
-  /** When the earliest reconcile request this batch created falls due; null if it created none. */
+  /** When the earliest reconcile this batch asked for falls due; null if it asked for none (all joined pending ones). */
   firstRequestDueAt: Date | null;
 }
 
 // One statement is one transaction: each new event's reconcile request commits with it, and nothing commits
 // unless all of it does. Duplicates (already stored, or delivered concurrently) insert nothing and request
-// nothing. A pending request for the same resource is left as it is, so its due time (the coalescing window)
-// holds. Rows go in id and key order, so concurrent batches take their locks in one order.
+// nothing. Requests throttle per resource: with nothing pending, a read is due now, or one window after the last
+// dispatched read; with a read already pending, the event joins it. Rows go in id and key order, so concurrent
+// batches take their locks in one order.
 const INSERT_EVENTS_AND_REQUESTS = `
 WITH input AS (
   SELECT *
     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::boolean[],
-                $8::text[], $9::text[], $10::text[], $11::int[])
-      AS t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, window_ms)
+                $8::text[], $9::text[], $10::text[])
+      AS t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key)
 ), inserted AS (
   INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id)
   SELECT id, type, payload::jsonb, ts, delivery_id, attempt, test, resource_type, resource_id FROM input ORDER BY id
   ON CONFLICT (id) DO NOTHING
   RETURNING id
 ), requested AS (
-  INSERT INTO reconcile_request (key, resource_type, resource_id, due_at)
-  SELECT DISTINCT ON (i.request_key) i.request_key, i.resource_type, i.resource_id,
-         now() + i.window_ms * interval '1 millisecond'
+  INSERT INTO reconcile_request AS r (key, resource_type, resource_id, due_at, requested_at)
+  SELECT DISTINCT ON (i.request_key) i.request_key, i.resource_type, i.resource_id, now(), now()
     FROM input i JOIN inserted USING (id)
    WHERE i.request_key IS NOT NULL
    ORDER BY i.request_key
-  ON CONFLICT (key) DO NOTHING
+  ON CONFLICT (key) DO UPDATE
+     SET due_at = greatest(now(), r.dispatched_at + $11::int * interval '1 millisecond'), requested_at = now()
+   WHERE r.due_at IS NULL
   RETURNING due_at
 )
 SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at`;
@@ -52,8 +54,11 @@ SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM 
 export class PozyEventRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction. */
-  async insertBatch(events: readonly NewPozyEvent[]): Promise<BatchOutcome> {
+  /**
+   * Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction.
+   * `coalesceWindowMs` is the least time between two reads of one resource.
+   */
+  async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number): Promise<BatchOutcome> {
     const sorted = [...events].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const column = <T>(pick: (e: NewPozyEvent) => T) => sorted.map(pick);
     const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>({
@@ -71,7 +76,7 @@ export class PozyEventRepository {
         column((e) => e.reconcile?.type ?? null),
         column((e) => e.reconcile?.id ?? null),
         column((e) => e.reconcile?.key ?? null),
-        column((e) => e.reconcile?.afterMs ?? 0),
+        coalesceWindowMs,
       ],
     });
     return { insertedIds: new Set(rows[0].inserted_ids), firstRequestDueAt: rows[0].first_due_at };

@@ -59,12 +59,7 @@ export class WebhooksService implements OnModuleInit {
     const test = envelope.test === true;
     // Test events never change mirrored data; unknown event types are kept but change nothing.
     const resource = test ? null : resourceOf(envelope);
-    const reconcile = resource && {
-      key: resourceJobKey(resource.type, resource.id),
-      type: resource.type,
-      id: resource.id,
-      afterMs: this.config.reconcileCoalesceWindowMs,
-    };
+    const reconcile = resource && { key: resourceJobKey(resource.type, resource.id), type: resource.type, id: resource.id };
     const inserted = await this.ingester
       .store({
         id: envelope.id,

@@ -22,13 +22,14 @@ export interface PendingRequest {
   key: string;
   resource_type: string;
   resource_id: string;
+  due_at: Date;
   requested_at: Date;
 }
 
-/** The reconcile outbox: resources waiting to be handed to the worker. */
+/** The reconcile outbox's pending reads: resources waiting to be handed to the worker. */
 export async function reconcileRequests(pool: Pool): Promise<PendingRequest[]> {
   const { rows } = await pool.query<PendingRequest>(
-    'SELECT key, resource_type, resource_id, requested_at FROM reconcile_request ORDER BY key',
+    'SELECT key, resource_type, resource_id, due_at, requested_at FROM reconcile_request WHERE due_at IS NOT NULL ORDER BY key',
   );
   return rows;
 }

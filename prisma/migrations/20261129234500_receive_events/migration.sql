@@ -22,8 +22,9 @@ CREATE TABLE "reconcile_request" (
     "key" TEXT NOT NULL,
     "resource_type" TEXT NOT NULL,
     "resource_id" TEXT NOT NULL,
-    "due_at" TIMESTAMPTZ(3) NOT NULL,
+    "due_at" TIMESTAMPTZ(3),
     "requested_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "dispatched_at" TIMESTAMPTZ(3),
 
     CONSTRAINT "reconcile_request_pkey" PRIMARY KEY ("key")
 );
