@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# Build: compile TypeScript and generate the Prisma client with dev dependencies, then keep production ones only.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json prisma.config.ts ./
+COPY scripts ./scripts
+COPY prisma ./prisma
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+# Run: no compiler, no dev dependencies, not root.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build --chown=node:node /app/package.json ./
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+# The service applies prisma/migrations itself at start-up.
+COPY --from=build --chown=node:node /app/prisma ./prisma
+# The acknowledgment spool's volume (docker-compose.yml); a named volume takes this directory's owner.
+RUN mkdir -p /var/lib/pozy-sync/spool && chown -R node:node /var/lib/pozy-sync
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+CMD ["node", "dist/main.js"]
