@@ -21,6 +21,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   setupFiles: ['reflect-metadata'],
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   testTimeout: 60_000,
   // Two cores here: more workers only fight over them and over PostgreSQL.
   maxWorkers: 2,
