@@ -4,6 +4,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { FastifyInstance } from 'fastify';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
+import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
 import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
 
@@ -23,6 +24,23 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     // Throw start-up errors to main.ts (which stops the embedded database and exits 1) instead of aborting.
     abortOnError: false,
   });
-  await app.init();
+  // While closing, answer in-flight requests with `Connection: close`: otherwise their keep-alive connections
+  // hold the server open (Node only closes the connections idle at the moment close begins).
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+  try {
+    await app.init();
+  } catch (error) {
+    // close() would wait on the failed init; the pool is what has to be released.
+    await app.get(DatabaseService).pool.end().catch(() => undefined);
+    throw error;
+  }
   return app;
 }

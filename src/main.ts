@@ -23,7 +23,10 @@ async function main(): Promise<void> {
 
   let embedded: EmbeddedDatabase | undefined;
   let app: NestFastifyApplication | undefined;
-  try {
+  let stopping = false;
+
+  // Installed before start-up: a signal while the database starts or migrations run must still stop what started.
+  const startup = (async () => {
     if (!config.databaseUrl) {
       logger.warn('DATABASE_URL is not set: using an embedded PostgreSQL under .data/postgres');
       embedded = await EmbeddedDatabase.start({
@@ -34,20 +37,28 @@ async function main(): Promise<void> {
       config = config.withDatabaseUrl(embedded.url);
     }
     app = await createApp(config, { logger: config.logLevels });
+    if (stopping) return;
     if (config.servesHttp) {
       await app.listen({ port: config.port, host: config.host });
       logger.log(`pozy-sync listening on http://${config.host}:${config.port} (ROLE=${config.role})`);
     } else {
       logger.log('pozy-sync running jobs only (ROLE=worker)');
     }
-  } catch (error) {
-    logger.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
-    await app?.close().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
-    process.exit(1);
-  }
+  })();
 
-  let stopping = false;
+  /** Closes the service (HTTP, then jobs, then the pool), then the embedded database, and exits. */
+  const stop = async (code: number): Promise<never> => {
+    try {
+      await app?.close();
+    } catch (error) {
+      logger.error(`Shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+      code = 1;
+    } finally {
+      await embedded?.stop().catch((error: unknown) => logger.error(`Embedded PostgreSQL did not stop: ${String(error)}`));
+    }
+    process.exit(code);
+  };
+
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -57,16 +68,19 @@ async function main(): Promise<void> {
       logger.error('Shutdown took too long; exiting');
       process.exit(1);
     }, config.shutdownGraceMs + 5_000).unref();
-    try {
-      await app?.close();
-      await embedded?.stop();
-      process.exit(0);
-    } catch (error) {
-      logger.error(`Shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
-      process.exit(1);
-    }
+    await startup.catch(() => undefined);
+    await stop(0);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
+
+  try {
+    await startup;
+  } catch (error) {
+    if (stopping) return;
+    stopping = true;
+    logger.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
+    await stop(1);
+  }
 }
 
 void main();

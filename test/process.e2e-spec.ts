@@ -67,6 +67,47 @@ describe('the built service as a process (node dist/main.js)', () => {
     }
   });
 
+  it('loses no answered webhook when SIGTERM arrives in the middle of a load', async () => {
+    const db = await createTestDatabase('sigterm');
+    const port = await freePort();
+    const service = spawnService(
+      { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key', POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET },
+      tmpdir(),
+    );
+    const baseUrl = `http://127.0.0.1:${port}`;
+    try {
+      await waitFor('the service to become ready', ready(baseUrl), 30_000, 100);
+      let answered = 0;
+      const events = Array.from({ length: 400 }, (_, i) => postEvent(`post-term-${i % 25}`));
+      const results = events.map((event) =>
+        deliver(baseUrl, event).then(
+          (response) => {
+            answered += 1;
+            if (answered === 50) service.child.kill('SIGTERM');
+            return { id: event.id, status: response.status };
+          },
+          () => ({ id: event.id, status: 0 }),
+        ),
+      );
+      const outcomes = await Promise.all(results);
+
+      const code = await service.exited;
+      if (code !== 0) throw new Error(`exited ${code}:\n${service.output()}`);
+      const accepted = outcomes.filter((o) => o.status === 200).map((o) => o.id);
+      // Every delivery either got a 200 or failed visibly (refused, reset or 503), which Pozy retries.
+      expect(outcomes.every((o) => [0, 200, 503].includes(o.status))).toBe(true);
+      expect(accepted.length).toBeGreaterThanOrEqual(50);
+      const client = new Client({ connectionString: db.url });
+      await client.connect();
+      const { rows } = await client.query<{ id: string }>('SELECT id FROM pozy_event WHERE id = ANY($1)', [accepted]);
+      await client.end();
+      expect(rows.map((r) => r.id).sort()).toEqual([...accepted].sort());
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+      await db.drop();
+    }
+  });
+
   it('exits 0 on SIGTERM after finishing with its database', async () => {
     const db = await createTestDatabase('process');
     const port = await freePort();

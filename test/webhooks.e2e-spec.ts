@@ -1,7 +1,8 @@
 import { createTestDatabase, TestDatabase } from './support/database';
 import { accountEvent, deliver, postEvent } from './support/pozy-events';
 import { queuedJobs, reconcileRequests } from './support/queue';
-import { RunningService, startService } from './support/service';
+import { signPozyPayload } from '../src/webhooks/webhook-signature';
+import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
 
 
 describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
@@ -112,9 +113,37 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
     ]);
 
     expect(badAnswer.status).toBe(400);
-    expect(badAnswer.body).toMatchObject({ error: 'invalid_event', message: expect.stringMatching(/cannot store/) });
+    expect(badAnswer.body).toMatchObject({ error: 'invalid_event', message: expect.stringMatching(/PostgreSQL cannot store this event/) });
     expect(goodAnswers.map((a) => a.status)).toEqual(Array(30).fill(200));
     expect((await events()).map((e) => e.id).sort()).toEqual(good.map((e) => e.id).sort());
+  });
+
+  it("asks for another read when an event commits while its resource's read is being dispatched", async () => {
+    await deliver(service.baseUrl, postEvent('post-race'));
+    // Take the pending read the way the dispatcher does, and hold the transaction open.
+    const dispatcher = await service.pool.connect();
+    try {
+      await dispatcher.query('BEGIN');
+      await dispatcher.query("UPDATE reconcile_request SET due_at = NULL, dispatched_at = now() WHERE key = 'post:post-race'");
+      const late = deliver(service.baseUrl, postEvent('post-race', 'post.published'));
+      // The late event's statement waits on the row the dispatch holds...
+      await waitFor('the late event to wait on the dispatch', async () => {
+        const { rows } = await service.pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%reconcile_request%'",
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      await dispatcher.query('COMMIT');
+
+      // ...then sees the read taken and asks for one more, one coalescing window after it.
+      expect((await late).body).toMatchObject({ duplicate: false, reconcile: 'post:post-race' });
+      const { rows } = await service.pool.query<{ due: Date; dispatched: Date }>(
+        "SELECT due_at AS due, dispatched_at AS dispatched FROM reconcile_request WHERE key = 'post:post-race'",
+      );
+      expect(rows[0].due.getTime() - rows[0].dispatched.getTime()).toBe(1000);
+    } finally {
+      dispatcher.release();
+    }
   });
 
   it('keeps one pending request per post while distinct events for it are all stored', async () => {
@@ -180,10 +209,9 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
       ['a missing signature', () => deliver(service.baseUrl, valid(), { secret: null }), 401, 'missing_signature', /X-Pozy-Signature/],
       [
         'a body changed after signing',
-        async () => {
+        () => {
           const event = valid();
-          const { signPozyPayload } = await import('../src/webhooks/webhook-signature');
-          const signature = signPozyPayload('whsec_test_5e3b9c', JSON.stringify(event));
+          const signature = signPozyPayload(TEST_WEBHOOK_SECRET, JSON.stringify(event));
           return deliver(service.baseUrl, event, {
             body: JSON.stringify({ ...event, post: { id: 'someone-else' } }),
             headers: { 'x-pozy-signature': signature },
@@ -262,6 +290,16 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
         400,
         'invalid_event',
         /account\.profileId/,
+      ],
+      [
+        'a string PostgreSQL cannot store (a lone UTF-16 surrogate)',
+        () => {
+          const event = valid();
+          return deliver(service.baseUrl, event, { body: JSON.stringify({ ...event, note: 'LONE' }).replace('LONE', '\\ud800') });
+        },
+        400,
+        'invalid_event',
+        /PostgreSQL cannot store this event/,
       ],
       [
         'a body over 1 MiB',

@@ -1,4 +1,3 @@
-import { ClassConstructor, ClassTransformOptions, plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError, ValidatorOptions } from 'class-validator';
 import { ApiError } from './api-error';
 
@@ -27,19 +26,7 @@ export interface ValidationOptions {
 export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Turns plain input into a validated DTO instance, or throws a 4xx ApiError listing every bad field. */
-export function validateDto<T extends object>(
-  cls: ClassConstructor<T>,
-  plain: unknown,
-  options: ValidationOptions & { transform?: ClassTransformOptions },
-): T {
-  if (!isJsonObject(plain)) {
-    throw new ApiError(options.status ?? 400, options.code, `${options.what} must be a JSON object`);
-  }
-  return validateInstance(plainToInstance(cls, plain, options.transform), options);
-}
-
-/** Validates a DTO instance built by hand (on hot paths, where a deep plainToInstance would be waste). */
+/** Validates a DTO instance, or throws a 4xx ApiError listing every bad field. */
 export function validateInstance<T extends object>(instance: T, options: ValidationOptions): T {
   const problems = flatten(validateSync(instance, { forbidUnknownValues: true, ...options.validator }));
   if (problems.length > 0) {

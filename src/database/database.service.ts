@@ -24,6 +24,8 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
       connectionString: config.requireDatabaseUrl(),
       max: config.databasePoolSize,
       application_name: 'pozy-sync',
+      // A database that cannot give a connection within this fails the request instead of stalling it.
+      connectionTimeoutMillis: 2_000,
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));

@@ -9,6 +9,8 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  * them, before anything parses them); every other route gets the parsed value.
  */
 export function registerJsonParser(fastify: FastifyInstance, rawRoutes: readonly string[]): void {
+  // Fastify's own JSON parser refuses __proto__ and constructor.prototype keys (prototype poisoning).
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
   // JSON only: other media types (Fastify also parses text/plain by default) answer 415.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser(
@@ -17,11 +19,9 @@ export function registerJsonParser(fastify: FastifyInstance, rawRoutes: readonly
     (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
       if (rawRoutes.includes(request.routeOptions.url ?? '')) return done(null, body);
       if (body.length === 0) return done(null, undefined);
-      try {
-        done(null, JSON.parse(body.toString('utf8')));
-      } catch (error) {
-        done(new ApiError(400, 'malformed_json', `The body is not valid JSON: ${(error as Error).message}`));
-      }
+      void parseJson(request, body.toString('utf8'), (error, value) =>
+        error ? done(new ApiError(400, 'malformed_json', `The body is not valid JSON: ${error.message}`)) : done(null, value),
+      );
     },
   );
 }

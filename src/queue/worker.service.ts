@@ -15,7 +15,7 @@ import { graphileLogger } from './graphile-logger';
 import { JobHandler, TaskHandler } from './task-handler.decorator';
 import { TASK_NAMES, TaskName, TASKS } from './tasks';
 
-/** A job whose payload can never be handled; retrying it would only repeat the failure. */
+/** A job whose payload does not validate: a bug to see, so it fails (and stays visible in the queue with its error). */
 export class InvalidJobPayloadError extends Error {}
 
 /** Runs graphile-worker inside the service: every task in TASKS, each through its @TaskHandler provider. */
@@ -66,9 +66,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       logger: graphileLogger,
       preset: {
         worker: {
-          // Fetch and complete jobs in batches: one query serves many short jobs (graphile-worker's batching).
-          // Measured with npm run bench: without it, job bookkeeping halved webhook throughput under load.
-          localQueue: { size: this.config.workerConcurrency * 10 },
+          // Fetch and complete jobs in batches: one query serves several short jobs (graphile-worker's batching).
+          // Measured with npm run bench: without it, job bookkeeping halved webhook throughput under load. Kept
+          // small, since jobs a crashed replica had fetched stay locked until graphile-worker resets them.
+          localQueue: { size: this.config.workerConcurrency * 2 },
           completeJobBatchDelay: 0,
           failJobBatchDelay: 0,
         },

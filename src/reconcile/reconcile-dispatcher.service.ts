@@ -9,6 +9,8 @@ import { ResourceType } from '../queue/tasks';
 const BATCH_SIZE = 500;
 /** Also look for due requests this often: another replica's receiver may have written them. */
 const POLL_MS = 1_000;
+/** When due requests are all locked by another replica's pass, look again this much later, not at once. */
+const BUSY_RETRY_MS = 50;
 
 const TAKE_DUE_REQUESTS = `
 UPDATE reconcile_request r
@@ -83,12 +85,13 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
 
   /** Dispatches every due request; returns when the next one falls due (ms since epoch). */
   private async dispatchDue(): Promise<number> {
-    for (;;) {
-      const taken = await this.dispatchBatch();
-      if (taken < BATCH_SIZE || this.stopped) break;
-    }
+    let taken: number;
+    do taken = await this.dispatchBatch();
+    while (taken === BATCH_SIZE && !this.stopped);
     const { rows } = await this.database.pool.query<{ next: Date | null }>(NEXT_DUE);
-    return rows[0].next?.getTime() ?? Infinity;
+    const next = rows[0].next?.getTime() ?? Infinity;
+    // Due yet not taken: another replica's pass holds them; its commit will clear them.
+    return taken === 0 && next <= Date.now() ? Date.now() + BUSY_RETRY_MS : next;
   }
 
   private async dispatchBatch(): Promise<number> {
@@ -104,7 +107,7 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
         payload: { resource: row.resource_type, id: row.resource_id },
         jobKey: row.key,
       }));
-      await this.queue.addJobs(jobs, { client, preserveRunAt: true });
+      await this.queue.addJobs(jobs, client);
       await client.query('COMMIT');
       return rows.length;
     } catch (error) {

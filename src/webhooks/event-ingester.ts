@@ -1,10 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
 /** Events per statement at most. */
 const MAX_BATCH = 200;
+/** Deliveries waiting for a statement at most; past it the receiver sheds load (503) instead of growing. */
+const MAX_WAITING = 10_000;
 
 interface Waiting {
   event: NewPozyEvent;
@@ -13,10 +16,19 @@ interface Waiting {
 }
 
 /**
+ * SQLSTATEs that blame the event rather than the database: data exceptions (class 22, e.g. a \u0000 or a lone
+ * surrogate jsonb refuses) and nesting too deep for PostgreSQL (54001).
+ */
+export function isEventDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code === '54001');
+}
+
+/**
  * Stores accepted events, grouping the deliveries that arrive while earlier inserts are in flight into one
  * statement (group commit): under load, one round trip and one commit serve many webhooks; when idle, an event
- * goes alone at once. Each caller is answered only after the statement holding its event has committed. If a
- * batch fails, its events are retried one by one, so one bad event cannot fail its neighbours.
+ * goes alone at once. Each caller is answered only after the statement holding its event has committed. A batch
+ * that fails on one event's data is retried event by event, so one bad event cannot fail its neighbours.
  */
 @Injectable()
 export class EventIngester {
@@ -38,6 +50,9 @@ export class EventIngester {
 
   /** Resolves true if the event was stored now, false if its id was already stored; rejects if not stored. */
   store(event: NewPozyEvent): Promise<boolean> {
+    if (this.queue.length >= MAX_WAITING) {
+      return Promise.reject(new ApiError(503, 'overloaded', 'Too many webhooks waiting for the database; retry later'));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ event, resolve, reject });
       this.flush();
@@ -57,24 +72,34 @@ export class EventIngester {
 
   private async run(batch: Waiting[]): Promise<void> {
     // Deliveries of one event in one batch: the first is the one stored, the others are its duplicates.
-    const first = new Map<string, Waiting>();
-    for (const waiting of batch) if (!first.has(waiting.event.id)) first.set(waiting.event.id, waiting);
+    const groups = new Map<string, Waiting[]>();
+    for (const waiting of batch) groups.set(waiting.event.id, [...(groups.get(waiting.event.id) ?? []), waiting]);
     try {
-      const outcome = await this.events.insertBatch(
-        [...first.values()].map((w) => w.event),
-        this.coalesceWindowMs,
-      );
-      if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
-      for (const waiting of batch) {
-        waiting.resolve(first.get(waiting.event.id) === waiting && outcome.insertedIds.has(waiting.event.id));
-      }
+      await this.insert([...groups.values()]);
     } catch (error) {
-      if (first.size === 1) {
-        for (const waiting of batch) waiting.reject(error);
+      if (groups.size > 1 && isEventDataError(error)) {
+        this.logger.warn(`A batch of ${groups.size} events failed on one's data (${(error as Error).message}); storing them one by one`);
+        // In this slot, one at a time: a rare path, and it must not take more connections than the batch did.
+        for (const group of groups.values()) await this.insert([group]).catch((e: unknown) => rejectAll(group, e));
         return;
       }
-      this.logger.warn(`A batch of ${first.size} events failed (${(error as Error).message}); storing them one by one`);
-      await Promise.all([...first.values()].map((waiting) => this.run(batch.filter((w) => w.event.id === waiting.event.id))));
+      rejectAll(batch, error);
     }
   }
+
+  private async insert(groups: Waiting[][]): Promise<void> {
+    const outcome = await this.events.insertBatch(
+      groups.map((group) => group[0].event),
+      this.coalesceWindowMs,
+    );
+    if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
+    for (const group of groups) {
+      const inserted = outcome.insertedIds.has(group[0].event.id);
+      group.forEach((waiting, i) => waiting.resolve(inserted && i === 0));
+    }
+  }
+}
+
+function rejectAll(waiting: Waiting[], error: unknown): void {
+  for (const w of waiting) w.reject(error);
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { QueryConfig } from 'pg';
 import { DatabaseService } from '../database/database.service';
 
 export interface NewPozyEvent {
@@ -50,6 +51,8 @@ WITH input AS (
 )
 SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at`;
 
+const INSERT_TIMEOUT_MS = 3_000;
+
 @Injectable()
 export class PozyEventRepository {
   constructor(private readonly database: DatabaseService) {}
@@ -59,11 +62,13 @@ export class PozyEventRepository {
    * `coalesceWindowMs` is the least time between two reads of one resource.
    */
   async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number): Promise<BatchOutcome> {
-    const sorted = [...events].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const column = <T>(pick: (e: NewPozyEvent) => T) => sorted.map(pick);
-    const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>({
+    const column = <T>(pick: (e: NewPozyEvent) => T) => events.map(pick);
+    // pg honours a per-query query_timeout; its types only know the pool-wide one.
+    const statement: QueryConfig & { query_timeout: number } = {
       // Named: each connection parses and plans it once, not on every batch.
       name: 'insert_pozy_events',
+      // Pozy waits 5 s for an answer; a database that has not answered in 3 s fails the delivery (Pozy retries).
+      query_timeout: INSERT_TIMEOUT_MS,
       text: INSERT_EVENTS_AND_REQUESTS,
       values: [
         column((e) => e.id),
@@ -78,7 +83,8 @@ export class PozyEventRepository {
         column((e) => e.reconcile?.key ?? null),
         coalesceWindowMs,
       ],
-    });
+    };
+    const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>(statement);
     return { insertedIds: new Set(rows[0].inserted_ids), firstRequestDueAt: rows[0].first_due_at };
   }
 }

@@ -6,7 +6,7 @@ import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
-import { EventIngester } from './event-ingester';
+import { EventIngester, isEventDataError } from './event-ingester';
 import { isValidPozySignature } from './webhook-signature';
 
 export interface WebhookReceipt {
@@ -72,9 +72,10 @@ export class WebhooksService implements OnModuleInit {
         reconcile,
       })
       .catch((error: unknown) => {
-        // jsonb cannot hold \u0000: the sender's payload, not our database, is at fault.
-        if ((error as { code?: string }).code === '22P05') {
-          throw new ApiError(400, 'invalid_event', 'The event contains a character PostgreSQL cannot store (\\u0000)');
+        // PostgreSQL refuses what JSON allows here and there (\u0000, lone surrogates, very deep nesting):
+        // the sender's payload, not our database, is at fault.
+        if (isEventDataError(error)) {
+          throw new ApiError(400, 'invalid_event', `PostgreSQL cannot store this event: ${(error as Error).message}`);
         }
         throw error;
       });
