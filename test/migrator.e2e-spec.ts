@@ -25,12 +25,18 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
       'SELECT id, migration_name, checksum, finished_at, applied_steps_count FROM "_prisma_migrations" ORDER BY started_at',
     )).rows;
 
+  /** A scratch copy of prisma/migrations, for tests that edit or add migration files. */
+  let copy: string;
+
   beforeEach(async () => {
     db = await createTestDatabase('migrator');
     pool = new Pool({ connectionString: db.url, max: 4 });
+    copy = mkdtempSync(join(tmpdir(), 'pozy-migrations-'));
+    cpSync(MIGRATIONS_DIR, copy, { recursive: true });
   });
 
   afterEach(async () => {
+    rmSync(copy, { recursive: true, force: true });
     await pool.end();
     await db.drop();
   });
@@ -88,49 +94,31 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
   });
 
   it('names the edited file when a migration.sql changes after it was applied', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pozy-migrations-'));
-    try {
-      cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-      await new Migrator(pool, dir).migrate();
-      const [first] = readMigrations(dir);
-      writeFileSync(join(dir, first.name, 'migration.sql'), `${first.script}\n-- an afterthought\n`);
+    await new Migrator(pool, copy).migrate();
+    const [first] = readMigrations(copy);
+    writeFileSync(join(copy, first.name, 'migration.sql'), `${first.script}\n-- an afterthought\n`);
 
-      await expect(new Migrator(pool, dir).migrate()).rejects.toThrow(
-        /was modified after it was applied .*Restore the original migration\.sql and put the change in a new migration/,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await expect(new Migrator(pool, copy).migrate()).rejects.toThrow(
+      /was modified after it was applied .*Restore the original migration\.sql and put the change in a new migration/,
+    );
   });
 
   it('accepts a migration whose line endings git turned into CRLF', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pozy-migrations-'));
-    try {
-      cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-      await new Migrator(pool, dir).migrate();
-      const [first] = readMigrations(dir);
-      writeFileSync(join(dir, first.name, 'migration.sql'), first.script.replace(/\n/g, '\r\n'));
+    await new Migrator(pool, copy).migrate();
+    const [first] = readMigrations(copy);
+    writeFileSync(join(copy, first.name, 'migration.sql'), first.script.replace(/\n/g, '\r\n'));
 
-      await expect(new Migrator(pool, dir).migrate()).resolves.toMatchObject({ applied: [] });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await expect(new Migrator(pool, copy).migrate()).resolves.toMatchObject({ applied: [] });
   });
 
   it('rolls back a failing migration whole and records nothing for it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pozy-migrations-'));
-    try {
-      cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-      const broken = join(dir, '99990101000000_broken');
-      cpSync(join(dir, readMigrations(dir)[0].name), broken, { recursive: true });
-      writeFileSync(join(broken, 'migration.sql'), 'CREATE TABLE half_done (id int);\nSELECT no_such_function();\n');
+    const broken = join(copy, '99990101000000_broken');
+    cpSync(join(copy, readMigrations(copy)[0].name), broken, { recursive: true });
+    writeFileSync(join(broken, 'migration.sql'), 'CREATE TABLE half_done (id int);\nSELECT no_such_function();\n');
 
-      await expect(new Migrator(pool, dir).migrate()).rejects.toThrow(/Migration 99990101000000_broken failed/);
-      expect((await rows()).map((r) => r.migration_name)).not.toContain('99990101000000_broken');
-      const { rows: tables } = await pool.query("SELECT to_regclass('public.half_done') AS t");
-      expect(tables[0].t).toBeNull();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await expect(new Migrator(pool, copy).migrate()).rejects.toThrow(/Migration 99990101000000_broken failed/);
+    expect((await rows()).map((r) => r.migration_name)).not.toContain('99990101000000_broken');
+    const { rows: tables } = await pool.query("SELECT to_regclass('public.half_done') AS t");
+    expect(tables[0].t).toBeNull();
   });
 });

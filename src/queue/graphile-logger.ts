@@ -12,7 +12,8 @@ export const graphileLogger = new GraphileLogger(() => (level, message) => {
     case 'warning':
       return nest.warn(message);
     case 'info':
-      return nest.log(message);
+      // It logs every job it completes at info: too much for the default level.
+      return nest.debug(message);
     default:
       return nest.verbose(message);
   }

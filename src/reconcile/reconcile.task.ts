@@ -13,6 +13,6 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
   private readonly logger = new Logger(ReconcileTask.name);
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
-    this.logger.log(`Reconcile ${payload.resource}:${payload.id} (job ${helpers.job.id}, attempt ${helpers.job.attempts})`);
+    this.logger.debug(`Reconcile ${payload.resource}:${payload.id} (job ${helpers.job.id}, attempt ${helpers.job.attempts})`);
   }
 }
