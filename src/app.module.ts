@@ -1,10 +1,14 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { AdminModule } from './admin/admin.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
+import { AccountsModule } from './mirror/accounts/accounts.module';
+import { PostsModule } from './mirror/posts/posts.module';
 import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -14,8 +18,30 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), DatabaseModule, QueueModule, WebhooksModule, ReconcileModule, HealthModule],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule,
+        QueueModule,
+        WebhooksModule,
+        ReconcileModule,
+        PostsModule,
+        AccountsModule,
+        AdminModule,
+        HealthModule,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        {
+          // Query strings and params: unknown ones are refused, and every problem is named.
+          provide: APP_PIPE,
+          useValue: new ValidationPipe({
+            whitelist: true,
+            forbidNonWhitelisted: true,
+            transform: true,
+            exceptionFactory: (errors) => validationFailed(errors, { code: 'invalid_request', what: 'request' }),
+          }),
+        },
+      ],
     };
   }
 }

@@ -5,6 +5,7 @@ import { DatabaseModule } from '../src/database/database.module';
 import { DatabaseService } from '../src/database/database.service';
 import { QueueModule } from '../src/queue/queue.module';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
+import { PozySimulator } from '../src/simulator/simulator';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { queuedJobs, reconcileRequests } from './support/queue';
@@ -12,27 +13,39 @@ import { startService, waitFor } from './support/service';
 
 describe('job queue (graphile-worker inside the service)', () => {
   let db: TestDatabase;
+  let sim: PozySimulator;
+  /** The service reads this simulator's API; its events are delivered by the tests themselves. */
+  let pozy: Record<string, string>;
+  let postId: string;
 
   beforeAll(async () => {
     db = await createTestDatabase('worker');
+    sim = await PozySimulator.start({ apiKey: 'sk_sim_worker', seed: 3 });
+    pozy = { POZY_API_URL: sim.url, POZY_API_KEY: sim.apiKey };
+    const profile = sim.world.createProfile('Worker test');
+    const account = sim.world.connectAccount(profile._id, 'linkedin', 'worker');
+    postId = sim.world.createPost({ content: 'x', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
   });
 
   afterAll(async () => {
+    await sim?.stop();
     await db?.drop();
   });
 
   it("hands a new event's reconcile request to the worker, which runs it once", async () => {
-    const service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '0' });
+    const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '0' });
     const handle = jest.spyOn(service.app.get(ReconcileTask), 'handle');
     try {
-      const response = await deliver(service.baseUrl, postEvent('post-run'));
-      expect(response.body.reconcile).toBe('post:post-run');
+      const response = await deliver(service.baseUrl, postEvent(postId));
+      expect(response.body.reconcile).toBe(`post:${postId}`);
 
       await waitFor('the reconcile job to run', async () => (handle.mock.calls.length > 0 ? true : undefined));
       // graphile-worker deletes a job once its handler succeeded.
       await waitFor('the queue to empty', async () => ((await queuedJobs(service.pool)).length === 0 ? true : undefined));
-      expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: 'post-run' }]);
+      expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: postId }]);
       expect(await reconcileRequests(service.pool)).toEqual([]);
+      const { rows } = await service.pool.query('SELECT id, status FROM post');
+      expect(rows).toEqual([{ id: postId, status: 'scheduled' }]);
       const ready = await fetch(`${service.baseUrl}/health/ready`);
       expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'running' });
     } finally {
@@ -41,7 +54,7 @@ describe('job queue (graphile-worker inside the service)', () => {
   });
 
   it('reads a quiet post at once, and a burst of 20 events for it with at most one more read', async () => {
-    const service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '3000' });
+    const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '3000' });
     const task = service.app.get(ReconcileTask);
     const handle = task.handle.bind(task);
     const runs: number[] = [];
@@ -51,9 +64,9 @@ describe('job queue (graphile-worker inside the service)', () => {
     });
     try {
       const started = Date.now();
-      for (let i = 0; i < 19; i += 1) await deliver(service.baseUrl, postEvent('post-burst', 'post.platform.published'));
+      for (let i = 0; i < 19; i += 1) await deliver(service.baseUrl, postEvent(postId, 'post.platform.published'));
       const beforeLast = Date.now();
-      await deliver(service.baseUrl, postEvent('post-burst', 'post.published'));
+      await deliver(service.baseUrl, postEvent(postId, 'post.published'));
 
       await waitFor('the first read', async () => (runs.length > 0 ? true : undefined));
       await waitFor('nothing left to read', async () =>
@@ -65,7 +78,10 @@ describe('job queue (graphile-worker inside the service)', () => {
       // so the mirror ends on the post's final state.
       expect(runs.length).toBeLessThanOrEqual(2);
       expect(Math.max(...runs)).toBeGreaterThanOrEqual(beforeLast);
-      const { rows } = await service.pool.query("SELECT count(*)::int AS n FROM pozy_event WHERE resource_id = 'post-burst'");
+      const { rows } = await service.pool.query(
+        'SELECT count(*)::int AS n FROM pozy_event WHERE resource_id = $1 AND received_at >= $2',
+        [postId, new Date(started)],
+      );
       expect(rows[0].n).toBe(20);
     } finally {
       await service.close();
@@ -73,19 +89,21 @@ describe('job queue (graphile-worker inside the service)', () => {
   });
 
   it('leaves reconcile requests to worker replicas when ROLE=api, and a ROLE=worker replica runs them', async () => {
-    const api = await startService(db.url, { ROLE: 'api', RECONCILE_COALESCE_WINDOW_MS: '0' });
+    await db.drop();
+    db = await createTestDatabase('worker');
+    const api = await startService(db.url, { ...pozy, ROLE: 'api', RECONCILE_COALESCE_WINDOW_MS: '0' });
     try {
-      await deliver(api.baseUrl, postEvent('post-split'));
+      await deliver(api.baseUrl, postEvent(postId));
       const ready = await fetch(`${api.baseUrl}/health/ready`);
       expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'disabled' });
-      expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual(['post:post-split']);
+      expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual([`post:${postId}`]);
       expect(await queuedJobs(api.pool)).toEqual([]);
 
-      const worker = await startService(db.url, { ROLE: 'worker' });
+      const worker = await startService(db.url, { ...pozy, ROLE: 'worker' });
       const handle = jest.spyOn(worker.app.get(ReconcileTask), 'handle');
       try {
         await waitFor('the worker replica to run the job', async () => (handle.mock.calls.length > 0 ? true : undefined));
-        expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: 'post-split' }]);
+        expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: postId }]);
         expect(await reconcileRequests(api.pool)).toEqual([]);
       } finally {
         await worker.close();
@@ -109,7 +127,7 @@ describe('job queue (graphile-worker inside the service)', () => {
   });
 
   it('leaves a job whose handler keeps failing in the queue, visible with its attempts', async () => {
-    const service = await startService(db.url, { RECONCILE_COALESCE_WINDOW_MS: '0' });
+    const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '0' });
     try {
       // A payload that fails validation is a handler failure graphile-worker retries with backoff.
       await service.pool.query(

@@ -28,10 +28,14 @@ export const isJsonObject = (value: unknown): value is Record<string, unknown> =
 
 /** Validates a DTO instance, or throws a 4xx ApiError listing every bad field. */
 export function validateInstance<T extends object>(instance: T, options: ValidationOptions): T {
-  const problems = flatten(validateSync(instance, { forbidUnknownValues: true, ...options.validator }));
-  if (problems.length > 0) {
-    const summary = problems.map((p) => `${p.field}: ${p.problems.join(', ')}`).join('; ');
-    throw new ApiError(options.status ?? 400, options.code, `Invalid ${options.what}: ${summary}`, problems);
-  }
+  const errors = validateSync(instance, { forbidUnknownValues: true, ...options.validator });
+  if (errors.length > 0) throw validationFailed(errors, options);
   return instance;
+}
+
+/** The 4xx for failed validation, naming every bad field (also what the global ValidationPipe throws). */
+export function validationFailed(errors: ValidationError[], options: ValidationOptions): ApiError {
+  const problems = flatten(errors);
+  const summary = problems.map((p) => `${p.field}: ${p.problems.join(', ')}`).join('; ');
+  return new ApiError(options.status ?? 400, options.code, `Invalid ${options.what}: ${summary}`, problems);
 }

@@ -15,7 +15,19 @@ export class AppConfig {
   readonly databaseUrl: string | undefined;
   readonly embeddedDatabasePort: number;
   readonly databasePoolSize: number;
-  readonly pozy: { readonly apiUrl: string; readonly apiKey: string; readonly webhookSecret: string | undefined };
+  readonly pozy: {
+    readonly apiUrl: string;
+    readonly apiKey: string;
+    readonly webhookSecret: string | undefined;
+    /** Per request, from connecting to the last byte. */
+    readonly timeoutMs: number;
+    /** Requests a minute this process may make (Pozy's limit is 60 to 1,200 by plan). */
+    readonly rateLimitPerMinute: number;
+    /** Retries of one request (429, 5xx, resets, timeouts) before the job itself fails and retries later. */
+    readonly maxRetries: number;
+  };
+  /** An event is already reflected when the mirror's last read began this much after its timestamp. */
+  readonly reconcileClockSkewMs: number;
   readonly adminToken: string | undefined;
   readonly backfillCron: string;
   readonly spoolDir: string;
@@ -37,7 +49,11 @@ export class AppConfig {
       apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
       apiKey: env.POZY_API_KEY,
       webhookSecret: env.POZY_WEBHOOK_SECRET,
+      timeoutMs: env.POZY_TIMEOUT_MS,
+      rateLimitPerMinute: env.POZY_RATE_LIMIT_PER_MINUTE,
+      maxRetries: env.POZY_MAX_RETRIES,
     });
+    this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.adminToken = env.ADMIN_TOKEN;
     this.backfillCron = env.BACKFILL_CRON;
     this.spoolDir = env.SPOOL_DIR;

@@ -75,6 +75,30 @@ export class EnvironmentVariables {
   @IsString()
   POZY_WEBHOOK_SECRET?: string;
 
+  @toInt()
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
+  POZY_TIMEOUT_MS = 10_000;
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  POZY_RATE_LIMIT_PER_MINUTE = 600;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(10)
+  POZY_MAX_RETRIES = 4;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  RECONCILE_CLOCK_SKEW_MS = 5_000;
+
   @IsOptional()
   @emptyAsUnset()
   @IsString()
@@ -124,6 +148,10 @@ export const VARIABLES = [
   'POZY_API_URL',
   'POZY_API_KEY',
   'POZY_WEBHOOK_SECRET',
+  'POZY_TIMEOUT_MS',
+  'POZY_RATE_LIMIT_PER_MINUTE',
+  'POZY_MAX_RETRIES',
+  'RECONCILE_CLOCK_SKEW_MS',
   'ADMIN_TOKEN',
   'BACKFILL_CRON',
   'SPOOL_DIR',

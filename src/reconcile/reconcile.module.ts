@@ -1,6 +1,17 @@
 import { Module } from '@nestjs/common';
+import { AccountsModule } from '../mirror/accounts/accounts.module';
+import { PostsModule } from '../mirror/posts/posts.module';
+import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileDispatcher } from './reconcile-dispatcher.service';
+import { ReconcileService } from './reconcile.service';
 import { ReconcileTask } from './reconcile.task';
+import { ResourceStateRepository } from './resource-state.repository';
+import { SyncStatusController } from './sync-status.controller';
 
-@Module({ providers: [ReconcileTask, ReconcileDispatcher], exports: [ReconcileDispatcher] })
+@Module({
+  imports: [PozyModule, PostsModule, AccountsModule],
+  controllers: [SyncStatusController],
+  providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ResourceStateRepository],
+  exports: [ReconcileDispatcher, ReconcileService],
+})
 export class ReconcileModule {}

@@ -1,18 +1,16 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { JobHelpers } from 'graphile-worker';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
 import { ReconcilePayload } from '../queue/tasks';
+import { ReconcileService } from './reconcile.service';
 
-/**
- * Reads the truth about one resource from Pozy and writes it to the mirror. Until the Pozy client and the mirror
- * exist (issue 3), it only records that the job ran.
- */
+/** The `reconcile` job: read one post or one profile's accounts from Pozy into the mirror. A failure retries with backoff. */
 @Injectable()
 @TaskHandler('reconcile')
 export class ReconcileTask implements JobHandler<'reconcile'> {
-  private readonly logger = new Logger(ReconcileTask.name);
+  constructor(private readonly reconciler: ReconcileService) {}
 
-  async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
-    this.logger.debug(`Reconcile ${payload.resource}:${payload.id} (job ${helpers.job.id}, attempt ${helpers.job.attempts})`);
+  async handle(payload: ReconcilePayload, _helpers: JobHelpers): Promise<void> {
+    await this.reconciler.reconcile(payload.resource, payload.id);
   }
 }

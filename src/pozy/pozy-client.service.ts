@@ -1,0 +1,178 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ClassConstructor, plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { Dispatcher, Pool } from 'undici';
+import { AppConfig } from '../config/app-config';
+import { PozyAccountDto } from './dto/pozy-account.dto';
+import { PozyPostDto } from './dto/pozy-post.dto';
+import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
+import { RateBudget } from './rate-budget';
+
+/** A Retry-After longer than this is not waited out in the job: the job fails and retries after it instead. */
+const MAX_INLINE_RETRY_AFTER_MS = 30_000;
+const BACKOFF_BASE_MS = 250;
+const BACKOFF_CAP_MS = 5_000;
+
+/** undici's codes for a connection that failed or went silent: worth another try. */
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_ABORTED',
+]);
+
+export type PostRead = { found: true; post: PozyPostDto } | { found: false };
+
+interface Attempt {
+  status: number;
+  body: unknown;
+  retryAfterMs?: number;
+}
+
+/**
+ * Pozy's API, as pozy-sync reads it: Bearer auth over a keep-alive pool, a timeout per request, retries of 429
+ * (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, one rate budget for
+ * the whole process, and answers validated before anything uses them.
+ */
+@Injectable()
+export class PozyClient implements OnModuleDestroy {
+  private readonly logger = new Logger(PozyClient.name);
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly budget: RateBudget;
+  /** Requests sent, by route and status (0 = no answer), for the bench and metrics. */
+  readonly calls = new Map<string, number>();
+
+  constructor(private readonly config: AppConfig) {
+    const url = new URL(config.pozy.apiUrl);
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: 32,
+      connectTimeout: config.pozy.timeoutMs,
+      headersTimeout: config.pozy.timeoutMs,
+      bodyTimeout: config.pozy.timeoutMs,
+    });
+    this.budget = new RateBudget(config.pozy.rateLimitPerMinute);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.pool.close();
+  }
+
+  /** `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). */
+  async getPost(postId: string): Promise<PostRead> {
+    const { status, body } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404]);
+    if (status === 404) return { found: false };
+    const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
+    if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
+    return { found: true, post };
+  }
+
+  /** `GET /v1/accounts?profileId=`: every account of the profile. */
+  async listAccounts(profileId: string): Promise<PozyAccountDto[]> {
+    const { body } = await this.get(
+      `/v1/accounts?profileId=${encodeURIComponent(profileId)}`,
+      'GET /v1/accounts',
+      [200],
+    );
+    const accounts = (body as { accounts?: unknown } | null)?.accounts;
+    if (!Array.isArray(accounts)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
+    return accounts.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`));
+  }
+
+  private async get(path: string, route: string, expected: number[]): Promise<Attempt> {
+    const { maxRetries } = this.config.pozy;
+    let lastError: PozyUnavailableError | undefined;
+    for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
+      if (attempt > 0) await sleep(lastError ? backoff(attempt) : 0);
+      await this.budget.take();
+      let result: Attempt;
+      try {
+        result = await this.send(path);
+      } catch (error) {
+        this.count(route, 0);
+        const code = (error as { code?: string }).code ?? '';
+        if (!TRANSIENT_CODES.has(code)) throw error;
+        lastError = new PozyUnavailableError(`${route}: ${code} (${(error as Error).message})`, true);
+        continue;
+      }
+      this.count(route, result.status);
+      if (expected.includes(result.status)) return result;
+      if (result.status === 429) {
+        const wait = result.retryAfterMs ?? backoff(attempt + 1);
+        if (wait > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait);
+        await sleep(wait);
+        lastError = undefined;
+        continue;
+      }
+      if (result.status >= 500) {
+        lastError = new PozyUnavailableError(`${route}: HTTP ${result.status}`, false);
+        continue;
+      }
+      throw new PozyProtocolError(`${route}: unexpected HTTP ${result.status} ${JSON.stringify(result.body)}`, result.status);
+    }
+    this.logger.warn(`${route} failed ${maxRetries + 1} times: ${lastError?.message}`);
+    throw lastError ?? new PozyUnavailableError(`${route}: no answer`, true);
+  }
+
+  private async send(path: string): Promise<Attempt> {
+    const response = await this.pool.request({
+      method: 'GET',
+      path: `${this.basePath}${path}`,
+      headers: { authorization: `Bearer ${this.config.pozy.apiKey}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
+    });
+    const text = await response.body.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      if (response.statusCode < 500) throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
+      body = text;
+    }
+    return { status: response.statusCode, body, retryAfterMs: retryAfterMs(response.headers) };
+  }
+
+  private count(route: string, status: number): void {
+    const key = `${route} ${status}`;
+    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+  }
+}
+
+function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, what: string): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new PozyProtocolError(`Pozy answered a ${what} that is not an object`);
+  }
+  const dto = plainToInstance(cls, value);
+  const errors = validateSync(dto);
+  if (errors.length > 0) {
+    const detail = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join(', ') || 'invalid'}`).join('; ');
+    throw new PozyProtocolError(`Pozy answered a malformed ${what} (${detail})`);
+  }
+  return dto;
+}
+
+/** Retry-After in seconds or as an HTTP date. */
+function retryAfterMs(headers: Dispatcher.ResponseData['headers']): number | undefined {
+  const value = headers['retry-after'];
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  const seconds = Number(text);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Full jitter: a random wait up to the exponential bound, so retrying callers do not stampede together. */
+function backoff(attempt: number): number {
+  return Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

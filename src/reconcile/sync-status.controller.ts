@@ -1,0 +1,51 @@
+import { Controller, Get } from '@nestjs/common';
+import { DatabaseService } from '../database/database.service';
+
+export interface SyncStatus {
+  queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
+  events: { received: number; lastHour: number; lastReceivedAt: Date | null };
+  mirror: { posts: number; deletedPosts: number; accounts: number; removedAccounts: number; lastSyncedAt: Date | null };
+}
+
+const STATUS = `
+SELECT
+  (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)::int AS pending_reads,
+  (SELECT (extract(epoch FROM now() - min(requested_at)) * 1000)::bigint FROM reconcile_request WHERE due_at IS NOT NULL) AS oldest_ms,
+  (SELECT count(*) FROM graphile_worker._private_jobs)::int AS jobs,
+  (SELECT count(*) FROM graphile_worker._private_jobs WHERE last_error IS NOT NULL)::int AS failing_jobs,
+  (SELECT count(*) FROM pozy_event)::int AS received,
+  (SELECT count(*) FROM pozy_event WHERE received_at > now() - interval '1 hour')::int AS last_hour,
+  (SELECT max(received_at) FROM pozy_event) AS last_received_at,
+  (SELECT count(*) FILTER (WHERE deleted_at IS NULL) FROM post)::int AS posts,
+  (SELECT count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM post)::int AS deleted_posts,
+  (SELECT count(*) FILTER (WHERE removed_at IS NULL) FROM account)::int AS accounts,
+  (SELECT count(*) FILTER (WHERE removed_at IS NOT NULL) FROM account)::int AS removed_accounts,
+  greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at`;
+
+/** How far behind the mirror is, from the database alone. */
+@Controller('sync')
+export class SyncStatusController {
+  constructor(private readonly database: DatabaseService) {}
+
+  @Get('status')
+  async status(): Promise<SyncStatus> {
+    const { rows } = await this.database.pool.query<Record<string, number | string | Date | null>>(STATUS);
+    const r = rows[0];
+    return {
+      queue: {
+        pendingReads: Number(r.pending_reads),
+        oldestPendingAgeMs: r.oldest_ms === null ? null : Number(r.oldest_ms),
+        jobs: Number(r.jobs),
+        failingJobs: Number(r.failing_jobs),
+      },
+      events: { received: Number(r.received), lastHour: Number(r.last_hour), lastReceivedAt: r.last_received_at as Date | null },
+      mirror: {
+        posts: Number(r.posts),
+        deletedPosts: Number(r.deleted_posts),
+        accounts: Number(r.accounts),
+        removedAccounts: Number(r.removed_accounts),
+        lastSyncedAt: r.last_synced_at as Date | null,
+      },
+    };
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The Pozy simulator: an in-memory world served as the Pozy API on loopback, whose events are delivered as signed
+ * webhooks to one subscription, with switchable faults; deterministic from a seed (see faults.ts for the streams).
+ */
+import { FaultConfig, mergeFaults, NO_FAULTS, rngStreams } from './faults';
+import { ApiStats, SimulatorServer } from './simulator-server';
+import { SenderStats, WebhookSender } from './webhook-sender';
+import { PozyWorld } from './world';
+
+export interface SimulatorOptions {
+  /** 0 or absent: any free port. */
+  port?: number;
+  apiKey: string;
+  /** The single webhook subscription; without it events are not delivered (nor logged). */
+  webhook?: { url: string; secret?: string };
+  seed?: number;
+  /** Webhook retry delays are divided by this (e.g. 1000: the 10 s retry comes after 10 ms). */
+  timeScale?: number;
+  faults?: Partial<FaultConfig>;
+  /** Sliding-window limit per minute (default 600, Pozy's for 3–2,000 accounts). */
+  rateLimitPerMinute?: number;
+  /** Most webhook attempts in flight at once (default 32). */
+  webhookConcurrency?: number;
+  /** The world's clock (default Date.now); a fixed one makes timestamps replay too. */
+  clock?: () => number;
+}
+
+export interface SimulatorStats {
+  webhooks: SenderStats;
+  api: ApiStats;
+}
+
+export const SIMULATOR_WEBHOOK_NAME = 'pozy-sync (simulator)';
+
+export class PozySimulator {
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    readonly url: string,
+    readonly apiKey: string,
+    readonly world: PozyWorld,
+    /** The one subscription's id, for `GET /v1/webhooks/logs` and the redeliver and test endpoints. */
+    readonly webhookId: string,
+    readonly seed: number,
+    private readonly sender: WebhookSender,
+    private readonly server: SimulatorServer,
+    private readonly unsubscribe: () => void,
+    private readonly faultsRef: { current: FaultConfig },
+  ) {}
+
+  static async start(options: SimulatorOptions): Promise<PozySimulator> {
+    const seed = options.seed ?? 1;
+    const streams = rngStreams(seed);
+    // One mutable cell read by the sender and the server, so setFaults applies to the very next decision.
+    const faultsRef = { current: mergeFaults(NO_FAULTS, options.faults ?? {}) };
+    const world = new PozyWorld({ seed, clock: options.clock });
+    const webhookId = streams.ids.objectId();
+    const sender = new WebhookSender({
+      userId: world.userId,
+      webhookId,
+      webhookName: SIMULATOR_WEBHOOK_NAME,
+      url: options.webhook?.url,
+      secret: options.webhook?.secret,
+      timeScale: options.timeScale,
+      concurrency: options.webhookConcurrency,
+      rng: streams.sender,
+      faults: () => faultsRef.current,
+    });
+    let server: SimulatorServer;
+    try {
+      server = await SimulatorServer.start({
+        world,
+        sender,
+        apiKey: options.apiKey,
+        webhookId,
+        webhookName: SIMULATOR_WEBHOOK_NAME,
+        rng: streams.api,
+        ids: streams.ids,
+        faults: () => faultsRef.current,
+        rateLimitPerMinute: options.rateLimitPerMinute ?? 600,
+        port: options.port,
+      });
+    } catch (error) {
+      await sender.close();
+      throw error;
+    }
+    const unsubscribe = world.onEvent((event) => sender.enqueue(event));
+    return new PozySimulator(server.url, options.apiKey, world, webhookId, seed, sender, server, unsubscribe, faultsRef);
+  }
+
+  get faults(): Readonly<FaultConfig> {
+    return this.faultsRef.current;
+  }
+
+  /** Changes some faults, from the next request or delivery on; `setFaults(NO_FAULTS)` turns them all off. */
+  setFaults(patch: Partial<FaultConfig>): void {
+    this.faultsRef.current = mergeFaults(this.faultsRef.current, patch);
+  }
+
+  /** Points the subscription elsewhere (undefined: events stop being delivered). Retries go to the new URL. */
+  setWebhookUrl(url: string | undefined): void {
+    this.sender.setUrl(url);
+  }
+
+  /** Resolves once no webhook delivery is waiting, in flight or scheduled for a retry. */
+  idle(): Promise<void> {
+    return this.sender.idle();
+  }
+
+  stats(): SimulatorStats {
+    return { webhooks: this.sender.stats(), api: this.server.stats() };
+  }
+
+  /** Stops serving (held and keep-alive connections included) and cancels every pending delivery. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.unsubscribe();
+      await this.server.close();
+      await this.sender.close();
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,838 @@
+/**
+ * The simulated Pozy workspace: profiles, social accounts and posts, held in memory. Every mutation happens at a
+ * strictly later millisecond than the one before, changes the state and then emits the webhook events Pozy would
+ * (pozy-api.md §4) to the listeners; the simulator hands those to its webhook sender.
+ * Ids, event ids and every random choice come from the seeded Rng, so a seed (and a fixed clock) replays exactly.
+ */
+import { Rng } from './faults';
+
+export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled'] as const;
+export type PostStatus = (typeof POST_STATUSES)[number];
+export type TargetStatus = 'pending' | 'processing' | 'uploading' | 'published' | 'failed' | 'cancelled';
+export type ErrorSource = 'user' | 'platform' | 'system';
+
+export const PLATFORMS = ['twitter', 'instagram', 'linkedin', 'facebook', 'tiktok', 'threads', 'bluesky', 'youtube', 'pinterest'] as const;
+
+export interface Profile {
+  _id: string;
+  name: string;
+  slug: string;
+}
+
+/** SocialAccount as `GET /v1/accounts` shows it: `profileId` populated, as in Pozy's list example. */
+export interface Account {
+  _id: string;
+  platform: string;
+  profileId: Profile;
+  username: string;
+  displayName: string;
+  profileUrl: string;
+  isActive: boolean;
+  needsReconnection: boolean;
+  enabled: boolean;
+}
+
+export interface PopulatedAccountRef {
+  _id: string;
+  platform: string;
+  username: string;
+  displayName: string;
+  isActive: boolean;
+}
+
+/** A post's target on one account, REST shape. `accountId` is populated unless the account was removed. */
+export interface PlatformTarget {
+  platform: string;
+  accountId: string | PopulatedAccountRef;
+  status: TargetStatus;
+  platformPostId?: string;
+  platformPostUrl?: string;
+  publishedAt?: string;
+  errorMessage?: string;
+  errorCategory?: string;
+  errorSource?: ErrorSource;
+  removedFromPlatformAt?: string;
+}
+
+/** Post as `GET /v1/posts/{id}` shows it. */
+export interface Post {
+  _id: string;
+  userId: string;
+  content: string;
+  status: PostStatus;
+  scheduledFor?: string;
+  timezone: string;
+  publishedAt?: string;
+  platforms: PlatformTarget[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WebhookPostTarget {
+  platform: string;
+  status: TargetStatus;
+  accountId: string;
+  platformPostId?: string;
+  publishedUrl?: string;
+  error?: string;
+  errorCategory?: string;
+  errorSource?: ErrorSource;
+}
+
+export interface WebhookPostBlock {
+  id: string;
+  content: string;
+  status: PostStatus;
+  scheduledFor?: string;
+  publishedAt?: string;
+  platforms: WebhookPostTarget[];
+}
+
+export interface WebhookPlatformBlock {
+  name: string;
+  status: 'published' | 'failed' | 'deleted';
+  platformPostId?: string;
+  publishedUrl?: string;
+  error?: string;
+  errorCategory?: string;
+  errorSource?: ErrorSource;
+  deletedAt?: string;
+}
+
+export interface WebhookAccountBlock {
+  accountId: string;
+  profileId?: string;
+  platform: string;
+  username: string;
+  displayName?: string;
+  disconnectionType?: 'intentional' | 'unintentional';
+  reason?: string;
+}
+
+export type PozyEventType =
+  | 'post.scheduled'
+  | 'post.published'
+  | 'post.partial'
+  | 'post.failed'
+  | 'post.cancelled'
+  | 'post.platform.published'
+  | 'post.platform.failed'
+  | 'post.platform.deleted'
+  | 'account.connected'
+  | 'account.disconnected'
+  | 'webhook.test';
+
+/** A webhook envelope: `{id, event, timestamp, <blocks>}`, no `data` wrapper; absent blocks are omitted. */
+export interface PozyEvent {
+  id: string;
+  event: PozyEventType;
+  timestamp: string;
+  message?: string;
+  test?: true;
+  post?: WebhookPostBlock;
+  platform?: WebhookPlatformBlock;
+  account?: WebhookAccountBlock;
+}
+
+export interface WorldSnapshot {
+  posts: Post[];
+  deletedPostIds: string[];
+  accounts: Account[];
+  removedAccountIds: string[];
+}
+
+export type PublishOutcome = 'published' | 'failed';
+
+/** A mutation the world refuses (unknown id, or not allowed in the current state). */
+export class WorldError extends Error {
+  constructor(
+    readonly code: 'not_found' | 'invalid_state' | 'invalid_argument',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorldError';
+  }
+}
+
+export interface WorldOptions {
+  seed?: number;
+  /** Wall clock in ms; the world never goes back and never repeats a millisecond. A fixed clock makes times replay too. */
+  clock?: () => number;
+}
+
+export interface StepResult {
+  action: string;
+  postId?: string;
+  accountId?: string;
+  profileId?: string;
+}
+
+interface AccountRecord {
+  id: string;
+  profileId: string;
+  platform: string;
+  username: string;
+  displayName: string;
+  isActive: boolean;
+  needsReconnection: boolean;
+  removed: boolean;
+  /** The account's own version: the time of its last mutation (not part of Pozy's SocialAccount). */
+  updatedAt: number;
+}
+
+interface TargetRecord {
+  accountId: string;
+  platform: string;
+  status: TargetStatus;
+  platformPostId?: string;
+  platformPostUrl?: string;
+  publishedAt?: number;
+  errorMessage?: string;
+  errorCategory?: string;
+  errorSource?: ErrorSource;
+  removedFromPlatformAt?: number;
+}
+
+interface PostRecord {
+  id: string;
+  content: string;
+  status: PostStatus;
+  scheduledFor?: number;
+  publishedAt?: number;
+  targets: TargetRecord[];
+  createdAt: number;
+  updatedAt: number;
+  deleted: boolean;
+}
+
+interface Failure {
+  message: string;
+  category: string;
+  source: ErrorSource;
+}
+
+const AUTH_EXPIRED: Failure = { message: 'Token expired; reconnect', category: 'auth_expired', source: 'user' };
+const FAILURES: readonly Failure[] = [
+  AUTH_EXPIRED,
+  { message: 'Media format not supported by the platform', category: 'platform_rejected', source: 'platform' },
+  { message: 'Duplicate content rejected by the platform', category: 'user_content', source: 'user' },
+  { message: 'The platform answered with an internal error', category: 'platform_error', source: 'platform' },
+  { message: 'Platform rate limit reached', category: 'platform_rate_limit', source: 'platform' },
+];
+
+const WORDS = ['spring', 'sale', 'launch', 'today', 'new', 'team', 'update', 'coffee', 'studio', 'weekly', 'tips', 'demo'];
+const HOUR = 3_600_000;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Drops keys whose value is undefined, so optional fields are omitted from JSON rather than sent as null. */
+function compact<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
+  return value;
+}
+
+export class PozyWorld {
+  /** The workspace owner; Pozy's `userId` on posts and webhook logs. */
+  readonly userId: string;
+  private readonly rng: Rng;
+  private readonly clock: () => number;
+  private lastTime = 0;
+  private readonly listeners = new Set<(event: PozyEvent) => void>();
+  private readonly profiles = new Map<string, Profile>();
+  private readonly accounts = new Map<string, AccountRecord>();
+  private readonly posts = new Map<string, PostRecord>();
+  /** Ids of posts not deleted, for randomStep's sampling. */
+  private readonly livePostIds: string[] = [];
+  private accountCounter = 0;
+
+  constructor(options: WorldOptions = {}) {
+    this.rng = new Rng(options.seed ?? 1);
+    this.clock = options.clock ?? Date.now;
+    this.userId = this.rng.objectId();
+  }
+
+  /** Calls `listener` with every event, in the order they happen. Returns the unsubscribe function. */
+  onEvent(listener: (event: PozyEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The time of the latest mutation (ms). */
+  get time(): number {
+    return this.lastTime;
+  }
+
+  // ---- profiles and accounts ----
+
+  createProfile(name: string): Profile {
+    this.tick();
+    const profile: Profile = {
+      _id: this.rng.objectId(),
+      name,
+      slug: name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'profile',
+    };
+    this.profiles.set(profile._id, profile);
+    return { ...profile };
+  }
+
+  connectAccount(profileId: string, platform: string, username: string, displayName?: string): Account {
+    if (!this.profiles.has(profileId)) throw new WorldError('not_found', `No profile ${profileId}`);
+    const time = this.tick();
+    const record: AccountRecord = {
+      id: this.rng.objectId(),
+      profileId,
+      platform,
+      username,
+      displayName: displayName ?? username.replace(/[._-]+/g, ' ').replace(/\b\w/g, (c) => c.toUpperCase()),
+      isActive: true,
+      needsReconnection: false,
+      removed: false,
+      updatedAt: time,
+    };
+    this.accounts.set(record.id, record);
+    this.emit(time, 'account.connected', { account: this.accountEventBlock(record) });
+    return this.restAccount(record);
+  }
+
+  /** Intentional: the user disconnected it. Unintentional: the platform declared the token dead (needs reconnection). */
+  disconnectAccount(accountId: string, options: { intentional?: boolean; reason?: string } = {}): Account {
+    const record = this.liveAccount(accountId);
+    if (!record.isActive) throw new WorldError('invalid_state', `Account ${accountId} is already disconnected`);
+    const time = this.tick();
+    const intentional = options.intentional ?? false;
+    record.isActive = false;
+    record.needsReconnection = !intentional;
+    record.updatedAt = time;
+    this.emit(time, 'account.disconnected', {
+      account: {
+        ...this.accountEventBlock(record),
+        disconnectionType: intentional ? 'intentional' : 'unintentional',
+        reason: options.reason ?? (intentional ? 'Disconnected by the user' : 'Token expired or revoked'),
+      },
+    });
+    return this.restAccount(record);
+  }
+
+  reconnectAccount(accountId: string): Account {
+    const record = this.liveAccount(accountId);
+    if (record.isActive) throw new WorldError('invalid_state', `Account ${accountId} is connected`);
+    const time = this.tick();
+    record.isActive = true;
+    record.needsReconnection = false;
+    record.updatedAt = time;
+    this.emit(time, 'account.connected', { account: this.accountEventBlock(record) });
+    return this.restAccount(record);
+  }
+
+  /** Gone from its profile's list; Pozy sends no event for it. Posts keep its id, unpopulated. */
+  removeAccount(accountId: string): void {
+    const record = this.liveAccount(accountId);
+    record.removed = true;
+    record.updatedAt = this.tick();
+  }
+
+  // ---- posts ----
+
+  /** With `scheduledFor`: `scheduled` and `post.scheduled`; without: a `draft`, and no event. */
+  createPost(input: { content: string; accountIds: readonly string[]; scheduledFor?: string | number | Date }): Post {
+    if (typeof input.content !== 'string') throw new WorldError('invalid_argument', 'content must be a string');
+    if (input.accountIds.length === 0) throw new WorldError('invalid_argument', 'A post needs at least one account');
+    if (new Set(input.accountIds).size !== input.accountIds.length) throw new WorldError('invalid_argument', 'Duplicate account');
+    const targets = input.accountIds.map((accountId): TargetRecord => {
+      const account = this.liveAccount(accountId);
+      return { accountId, platform: account.platform, status: 'pending' };
+    });
+    let scheduledFor: number | undefined;
+    if (input.scheduledFor !== undefined) {
+      scheduledFor = new Date(input.scheduledFor).getTime();
+      if (Number.isNaN(scheduledFor)) throw new WorldError('invalid_argument', 'scheduledFor is not a date');
+    }
+    const time = this.tick();
+    const record: PostRecord = {
+      id: this.rng.objectId(),
+      content: input.content,
+      status: scheduledFor === undefined ? 'draft' : 'scheduled',
+      scheduledFor,
+      targets,
+      createdAt: time,
+      updatedAt: time,
+      deleted: false,
+    };
+    this.posts.set(record.id, record);
+    this.livePostIds.push(record.id);
+    if (record.status === 'scheduled') this.emit(time, 'post.scheduled', { post: this.postEventBlock(record) });
+    return this.restPost(record);
+  }
+
+  /**
+   * Publishes a draft or scheduled post, one target after the other: each ends `published` or `failed` (by
+   * default: published, unless its account is disconnected or removed) and fires `post.platform.*` while the post
+   * is still `publishing`; then the rollup `post.published` / `post.partial` / `post.failed`.
+   * A draft gets `scheduledFor` = the moment publishing started (publish now).
+   */
+  publishPost(postId: string, outcomes: Readonly<Record<string, PublishOutcome>> = {}, rng: Rng = this.rng): Post {
+    const record = this.livePost(postId);
+    if (record.status !== 'draft' && record.status !== 'scheduled') {
+      throw new WorldError('invalid_state', `Post ${postId} is ${record.status}; only draft or scheduled posts publish`);
+    }
+    for (const accountId of Object.keys(outcomes)) {
+      if (!record.targets.some((t) => t.accountId === accountId)) throw new WorldError('invalid_argument', `Post ${postId} has no target ${accountId}`);
+    }
+    const started = this.tick();
+    record.status = 'publishing';
+    record.scheduledFor ??= started;
+    record.updatedAt = started;
+    for (const target of record.targets) target.status = 'processing';
+
+    for (const target of record.targets) {
+      const time = this.tick();
+      const account = this.accounts.get(target.accountId);
+      const usable = account !== undefined && !account.removed && account.isActive;
+      const outcome = outcomes[target.accountId] ?? (usable ? 'published' : 'failed');
+      if (outcome === 'published') {
+        const { id, url } = this.platformPost(target.platform, account?.username ?? 'account');
+        Object.assign(target, { status: 'published', platformPostId: id, platformPostUrl: url, publishedAt: time });
+      } else {
+        const failure = usable ? rng.pick(FAILURES) : AUTH_EXPIRED;
+        Object.assign(target, { status: 'failed', errorMessage: failure.message, errorCategory: failure.category, errorSource: failure.source });
+      }
+      record.updatedAt = time;
+      this.emitPlatformEvent(record, target, time, outcome);
+    }
+
+    const time = this.tick();
+    const published = record.targets.filter((t) => t.status === 'published').length;
+    record.status = published === record.targets.length ? 'published' : published === 0 ? 'failed' : 'partial';
+    if (published > 0) record.publishedAt = time;
+    record.updatedAt = time;
+    this.emit(time, `post.${record.status}` as PozyEventType, { post: this.postEventBlock(record) });
+    return this.restPost(record);
+  }
+
+  /** Cancels a draft or scheduled post: its pending targets become `cancelled`; `post.cancelled`. */
+  cancelPost(postId: string): Post {
+    const record = this.livePost(postId);
+    if (record.status !== 'draft' && record.status !== 'scheduled') {
+      throw new WorldError('invalid_state', `Post ${postId} is ${record.status}; only draft or scheduled posts cancel`);
+    }
+    const time = this.tick();
+    record.status = 'cancelled';
+    for (const target of record.targets) target.status = 'cancelled';
+    record.updatedAt = time;
+    this.emit(time, 'post.cancelled', { post: this.postEventBlock(record) });
+    return this.restPost(record);
+  }
+
+  /** A content edit: Pozy sends no event for it, so only reading the post shows it. */
+  editPost(postId: string, changes: { content: string }): Post {
+    const record = this.livePost(postId);
+    record.content = changes.content;
+    record.updatedAt = this.tick();
+    return this.restPost(record);
+  }
+
+  /**
+   * The post was removed from one platform (Pozy finds that by polling): the target becomes `cancelled` with
+   * `removedFromPlatformAt`, and `post.platform.deleted` fires. When no target is left published, the post is
+   * `cancelled` ("unpublished from every platform").
+   */
+  deletePlatformPost(postId: string, accountId: string): Post {
+    const record = this.livePost(postId);
+    const target = record.targets.find((t) => t.accountId === accountId);
+    if (!target) throw new WorldError('not_found', `Post ${postId} has no target ${accountId}`);
+    if (target.status !== 'published') throw new WorldError('invalid_state', `Target ${accountId} of ${postId} is ${target.status}`);
+    this.unpublishTarget(record, target);
+    return this.restPost(record);
+  }
+
+  /**
+   * Deletes the post: from then on it answers 404. Deleting a post also takes it down from the platforms, so each
+   * target still published fires `post.platform.deleted` first (the receiver's cue to read the post and find it
+   * gone); a post with nothing published goes silently, as Pozy has no post-deleted event.
+   */
+  deletePost(postId: string): void {
+    const record = this.livePost(postId);
+    for (const target of record.targets) if (target.status === 'published') this.unpublishTarget(record, target);
+    record.deleted = true;
+    record.updatedAt = this.tick();
+    const index = this.livePostIds.indexOf(postId);
+    if (index >= 0) this.livePostIds.splice(index, 1);
+  }
+
+  // ---- reading ----
+
+  getPost(postId: string): Post | undefined {
+    const record = this.posts.get(postId);
+    return record && !record.deleted ? this.restPost(record) : undefined;
+  }
+
+  /** Every post not deleted, in creation order. */
+  listPosts(): Post[] {
+    return this.livePostIds.map((id) => this.restPost(this.posts.get(id)!));
+  }
+
+  getAccount(accountId: string): Account | undefined {
+    const record = this.accounts.get(accountId);
+    return record && !record.removed ? this.restAccount(record) : undefined;
+  }
+
+  /** Every account not removed, in connection order. */
+  listAccounts(): Account[] {
+    return [...this.accounts.values()].filter((a) => !a.removed).map((a) => this.restAccount(a));
+  }
+
+  listProfiles(): Profile[] {
+    return [...this.profiles.values()].map((p) => ({ ...p }));
+  }
+
+  /** The profile an account belongs (or belonged, if removed) to: a post's profile comes from its accounts. */
+  profileOfAccount(accountId: string): string | undefined {
+    return this.accounts.get(accountId)?.profileId;
+  }
+
+  /** The account's own version (time of its last mutation, ms); not something Pozy's API shows. */
+  accountVersion(accountId: string): number | undefined {
+    return this.accounts.get(accountId)?.updatedAt;
+  }
+
+  /** The truth, in the API's shapes. */
+  snapshot(): WorldSnapshot {
+    const posts = [...this.posts.values()];
+    const accounts = [...this.accounts.values()];
+    return {
+      posts: posts.filter((p) => !p.deleted).map((p) => this.restPost(p)),
+      deletedPostIds: posts.filter((p) => p.deleted).map((p) => p.id),
+      accounts: accounts.filter((a) => !a.removed).map((a) => this.restAccount(a)),
+      removedAccountIds: accounts.filter((a) => a.removed).map((a) => a.id),
+    };
+  }
+
+  // ---- random activity ----
+
+  /** Profiles, each with accounts on distinct platforms, and posts in a realistic mix of states. */
+  seedWorld(options: { profiles?: number; accountsPerProfile?: number; posts?: number } = {}, rng: Rng = this.rng): void {
+    const profiles = options.profiles ?? 2;
+    const accountsPerProfile = options.accountsPerProfile ?? 3;
+    for (let i = 0; i < profiles; i++) {
+      const profile = this.createProfile(`Brand ${this.profiles.size + 1}`);
+      for (let j = 0; j < accountsPerProfile; j++) this.connectRandomAccount(profile._id, rng);
+    }
+    for (let i = 0; i < (options.posts ?? 10); i++) {
+      const post = this.createRandomPost(rng, rng.chance(0.8));
+      if (!post) break;
+      const roll = rng.next();
+      if (roll < 0.5) this.publishPost(post._id, this.randomOutcomes(post, rng), rng);
+      else if (roll < 0.6) this.cancelPost(post._id);
+    }
+  }
+
+  /** One realistic mutation chosen by `rng` (create, publish with random outcomes, cancel, edit, disconnect, ...). */
+  randomStep(rng: Rng = this.rng): StepResult {
+    if (this.profiles.size === 0) return { action: 'createProfile', profileId: this.createProfile('Brand 1')._id };
+    const live = [...this.accounts.values()].filter((a) => !a.removed);
+    if (live.length === 0) {
+      const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+      return { action: 'connectAccount', accountId: account._id };
+    }
+    const roll = rng.int(100);
+    if (roll < 20) {
+      const post = this.createRandomPost(rng, true);
+      if (post) return { action: 'createScheduledPost', postId: post._id };
+    } else if (roll < 26) {
+      const post = this.createRandomPost(rng, false);
+      if (post) return { action: 'createDraft', postId: post._id };
+    } else if (roll < 50) {
+      const post = this.samplePost(rng, (p) => p.status === 'scheduled' || p.status === 'draft');
+      if (post) {
+        const rest = this.restPost(post);
+        return { action: 'publishPost', postId: this.publishPost(post.id, this.randomOutcomes(rest, rng), rng)._id };
+      }
+    } else if (roll < 55) {
+      const post = this.samplePost(rng, (p) => p.status === 'scheduled' || p.status === 'draft');
+      if (post) return { action: 'cancelPost', postId: this.cancelPost(post.id)._id };
+    } else if (roll < 64) {
+      const post = this.samplePost(rng, () => true);
+      if (post) return { action: 'editPost', postId: this.editPost(post.id, { content: this.randomContent(rng) })._id };
+    } else if (roll < 68) {
+      const post = this.samplePost(rng, (p) => p.targets.some((t) => t.status === 'published'));
+      if (post) {
+        const target = rng.pick(post.targets.filter((t) => t.status === 'published'));
+        this.deletePlatformPost(post.id, target.accountId);
+        return { action: 'deletePlatformPost', postId: post.id, accountId: target.accountId };
+      }
+    } else if (roll < 71) {
+      const post = this.samplePost(rng, () => true);
+      if (post) {
+        this.deletePost(post.id);
+        return { action: 'deletePost', postId: post.id };
+      }
+    } else if (roll < 78) {
+      const active = live.filter((a) => a.isActive);
+      // Keep most of the workspace connected, so publishing stays the common case.
+      if (active.length > live.length / 2) {
+        const account = rng.pick(active);
+        this.disconnectAccount(account.id, { intentional: rng.chance(0.3) });
+        return { action: 'disconnectAccount', accountId: account.id };
+      }
+    } else if (roll < 86) {
+      const inactive = live.filter((a) => !a.isActive);
+      if (inactive.length > 0) {
+        const account = rng.pick(inactive);
+        this.reconnectAccount(account.id);
+        return { action: 'reconnectAccount', accountId: account.id };
+      }
+    } else if (roll < 90) {
+      const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+      return { action: 'connectAccount', accountId: account._id };
+    } else if (roll < 91) {
+      if (live.length > 2) {
+        const account = rng.pick(live);
+        this.removeAccount(account.id);
+        return { action: 'removeAccount', accountId: account.id };
+      }
+    }
+    const post = this.createRandomPost(rng, true);
+    if (post) return { action: 'createScheduledPost', postId: post._id };
+    const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+    return { action: 'connectAccount', accountId: account._id };
+  }
+
+  // ---- internals ----
+
+  /** The next mutation time: the clock, but never equal to or before the previous one. */
+  private tick(): number {
+    this.lastTime = Math.max(this.clock(), this.lastTime + 1);
+    return this.lastTime;
+  }
+
+  private emit(time: number, event: PozyEventType, blocks: Pick<PozyEvent, 'post' | 'platform' | 'account'>): void {
+    // Key order is the envelope's: id, event, timestamp, then the blocks.
+    const envelope: PozyEvent = { id: this.rng.uuid(), event, timestamp: iso(time), ...blocks };
+    for (const listener of this.listeners) listener(envelope);
+  }
+
+  private emitPlatformEvent(record: PostRecord, target: TargetRecord, time: number, outcome: PublishOutcome | 'deleted'): void {
+    const platform: WebhookPlatformBlock =
+      outcome === 'published'
+        ? { name: target.platform, status: 'published', platformPostId: target.platformPostId, publishedUrl: target.platformPostUrl }
+        : outcome === 'failed'
+          ? {
+              name: target.platform,
+              status: 'failed',
+              error: target.errorMessage,
+              errorCategory: target.errorCategory,
+              errorSource: target.errorSource,
+            }
+          : { name: target.platform, status: 'deleted', platformPostId: target.platformPostId, deletedAt: iso(time) };
+    const account = this.accounts.get(target.accountId)!;
+    this.emit(time, `post.platform.${outcome}`, {
+      post: this.postEventBlock(record),
+      platform: compact(platform),
+      account: compact({ accountId: account.id, platform: account.platform, username: account.username, displayName: account.displayName }),
+    });
+  }
+
+  private unpublishTarget(record: PostRecord, target: TargetRecord): void {
+    const time = this.tick();
+    target.status = 'cancelled';
+    target.removedFromPlatformAt = time;
+    if (!record.targets.some((t) => t.status === 'published')) record.status = 'cancelled';
+    record.updatedAt = time;
+    this.emitPlatformEvent(record, target, time, 'deleted');
+  }
+
+  private livePost(postId: string): PostRecord {
+    const record = this.posts.get(postId);
+    if (!record || record.deleted) throw new WorldError('not_found', `No post ${postId}`);
+    return record;
+  }
+
+  private liveAccount(accountId: string): AccountRecord {
+    const record = this.accounts.get(accountId);
+    if (!record || record.removed) throw new WorldError('not_found', `No account ${accountId}`);
+    return record;
+  }
+
+  private restAccount(record: AccountRecord): Account {
+    return {
+      _id: record.id,
+      platform: record.platform,
+      profileId: { ...this.profiles.get(record.profileId)! },
+      username: record.username,
+      displayName: record.displayName,
+      profileUrl: profileUrl(record.platform, record.username),
+      isActive: record.isActive,
+      needsReconnection: record.needsReconnection,
+      enabled: true,
+    };
+  }
+
+  private restPost(record: PostRecord): Post {
+    return compact({
+      _id: record.id,
+      userId: this.userId,
+      content: record.content,
+      status: record.status,
+      scheduledFor: record.scheduledFor === undefined ? undefined : iso(record.scheduledFor),
+      timezone: 'UTC',
+      publishedAt: record.publishedAt === undefined ? undefined : iso(record.publishedAt),
+      platforms: record.targets.map((t) => {
+        const account = this.accounts.get(t.accountId);
+        return compact({
+          platform: t.platform,
+          accountId:
+            account && !account.removed
+              ? { _id: account.id, platform: account.platform, username: account.username, displayName: account.displayName, isActive: account.isActive }
+              : t.accountId,
+          status: t.status,
+          platformPostId: t.platformPostId,
+          platformPostUrl: t.platformPostUrl,
+          publishedAt: t.publishedAt === undefined ? undefined : iso(t.publishedAt),
+          errorMessage: t.errorMessage,
+          errorCategory: t.errorCategory,
+          errorSource: t.errorSource,
+          removedFromPlatformAt: t.removedFromPlatformAt === undefined ? undefined : iso(t.removedFromPlatformAt),
+        });
+      }),
+      createdAt: iso(record.createdAt),
+      updatedAt: iso(record.updatedAt),
+    });
+  }
+
+  private postEventBlock(record: PostRecord): WebhookPostBlock {
+    return compact({
+      id: record.id,
+      content: record.content,
+      status: record.status,
+      scheduledFor: record.scheduledFor === undefined ? undefined : iso(record.scheduledFor),
+      publishedAt: record.publishedAt === undefined ? undefined : iso(record.publishedAt),
+      platforms: record.targets.map((t) =>
+        compact({
+          platform: t.platform,
+          status: t.status,
+          accountId: t.accountId,
+          platformPostId: t.platformPostId,
+          publishedUrl: t.platformPostUrl,
+          error: t.errorMessage,
+          errorCategory: t.errorCategory,
+          errorSource: t.errorSource,
+        }),
+      ),
+    });
+  }
+
+  private accountEventBlock(record: AccountRecord): WebhookAccountBlock {
+    return {
+      accountId: record.id,
+      profileId: record.profileId,
+      platform: record.platform,
+      username: record.username,
+      displayName: record.displayName,
+    };
+  }
+
+  private platformPost(platform: string, username: string): { id: string; url: string } {
+    const digits = (n: number) => {
+      let out = String(1 + this.rng.int(9));
+      while (out.length < n) out += String(this.rng.int(10));
+      return out;
+    };
+    switch (platform) {
+      case 'twitter': {
+        const id = digits(19);
+        return { id, url: `https://x.com/${username}/status/${id}` };
+      }
+      case 'linkedin': {
+        const id = `urn:li:share:${digits(19)}`;
+        return { id, url: `https://www.linkedin.com/feed/update/${id}` };
+      }
+      case 'instagram': {
+        const id = digits(19);
+        return { id, url: `https://www.instagram.com/p/${this.rng.hex(11)}/` };
+      }
+      case 'facebook': {
+        const id = `${digits(15)}_${digits(16)}`;
+        return { id, url: `https://www.facebook.com/${id}` };
+      }
+      case 'tiktok': {
+        const id = digits(19);
+        return { id, url: `https://www.tiktok.com/@${username}/video/${id}` };
+      }
+      default: {
+        const id = this.rng.hex(16);
+        return { id, url: `https://${platform}.example/${username}/posts/${id}` };
+      }
+    }
+  }
+
+  private connectRandomAccount(profileId: string, rng: Rng): Account {
+    const taken = new Set([...this.accounts.values()].filter((a) => a.profileId === profileId && !a.removed).map((a) => a.platform));
+    const free = PLATFORMS.filter((p) => !taken.has(p));
+    const platform = rng.pick(free.length > 0 ? free : PLATFORMS);
+    this.accountCounter += 1;
+    const profile = this.profiles.get(profileId)!;
+    return this.connectAccount(profileId, platform, `${profile.slug}.${platform}${this.accountCounter}`);
+  }
+
+  /** A post on 1–3 accounts of one profile; undefined when no profile has an account. */
+  private createRandomPost(rng: Rng, scheduled: boolean): Post | undefined {
+    const byProfile = new Map<string, AccountRecord[]>();
+    for (const account of this.accounts.values()) {
+      if (account.removed) continue;
+      byProfile.set(account.profileId, [...(byProfile.get(account.profileId) ?? []), account]);
+    }
+    if (byProfile.size === 0) return undefined;
+    const accounts = [...rng.pick([...byProfile.values()])];
+    const chosen: string[] = [];
+    const count = 1 + rng.int(Math.min(3, accounts.length));
+    while (chosen.length < count) chosen.push(accounts.splice(rng.int(accounts.length), 1)[0].id);
+    return this.createPost({
+      content: this.randomContent(rng),
+      accountIds: chosen,
+      scheduledFor: scheduled ? this.lastTime + HOUR * (1 + rng.int(72)) : undefined,
+    });
+  }
+
+  private randomContent(rng: Rng): string {
+    const words = Array.from({ length: 3 + rng.int(6) }, () => rng.pick(WORDS));
+    return `${words.join(' ')} #${rng.int(1000)}`.replace(/^./, (c) => c.toUpperCase());
+  }
+
+  private randomOutcomes(post: Post, rng: Rng): Record<string, PublishOutcome> {
+    const outcomes: Record<string, PublishOutcome> = {};
+    for (const target of post.platforms) {
+      const accountId = typeof target.accountId === 'string' ? target.accountId : target.accountId._id;
+      const account = this.accounts.get(accountId);
+      const usable = account !== undefined && !account.removed && account.isActive;
+      outcomes[accountId] = usable && rng.chance(0.85) ? 'published' : 'failed';
+    }
+    return outcomes;
+  }
+
+  /** A random live post matching `accept`, from a few draws (cheap on large worlds; may miss a rare match). */
+  private samplePost(rng: Rng, accept: (post: PostRecord) => boolean): PostRecord | undefined {
+    if (this.livePostIds.length === 0) return undefined;
+    for (let i = 0; i < 24; i++) {
+      const record = this.posts.get(this.livePostIds[rng.int(this.livePostIds.length)])!;
+      if (accept(record)) return record;
+    }
+    return undefined;
+  }
+}
+
+function profileUrl(platform: string, username: string): string {
+  switch (platform) {
+    case 'twitter':
+      return `https://x.com/${username}`;
+    case 'instagram':
+      return `https://www.instagram.com/${username}/`;
+    case 'linkedin':
+      return `https://www.linkedin.com/company/${username}`;
+    case 'facebook':
+      return `https://www.facebook.com/${username}`;
+    case 'tiktok':
+      return `https://www.tiktok.com/@${username}`;
+    default:
+      return `https://${platform}.example/${username}`;
+  }
+}

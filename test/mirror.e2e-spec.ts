@@ -1,0 +1,278 @@
+import { plainToInstance } from 'class-transformer';
+import { randomUUID } from 'node:crypto';
+import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
+import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
+import type { Account, PozyEvent } from '../src/simulator/world';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { apiCalls, backlog, Harness, settled, startHarness } from './support/harness';
+import { mirrorDifferences } from './support/mirror';
+import { deliver } from './support/pozy-events';
+import { waitFor } from './support/service';
+
+const POST_ROUTE = 'GET /v1/posts/:postId';
+
+/** What GET /posts/:id and GET /accounts/:id answer, as far as these tests read it. */
+interface Resource {
+  id: string;
+  status: string;
+  content: string;
+  platforms: Array<{ status: string }>;
+  profileIds: string[];
+  pozyUpdatedAt: string;
+  lastEventAt: string;
+  syncedAt: string;
+  deletedAt: string | null;
+  removedAt: string | null;
+}
+interface Page {
+  data: Resource[];
+  nextCursor: string | null;
+}
+
+async function getJson<T = Resource>(harness: Harness, path: string): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${harness.service.baseUrl}${path}`);
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+describe('the mirror: reconcile from the Pozy simulator through the real receiver', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+  const world = () => harness.sim.world;
+
+  /** A profile with `n` connected accounts, settled in the mirror. */
+  async function profileWithAccounts(n: number): Promise<{ profileId: string; accounts: Account[] }> {
+    const profile = world().createProfile(`Brand ${randomUUID().slice(0, 6)}`);
+    const accounts = Array.from({ length: n }, (_, i) =>
+      world().connectAccount(profile._id, ['linkedin', 'instagram', 'twitter', 'threads', 'bluesky'][i % 5], `user${i}`),
+    );
+    await settled(harness);
+    return { profileId: profile._id, accounts };
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase('mirror');
+    harness = await startHarness(db.url);
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  afterEach(async () => {
+    harness.sim.setFaults({ api429Rate: 0, api5xxRate: 0, apiTimeoutRate: 0, apiResetRate: 0 });
+    harness.sim.setWebhookUrl(`${harness.service.baseUrl}/webhooks/pozy`);
+  });
+
+  it('mirrors posts and accounts exactly as Pozy shows them', async () => {
+    const { accounts } = await profileWithAccounts(3);
+    const post = world().createPost({ content: 'Spring sale', accountIds: accounts.map((a) => a._id), scheduledFor: Date.now() + 3_600_000 });
+    world().publishPost(post._id, { [accounts[0]._id]: 'published', [accounts[1]._id]: 'published', [accounts[2]._id]: 'failed' });
+
+    await settled(harness);
+
+    expect(await mirrorDifferences(harness.service.pool, world(), harness.seen)).toEqual([]);
+    const { body } = await getJson(harness, `/posts/${post._id}`);
+    expect(body).toMatchObject({ id: post._id, status: 'partial', content: 'Spring sale', deletedAt: null });
+    expect(body.platforms.map((t) => t.status)).toEqual(['published', 'published', 'failed']);
+    expect(body.profileIds).toEqual([accounts[0].profileId._id]);
+    expect(new Date(body.syncedAt).getTime()).toBeGreaterThan(0);
+    expect(new Date(body.lastEventAt).getTime()).toBeGreaterThan(0);
+  });
+
+  describe("the article's two tests, through the receiver", () => {
+    it('an older event delivered after a newer one leaves the newer state', async () => {
+      const { accounts } = await profileWithAccounts(1);
+      harness.sim.setWebhookUrl(undefined);
+      const events: PozyEvent[] = [];
+      const stop = world().onEvent((e) => events.push(e));
+      const post = world().createPost({ content: 'v42', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+      world().publishPost(post._id);
+      stop();
+      const [scheduled, , published] = events;
+      expect([scheduled.event, published.event]).toEqual(['post.scheduled', 'post.published']);
+
+      await deliver(harness.service.baseUrl, published as never);
+      await settled(harness);
+      await deliver(harness.service.baseUrl, scheduled as never);
+      await settled(harness);
+
+      const { body } = await getJson(harness, `/posts/${post._id}`);
+      expect(body.status).toBe('published');
+      expect(body.pozyUpdatedAt).toBe(world().getPost(post._id)!.updatedAt);
+      expect(body.lastEventAt).toBe(published.timestamp);
+    });
+
+    it('the same event delivered twice does not touch the row', async () => {
+      const { accounts } = await profileWithAccounts(1);
+      harness.sim.setWebhookUrl(undefined);
+      const events: PozyEvent[] = [];
+      const stop = world().onEvent((e) => events.push(e));
+      const post = world().createPost({ content: 'once', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+      stop();
+      await deliver(harness.service.baseUrl, events[0] as never);
+      await settled(harness);
+      const row = async () =>
+        (await harness.service.pool.query<object>('SELECT xmin::text, synced_at, read_id FROM post WHERE id = $1', [post._id])).rows[0];
+      const before = await row();
+
+      const again = await deliver(harness.service.baseUrl, events[0] as never);
+
+      expect(again.body.duplicate).toBe(true);
+      // Nothing is pending, so nothing will come to touch the row later either.
+      expect(await backlog(harness.service.pool)).toBe(0);
+      expect(await row()).toEqual(before);
+    });
+  });
+
+  it('keeps the newer state when an older read finishes last', async () => {
+    const { accounts } = await profileWithAccounts(1);
+    const post = world().createPost({ content: 'old', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const older = plainToInstance(PozyPostDto, world().getPost(post._id));
+    world().editPost(post._id, { content: 'new' });
+    const newer = plainToInstance(PozyPostDto, world().getPost(post._id));
+    const repository = harness.service.app.get(PostMirrorRepository);
+    const started = Date.now();
+
+    // The newer read started later and finished first; the older one arrives after it.
+    expect(await repository.write(newer, { readId: randomUUID(), startedAt: new Date(started + 20), lastEventAt: null })).toBe('written');
+    expect(await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 10), lastEventAt: null })).toBe('stale');
+    // An old version never wins, even from a read that started later.
+    expect(await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).toBe('stale');
+
+    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ content: 'new', pozyUpdatedAt: newer.updatedAt });
+  });
+
+  it('reads a burst of 20 events for one post with at most 2 API calls', async () => {
+    const { accounts } = await profileWithAccounts(19);
+    const post = world().createPost({ content: 'burst', accountIds: accounts.map((a) => a._id), scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const before = apiCalls(harness, POST_ROUTE);
+
+    world().publishPost(post._id); // 19 post.platform.published, then post.published
+    await settled(harness);
+
+    expect(apiCalls(harness, POST_ROUTE) - before).toBeLessThanOrEqual(2);
+    expect(await mirrorDifferences(harness.service.pool, world(), { postIds: [post._id], profileIds: [] })).toEqual([]);
+  });
+
+  it('marks a deleted post deleted, and keeps it queryable with includeDeleted', async () => {
+    const { accounts } = await profileWithAccounts(1);
+    const post = world().createPost({ content: 'gone soon', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    world().publishPost(post._id);
+    await settled(harness);
+
+    world().deletePost(post._id); // post.platform.deleted for the published target; Pozy then answers 404
+    await settled(harness);
+
+    const { body } = await getJson(harness, `/posts/${post._id}`);
+    expect(body.deletedAt).not.toBeNull();
+    expect((await getJson<Page>(harness, '/posts?limit=500')).body.data.map((p) => p.id)).not.toContain(post._id);
+    expect((await getJson<Page>(harness, '/posts?limit=500&includeDeleted=true')).body.data.map((p) => p.id)).toContain(post._id);
+    expect((await getJson<Page>(harness, '/posts?limit=500&status=deleted')).body.data.map((p) => p.id)).toContain(post._id);
+  });
+
+  it('follows an account that disconnects, and one removed from its profile', async () => {
+    const { profileId, accounts } = await profileWithAccounts(2);
+    world().disconnectAccount(accounts[0]._id, { intentional: false });
+    await settled(harness);
+    expect((await getJson(harness, `/accounts/${accounts[0]._id}`)).body).toMatchObject({
+      isActive: false,
+      needsReconnection: true,
+      removedAt: null,
+    });
+
+    world().removeAccount(accounts[1]._id); // no event: seen at the profile's next read
+    world().connectAccount(profileId, 'tiktok', 'newcomer');
+    await settled(harness);
+
+    expect((await getJson(harness, `/accounts/${accounts[1]._id}`)).body.removedAt).not.toBeNull();
+    expect((await getJson<Page>(harness, `/accounts?profileId=${profileId}`)).body.data).toHaveLength(2);
+    expect(await mirrorDifferences(harness.service.pool, world(), { postIds: [], profileIds: [profileId] })).toEqual([]);
+  });
+
+  it('stores a test event from Pozy and changes nothing', async () => {
+    const mirrorBefore = (await harness.service.pool.query('SELECT count(*)::int AS n, max(synced_at) AS t FROM post')).rows[0];
+    const response = await fetch(`${harness.sim.url}/v1/webhooks/test`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${harness.sim.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ webhookId: harness.sim.webhookId }),
+    });
+    expect(response.status).toBe(200);
+
+    const { rows } = await harness.service.pool.query("SELECT test FROM pozy_event WHERE type = 'webhook.test'");
+    expect(rows).toEqual([{ test: true }]);
+    expect(await backlog(harness.service.pool)).toBe(0);
+    expect((await harness.service.pool.query('SELECT count(*)::int AS n, max(synced_at) AS t FROM post')).rows[0]).toEqual(mirrorBefore);
+  });
+
+  it.each([
+    ['429 (after Retry-After)', { api429Rate: 1 }, '429'],
+    ['5xx', { api5xxRate: 1 }, '500'],
+    ['a timeout', { apiTimeoutRate: 1 }, 'timeout'],
+    ['a connection reset', { apiResetRate: 1 }, 'reset'],
+  ])('recovers from %s, then mirrors the post', async (_name, faults, label) => {
+    const { accounts } = await profileWithAccounts(1);
+    harness.sim.setFaults(faults);
+    const post = world().createPost({ content: 'through faults', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+
+    await waitFor(`a ${label} from Pozy`, async () => ((harness.sim.stats().api.byRoute[POST_ROUTE]?.[label] ?? 0) > 0 ? true : undefined));
+    harness.sim.setFaults({ api429Rate: 0, api5xxRate: 0, apiTimeoutRate: 0, apiResetRate: 0 });
+    await settled(harness);
+
+    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'scheduled' });
+  });
+
+  it('pages through every post without gaps or repeats, and filters', async () => {
+    const { profileId, accounts } = await profileWithAccounts(3);
+    for (let i = 0; i < 23; i += 1) {
+      const post = world().createPost({ content: `post ${i}`, accountIds: [accounts[i % 3]._id], scheduledFor: Date.now() + 60_000 });
+      if (i % 2 === 0) world().publishPost(post._id);
+    }
+    await settled(harness);
+    const { rows } = await harness.service.pool.query<{ id: string }>('SELECT id FROM post WHERE deleted_at IS NULL ORDER BY id');
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const { status, body }: { status: number; body: Page } = await getJson<Page>(
+        harness,
+        `/posts?limit=7${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(status).toBe(200);
+      expect(body.data.length).toBeLessThanOrEqual(7);
+      seen.push(...body.data.map((p) => p.id));
+      cursor = body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(rows.map((r) => r.id));
+
+    const ids = async (query: string) => (await getJson<Page>(harness, `/posts?limit=500&${query}`)).body.data.map((p) => p.id);
+    const truth = world().snapshot().posts;
+    const mine = truth.filter((p) => accounts.some((a) => p.platforms.some((t) => (typeof t.accountId === 'string' ? t.accountId : t.accountId._id) === a._id)));
+    expect((await ids(`profileId=${profileId}`)).sort()).toEqual(mine.map((p) => p._id).sort());
+    expect((await ids(`profileId=${profileId}&status=published`)).sort()).toEqual(mine.filter((p) => p.status === 'published').map((p) => p._id).sort());
+    expect((await ids(`accountId=${accounts[1]._id}`)).sort()).toEqual(
+      mine.filter((p) => p.platforms.some((t) => typeof t.accountId !== 'string' && t.accountId._id === accounts[1]._id)).map((p) => p._id).sort(),
+    );
+    expect(await ids(`platform=${accounts[0].platform}&profileId=${profileId}`)).toEqual(
+      expect.arrayContaining(mine.filter((p) => p.platforms[0].platform === accounts[0].platform).map((p) => p._id)),
+    );
+    expect(await ids(`updatedSince=${new Date(Date.now() + 60_000).toISOString()}`)).toEqual([]);
+
+    const accountIds = async (query: string) => (await getJson<Page>(harness, `/accounts?limit=500&${query}`)).body.data.map((a) => a.id);
+    expect((await accountIds(`profileId=${profileId}`)).sort()).toEqual(accounts.map((a) => a._id).sort());
+    expect(await accountIds(`profileId=${profileId}&connected=false`)).toEqual([]);
+    expect(await accountIds(`profileId=${profileId}&platform=${accounts[2].platform}`)).toEqual([accounts[2]._id]);
+  });
+
+  it('answers sync status with what the mirror holds', async () => {
+    await settled(harness);
+    const { body } = await getJson<{ queue: object; mirror: { posts: number }; events: { received: number } }>(harness, '/sync/status');
+    const counts = (await harness.service.pool.query('SELECT count(*) FILTER (WHERE deleted_at IS NULL)::int AS posts FROM post')).rows[0];
+
+    expect(body.queue).toMatchObject({ pendingReads: 0, jobs: 0 });
+    expect(body.mirror.posts).toBe(counts.posts);
+    expect(body.events.received).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,72 @@
+import type { Pool } from 'pg';
+import { FaultConfig } from '../../src/simulator/faults';
+import { PozySimulator } from '../../src/simulator/simulator';
+import type { PozyEvent } from '../../src/simulator/world';
+import { queuedJobs, reconcileRequests } from './queue';
+import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './service';
+
+export interface Harness {
+  sim: PozySimulator;
+  service: RunningService;
+  /** Resources named by the events the world emitted: what the mirror can know about. */
+  seen: { postIds: Set<string>; profileIds: Set<string> };
+  close(): Promise<void>;
+}
+
+/**
+ * The Pozy simulator on loopback and the whole service pointed at it: the simulator delivers the world's events
+ * to the service's receiver (signed), and the service reads the simulator's API.
+ */
+export async function startHarness(
+  databaseUrl: string,
+  options: { env?: Record<string, string | undefined>; faults?: Partial<FaultConfig>; seed?: number; deliver?: boolean } = {},
+): Promise<Harness> {
+  const sim = await PozySimulator.start({
+    apiKey: 'sk_sim_test',
+    seed: options.seed ?? 7,
+    // 10 s becomes 1 ms: the retry ladder runs in test time.
+    timeScale: 10_000,
+    faults: options.faults,
+    rateLimitPerMinute: 100_000,
+    webhook: { url: 'http://127.0.0.1:9/not-yet', secret: TEST_WEBHOOK_SECRET },
+  });
+  const service = await startService(databaseUrl, {
+    POZY_API_URL: sim.url,
+    POZY_API_KEY: sim.apiKey,
+    POZY_TIMEOUT_MS: '1000',
+    POZY_RATE_LIMIT_PER_MINUTE: '100000',
+    RECONCILE_COALESCE_WINDOW_MS: '300',
+    ...options.env,
+  });
+  sim.setWebhookUrl(options.deliver === false ? undefined : `${service.baseUrl}/webhooks/pozy`);
+  const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
+  const unsubscribe = sim.world.onEvent((event: PozyEvent) => {
+    if (event.post) seen.postIds.add(event.post.id);
+    if (event.account?.profileId) seen.profileIds.add(event.account.profileId);
+  });
+  return {
+    sim,
+    service,
+    seen,
+    close: async () => {
+      unsubscribe();
+      await sim.stop();
+      await service.close();
+    },
+  };
+}
+
+/** Waits until every delivery was made and every reconcile it caused has run. */
+export async function settled(harness: Harness, timeoutMs = 30_000): Promise<void> {
+  await harness.sim.idle();
+  await waitFor('the mirror to catch up', async () => (await backlog(harness.service.pool)) === 0 ? true : undefined, timeoutMs);
+}
+
+export async function backlog(pool: Pool): Promise<number> {
+  return (await reconcileRequests(pool)).length + (await queuedJobs(pool)).length;
+}
+
+/** Pozy API calls the simulator answered for one route, any status. */
+export function apiCalls(harness: Harness, route: string): number {
+  return Object.values(harness.sim.stats().api.byRoute[route] ?? {}).reduce((sum, n) => sum + n, 0);
+}
