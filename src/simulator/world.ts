@@ -527,7 +527,12 @@ export class PozyWorld {
   }
 
   /** One realistic mutation chosen by `rng` (create, publish with random outcomes, cancel, edit, disconnect, ...). */
-  randomStep(rng: Rng = this.rng): StepResult {
+  /**
+   * One realistic random mutation. With `silent: false`, only mutations Pozy announces with an event: no edits,
+   * no removed accounts, no deletion of a post with nothing published (a mirror can only learn those by polling).
+   */
+  randomStep(rng: Rng = this.rng, options: { silent?: boolean } = {}): StepResult {
+    const silent = options.silent ?? true;
     if (this.profiles.size === 0) return { action: 'createProfile', profileId: this.createProfile('Brand 1')._id };
     const live = [...this.accounts.values()].filter((a) => !a.removed);
     if (live.length === 0) {
@@ -551,7 +556,7 @@ export class PozyWorld {
       const post = this.samplePost(rng, (p) => p.status === 'scheduled' || p.status === 'draft');
       if (post) return { action: 'cancelPost', postId: this.cancelPost(post.id)._id };
     } else if (roll < 64) {
-      const post = this.samplePost(rng, () => true);
+      const post = silent ? this.samplePost(rng, () => true) : undefined;
       if (post) return { action: 'editPost', postId: this.editPost(post.id, { content: this.randomContent(rng) })._id };
     } else if (roll < 68) {
       const post = this.samplePost(rng, (p) => p.targets.some((t) => t.status === 'published'));
@@ -561,7 +566,7 @@ export class PozyWorld {
         return { action: 'deletePlatformPost', postId: post.id, accountId: target.accountId };
       }
     } else if (roll < 71) {
-      const post = this.samplePost(rng, () => true);
+      const post = this.samplePost(rng, (p) => silent || p.targets.some((t) => t.status === 'published'));
       if (post) {
         this.deletePost(post.id);
         return { action: 'deletePost', postId: post.id };
@@ -585,7 +590,7 @@ export class PozyWorld {
       const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
       return { action: 'connectAccount', accountId: account._id };
     } else if (roll < 91) {
-      if (live.length > 2) {
+      if (silent && live.length > 2) {
         const account = rng.pick(live);
         this.removeAccount(account.id);
         return { action: 'removeAccount', accountId: account.id };
