@@ -5,7 +5,7 @@ import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import type { Account, PozyEvent } from '../src/simulator/world';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, backlog, Harness, settled, startHarness } from './support/harness';
-import { mirrorDifferences } from './support/mirror';
+import { mirrorDifferences } from '../src/simulator/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
 

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool } from 'pg';
-import type { PlatformTarget, PozyWorld } from '../../src/simulator/world';
+import type { PlatformTarget, PozyWorld } from './world';
 
 interface PostRow {
   id: string;
@@ -28,6 +28,7 @@ const time = (value: string | undefined) => (value === undefined ? null : new Da
 const accountIdOf = (target: PlatformTarget) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
 
 /**
+ * Compares pozy-sync's mirror (its database) with the simulator's world: used by the tests and by `npm run demo`.
  * Every difference between the mirror and the simulator's world, for the posts and profiles that had events
  * (a resource no event ever named cannot be in the mirror, and is the full sweep's business). Empty means equal.
  */
