@@ -1,215 +1,39 @@
 /**
- * npm run bench: the receive path of the built service against a bare baseline receiver, same database server,
- * same machine, same load, in one run. Prints throughput, latency percentiles, errors and the ratios.
+ * npm run bench: measures the built service against baselines, in one run on one machine and database server.
  *
- * pozy-sync runs twice: as deployed by default (ROLE=all: the receiver and the worker that drains its reconcile
- * requests share the process and the database) and as an api-only replica (ROLE=api: the receive path alone).
+ *   receive    the receive path against a bare baseline receiver (receive.ts)
+ *   reconcile  a burst of events over few posts: Pozy API calls per post and time until the mirror equals the
+ *              truth, against a naive fetch-and-UPSERT-per-event receiver (reconcile.ts)
  *
- *   BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 50), BENCH_POSTS (distinct posts, default 1000),
- *   BENCH_DATABASE_URL (a server to create the bench databases on; default: an embedded PostgreSQL)
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile), BENCH_DATABASE_URL (a server to create the bench
+ *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
-import { ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
-import autocannon from 'autocannon';
-import { Client } from 'pg';
 import { EmbeddedDatabase } from '../database/embedded-postgres';
-import { signPozyPayload } from '../webhooks/webhook-signature';
-import { freePort, waitForHttp } from './net';
+import { freePort } from './net';
+import { runReceiveScenario } from './receive';
+import { runReconcileScenario } from './reconcile';
 
-const SECRET = 'whsec_bench';
-const settings = {
-  durationS: Number(process.env.BENCH_DURATION_S ?? 10),
-  connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
-  posts: Number(process.env.BENCH_POSTS ?? 1000),
+const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
+  receive: runReceiveScenario,
+  reconcile: runReconcileScenario,
 };
 
-interface Measured {
-  name: string;
-  requestsPerSecond: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  errors: number;
-  non2xx: number;
-  accepted: number;
-  storedRows: number;
-  /** ROLE=all: seconds after the load until every reconcile request had been run by the worker. */
-  drainS?: number;
-}
-
-/** One unique, signed Pozy event per request, for a post among `posts`. */
-function signedEventRequest(): autocannon.Request {
-  let n = 0;
-  return {
-    method: 'POST',
-    path: '/webhooks/pozy',
-    setupRequest: (request) => {
-      n += 1;
-      const id = randomUUID();
-      const body = JSON.stringify({
-        id,
-        event: 'post.published',
-        timestamp: new Date().toISOString(),
-        post: {
-          id: `66aa01f3c2b1e4d5f6a7${(n % settings.posts).toString(16).padStart(4, '0')}`,
-          content: 'Spring sale starts today',
-          status: 'published',
-          scheduledFor: '2026-03-02T09:00:00.000Z',
-          platforms: [{ platform: 'linkedin', status: 'published', accountId: '66aa00aa11bb22cc33dd44ee' }],
-        },
-      });
-      return {
-        ...request,
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'x-pozy-event': 'post.published',
-          'x-pozy-event-id': id,
-          'x-pozy-delivery-id': randomUUID(),
-          'x-pozy-attempt': '1',
-          'x-pozy-signature': signPozyPayload(SECRET, body),
-        },
-      };
-    },
-  };
-}
-
-async function load(url: string, durationS: number): Promise<autocannon.Result> {
-  return autocannon({ url, connections: settings.connections, duration: durationS, requests: [signedEventRequest()] });
-}
-
-function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [script], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return child;
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-async function withDatabase<T>(serverUrl: string, name: string, run: (url: string) => Promise<T>): Promise<T> {
-  const admin = new Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  try {
-    return await run(url.toString());
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+function chosenScenarios(): string[] {
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = names.filter((name) => !(name in SCENARIOS));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(', ') || '(none given)'}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
   }
-}
-
-async function countRows(databaseUrl: string): Promise<number> {
-  const client = new Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pozy_event');
-    return rows[0].n;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Reconcile work not yet done: outbox rows plus graphile-worker jobs. */
-async function backlog(databaseUrl: string): Promise<number> {
-  const client = new Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ n: number }>(
-      'SELECT (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL) + (SELECT count(*) FROM graphile_worker._private_jobs) AS n',
-    );
-    return Number(rows[0].n);
-  } finally {
-    await client.end();
-  }
-}
-
-async function drainSeconds(databaseUrl: string, timeoutS = 120): Promise<number> {
-  const started = Date.now();
-  while ((await backlog(databaseUrl)) > 0) {
-    if (Date.now() - started > timeoutS * 1000) return Infinity;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return (Date.now() - started) / 1000;
-}
-
-async function measure(
-  name: string,
-  script: string,
-  databaseUrl: string,
-  env: Record<string, string>,
-  options: { drain?: boolean } = {},
-): Promise<Measured> {
-  const port = await freePort();
-  const child = startProcess(script, { ...env, DATABASE_URL: databaseUrl, PORT: String(port) });
-  try {
-    const url = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${url}/health/ready`, 60_000);
-    process.stdout.write(`  ${name}: warming up 2 s, then ${settings.durationS} s of load... `);
-    await load(url, 2);
-    const warmRows = await countRows(databaseUrl);
-    const result = await load(url, settings.durationS);
-    const storedRows = (await countRows(databaseUrl)) - warmRows;
-    const drainS = options.drain ? await drainSeconds(databaseUrl) : undefined;
-    console.log('done');
-    return {
-      name,
-      requestsPerSecond: result.requests.average,
-      p50: result.latency.p50,
-      p90: result.latency.p90,
-      p99: result.latency.p99,
-      max: result.latency.max,
-      errors: result.errors + result.timeouts,
-      non2xx: result.non2xx,
-      accepted: result['2xx'],
-      storedRows,
-      drainS,
-    };
-  } finally {
-    await stopProcess(child);
-  }
-}
-
-function report(rows: Measured[]): void {
-  const [baseline, ...services] = rows;
-  const cell = (n: number, digits = 0) => n.toFixed(digits).padStart(10);
-  const head = ['req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'non-2xx', '2xx', 'rows'];
-  console.log('');
-  console.log(`Receive path: ${settings.connections} connections, ${settings.durationS} s, unique signed events over ${settings.posts} posts`);
-  console.log(`${'receiver'.padEnd(34)}${head.map((h) => h.padStart(10)).join('')}`);
-  for (const r of rows) {
-    const cells = [r.requestsPerSecond, r.p50, r.p90, r.p99, r.max, r.errors, r.non2xx, r.accepted, r.storedRows];
-    console.log(`${r.name.padEnd(34)}${cells.map((n, i) => cell(n, i >= 1 && i <= 4 ? 1 : 0)).join('')}`);
-  }
-  console.log('');
-  for (const service of services) {
-    console.log(
-      `${service.name}: ${(service.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x the baseline's throughput ` +
-        `(goal >= 0.70x), p99 ${service.p99.toFixed(1)} ms = ${(service.p99 / baseline.p99).toFixed(2)}x the baseline's (goal < 25 ms)`,
-    );
-    // Requests still in flight when the load stops are stored but not counted as answered, so rows >= 2xx.
-    console.log(
-      `  stored ${service.storedRows} rows for ${service.accepted} answered deliveries of unique events ` +
-        `(${service.storedRows >= service.accepted ? 'none lost' : 'LOST EVENTS'})` +
-        (service.drainS === undefined ? '' : `; the worker finished the reconcile backlog ${service.drainS.toFixed(1)} s after the load`),
-    );
-  }
+  return names;
 }
 
 async function main(): Promise<void> {
+  const scenarios = chosenScenarios();
   // The embedded PostgreSQL's own log lines would bury the report.
   Logger.overrideLogger(['error', 'warn']);
   let embedded: EmbeddedDatabase | undefined;
@@ -219,23 +43,13 @@ async function main(): Promise<void> {
     serverUrl = embedded.url;
   }
   try {
-    console.log(`pozy-sync bench (Node ${process.version}, database ${embedded ? 'embedded PostgreSQL' : 'BENCH_DATABASE_URL'})`);
-    const baseline = await withDatabase(serverUrl, 'pozy_bench_baseline', (url) =>
-      measure('baseline (Fastify + INSERT)', join(__dirname, 'baseline-receiver.js'), url, {}),
+    console.log(
+      `pozy-sync bench (Node ${process.version}, database ${embedded ? 'embedded PostgreSQL' : 'BENCH_DATABASE_URL'}, scenarios ${scenarios.join(', ')})`,
     );
-    const service = (role: 'all' | 'api') =>
-      withDatabase(serverUrl, `pozy_bench_${role}`, (url) =>
-        measure(
-          `pozy-sync (ROLE=${role})`,
-          join(__dirname, '..', 'main.js'),
-          url,
-          { POZY_API_KEY: 'sk_bench', POZY_WEBHOOK_SECRET: SECRET, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ROLE: role, ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}) },
-          { drain: role === 'all' },
-        ),
-      );
-    const all = await service('all');
-    const api = await service('api');
-    report([baseline, all, api]);
+    for (const [i, name] of scenarios.entries()) {
+      if (i > 0) console.log('');
+      await SCENARIOS[name](serverUrl);
+    }
   } finally {
     await embedded?.stop();
   }
