@@ -1,7 +1,8 @@
-import { IsBoolean, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { BooleanParam, IntParam } from '../../query-params';
+import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { PageQuery } from '../../page.query';
+import { BooleanParam } from '../../query-params';
 
-export class ListAccountsQuery {
+export class ListAccountsQuery extends PageQuery {
   @IsOptional()
   @IsString()
   @MaxLength(200)
@@ -22,15 +23,4 @@ export class ListAccountsQuery {
   @BooleanParam()
   @IsBoolean()
   includeRemoved?: boolean;
-
-  @IsOptional()
-  @IntParam()
-  @IsInt()
-  @Min(1)
-  @Max(500)
-  limit?: number;
-
-  @IsOptional()
-  @IsString()
-  cursor?: string;
 }

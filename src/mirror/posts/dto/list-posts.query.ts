@@ -1,9 +1,10 @@
-import { IsBoolean, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { BooleanParam, IntParam } from '../../query-params';
+import { IsBoolean, IsIn, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
+import { PageQuery } from '../../page.query';
+import { BooleanParam } from '../../query-params';
 
 export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled', 'deleted'] as const;
 
-export class ListPostsQuery {
+export class ListPostsQuery extends PageQuery {
   @IsOptional()
   @IsIn(POST_STATUSES)
   status?: string;
@@ -32,15 +33,4 @@ export class ListPostsQuery {
   @BooleanParam()
   @IsBoolean()
   includeDeleted?: boolean;
-
-  @IsOptional()
-  @IntParam()
-  @IsInt()
-  @Min(1)
-  @Max(500)
-  limit?: number;
-
-  @IsOptional()
-  @IsString()
-  cursor?: string;
 }
