@@ -2,9 +2,10 @@ import { plainToInstance } from 'class-transformer';
 import { randomUUID } from 'node:crypto';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
+import { WorkerService } from '../src/queue/worker.service';
 import type { Account, PozyEvent } from '../src/simulator/world';
 import { createTestDatabase, TestDatabase } from './support/database';
-import { apiCalls, backlog, Harness, settled, startHarness } from './support/harness';
+import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { mirrorDifferences } from '../src/simulator/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
@@ -212,8 +213,10 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     ['5xx', { api5xxRate: 1 }, '500'],
     ['a timeout', { apiTimeoutRate: 1 }, 'timeout'],
     ['a connection reset', { apiResetRate: 1 }, 'reset'],
-  ])('recovers from %s, then mirrors the post', async (_name, faults, label) => {
+  ])('retries %s within the job, then mirrors the post', async (_name, faults, label) => {
     const { accounts } = await profileWithAccounts(1);
+    const worker = harness.service.app.get(WorkerService);
+    const failedBefore = worker.stats.failed;
     harness.sim.setFaults(faults);
     const post = world().createPost({ content: 'through faults', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
 
@@ -222,6 +225,48 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     await settled(harness);
 
     expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'scheduled' });
+    // The client's own retries got through: no job attempt failed.
+    expect(worker.stats.failed).toBe(failedBefore);
+  });
+
+  it('skips the read for a late event the last read already covers, and reads on an admin resync', async () => {
+    const { accounts } = await profileWithAccounts(1);
+    const post = world().createPost({ content: 'late', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const reads = () => apiCalls(harness, POST_ROUTE);
+    const before = reads();
+
+    // Generated an hour ago, delivered now (an old retry): the mirror's last read began long after it.
+    const late = { id: randomUUID(), event: 'post.scheduled', timestamp: new Date(Date.now() - 3_600_000).toISOString(), post: { id: post._id } };
+    expect((await deliver(harness.service.baseUrl, late as never)).body).toMatchObject({ duplicate: false, reconcile: `post:${post._id}` });
+    await settled(harness);
+    expect(reads()).toBe(before);
+
+    world().editPost(post._id, { content: 'edited without an event' });
+    const resync = await fetch(`${harness.service.baseUrl}/admin/resync/posts/${post._id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` },
+    });
+    expect(resync.status).toBe(202);
+    await settled(harness);
+
+    expect(reads()).toBe(before + 1);
+    expect((await getJson(harness, `/posts/${post._id}`)).body.content).toBe('edited without an event');
+  });
+
+  it('brings back a post first seen as deleted once a later read finds it', async () => {
+    const { accounts } = await profileWithAccounts(1);
+    const post = world().createPost({ content: 'there after all', accountIds: [accounts[0]._id] }); // a draft: no event
+    const repository = harness.service.app.get(PostMirrorRepository);
+    const t = Date.now();
+    const read = (ms: number) => ({ readId: randomUUID(), startedAt: new Date(t + ms), lastEventAt: null });
+    const alive = plainToInstance(PozyPostDto, world().getPost(post._id));
+
+    expect(await repository.markDeleted(post._id, read(10))).toBe('written');
+    expect(await repository.write(alive, read(5))).toBe('stale');
+    expect(await repository.write(alive, read(20))).toBe('written');
+
+    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'draft', deletedAt: null });
   });
 
   it('pages through every post without gaps or repeats, and filters', async () => {

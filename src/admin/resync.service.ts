@@ -3,11 +3,11 @@ import { DatabaseService } from '../database/database.service';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 
-// Due now, and forgetting the last read so the job reads Pozy even if nothing new arrived since.
+// Due now, and forced: only a read that starts after this request may count as having seen everything.
 const REQUEST_READ = `
-INSERT INTO reconcile_request AS r (key, resource_type, resource_id, due_at, requested_at)
-VALUES ($1, $2, $3, now(), now())
-ON CONFLICT (key) DO UPDATE SET due_at = now(), requested_at = now(), last_read_at = NULL
+INSERT INTO reconcile_request AS r (key, resource_type, resource_id, due_at, requested_at, forced_at)
+VALUES ($1, $2, $3, now(), now(), now())
+ON CONFLICT (key) DO UPDATE SET due_at = now(), requested_at = now(), forced_at = now()
 RETURNING due_at`;
 
 @Injectable()

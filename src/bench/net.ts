@@ -12,12 +12,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls until `url` answers 2xx, or fails after `timeoutMs`. */
-export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+/** Polls until `url` answers 2xx (with `anyStatus`: answers at all), or fails after `timeoutMs`. */
+export async function waitForHttp(url: string, timeoutMs: number, options: { anyStatus?: boolean } = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const ok = await fetch(url).then(
-      (response) => response.ok,
+      (response) => response.ok || options.anyStatus === true,
       () => false,
     );
     if (ok) return;

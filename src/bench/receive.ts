@@ -17,6 +17,7 @@ import { freePort, waitForHttp } from './net';
 import { cell, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
+const SIMULATOR_RATE_LIMIT_PER_MINUTE = 100_000;
 const settings = {
   durationS: Number(process.env.BENCH_DURATION_S ?? 10),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
@@ -175,22 +176,34 @@ function report(rows: Measured[]): void {
   }
 }
 
-/** Runs the receive-path scenario on databases of `serverUrl` and prints its table. */
+/**
+ * Runs the receive-path scenario on databases of `serverUrl` and prints its table. pozy-sync's worker (ROLE=all)
+ * reads Pozy for every reconcile request: it reads a simulator in its own process (simulator-process.ts), never
+ * the real Pozy API, with a budget as high as the simulator's limit so the drain measures the worker, not a throttle.
+ */
 export async function runReceiveScenario(serverUrl: string): Promise<void> {
   const baseline = await withDatabase(serverUrl, 'pozy_bench_baseline', (url) =>
     measure('baseline (Fastify + INSERT)', join(__dirname, 'baseline-receiver.js'), url, {}),
   );
-  const service = (role: 'all' | 'api') =>
-    withDatabase(serverUrl, `pozy_bench_${role}`, (url) =>
-      measure(
-        `pozy-sync (ROLE=${role})`,
-        join(__dirname, '..', 'main.js'),
-        url,
-        { POZY_API_KEY: 'sk_bench', POZY_WEBHOOK_SECRET: SECRET, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ROLE: role, ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}) },
-        { drain: role === 'all' },
-      ),
-    );
-  const all = await service('all');
-  const api = await service('api');
-  report([baseline, all, api]);
+  const simulatorPort = await freePort();
+  const pozy = { POZY_API_URL: `http://127.0.0.1:${simulatorPort}`, POZY_API_KEY: 'sk_bench', POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE) };
+  const simulator = startProcess(join(__dirname, 'simulator-process.js'), { ...pozy, PORT: String(simulatorPort) });
+  try {
+    await waitForHttp(pozy.POZY_API_URL, 30_000, { anyStatus: true });
+    const service = (role: 'all' | 'api') =>
+      withDatabase(serverUrl, `pozy_bench_${role}`, (url) =>
+        measure(
+          `pozy-sync (ROLE=${role})`,
+          join(__dirname, '..', 'main.js'),
+          url,
+          { ...pozy, POZY_WEBHOOK_SECRET: SECRET, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ROLE: role, ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}) },
+          { drain: role === 'all' },
+        ),
+      );
+    const all = await service('all');
+    const api = await service('api');
+    report([baseline, all, api]);
+  } finally {
+    await stopProcess(simulator);
+  }
 }

@@ -12,7 +12,10 @@
  *
  *   BENCH_RECONCILE_ROUNDS (default 5), BENCH_RECONCILE_WARMUP_ROUNDS (default 1), BENCH_RECONCILE_POSTS (50),
  *   BENCH_RECONCILE_EVENTS (1000), BENCH_RECONCILE_BURST_MS (1000), BENCH_API_LATENCY_MS (50),
- *   BENCH_RECONCILE_DEADLINE_MS (after the last event; default 5000), BENCH_RECONCILE_MUTATE (interleaved | before)
+ *   BENCH_RECONCILE_DEADLINE_MS (after the last event; default 5000), BENCH_RECONCILE_MUTATE (interleaved | before),
+ *   BENCH_API_SLOW_PER_MILLE and BENCH_API_SLOW_MS (default 0 and 200: that many per mille of API answers are held
+ *   that much longer on the way back, after the simulator read its world, by slow-return-proxy.ts: out-of-order reads);
+ *   RECONCILE_COALESCE_WINDOW_MS, WORKER_CONCURRENCY and DATABASE_POOL_SIZE, when set, are passed to pozy-sync.
  */
 /* eslint-disable no-console -- a command-line report */
 import { randomUUID } from 'node:crypto';
@@ -25,6 +28,7 @@ import { PozyWorld } from '../simulator/world';
 import { signPozyPayload } from '../webhooks/webhook-signature';
 import { freePort, waitForHttp } from './net';
 import { cell, median, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { startSlowReturnProxy } from './slow-return-proxy';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -49,10 +53,20 @@ const settings = {
   events: Math.max(1, int('BENCH_RECONCILE_EVENTS', 1000)),
   burstMs: int('BENCH_RECONCILE_BURST_MS', 1000),
   apiLatencyMs: int('BENCH_API_LATENCY_MS', 50),
+  /** Per mille of API answers held apiSlowMs more after Pozy read its state (default none): reads finish out of order. */
+  apiSlowPerMille: int('BENCH_API_SLOW_PER_MILLE', 0),
+  apiSlowMs: int('BENCH_API_SLOW_MS', 200),
   deadlineMs: int('BENCH_RECONCILE_DEADLINE_MS', 5000),
   mutate: process.env.BENCH_RECONCILE_MUTATE === 'before' ? ('before' as const) : ('interleaved' as const),
   coalesceWindowMs: process.env.RECONCILE_COALESCE_WINDOW_MS ? int('RECONCILE_COALESCE_WINDOW_MS', 1000) : undefined,
 };
+
+/** The service's own settings the bench forwards when set, to try them under this load. */
+const SERVICE_PASS_THROUGH = ['RECONCILE_COALESCE_WINDOW_MS', 'WORKER_CONCURRENCY', 'DATABASE_POOL_SIZE'];
+
+function passedThrough(names: readonly string[]): Record<string, string> {
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
+}
 
 /** One receiver under test. */
 interface System {
@@ -338,7 +352,9 @@ function report(service: Measured, naive: Measured): void {
   console.log('');
   console.log(
     `Reconcile: ${settings.events} events over ${settings.posts} posts in ${settings.burstMs} ms per round, ${settings.rounds} rounds ` +
-      `(+${settings.warmupRounds} warm-up), Pozy API latency ${settings.apiLatencyMs} ms, changes ${settings.mutate === 'before' ? 'made before the burst' : 'interleaved with their events'}`,
+      `(+${settings.warmupRounds} warm-up), Pozy API latency ${settings.apiLatencyMs} ms` +
+      (settings.apiSlowPerMille > 0 ? ` (+${settings.apiSlowMs} ms after the read for ${settings.apiSlowPerMille / 10}% of answers)` : '') +
+      `, changes ${settings.mutate === 'before' ? 'made before the burst (so the mirror usually equals the truth before the last event: 0 ms)' : 'interleaved with their events'}`,
   );
   console.log(
     '  calls/post: GET /v1/posts/:postId per distinct post (median round; max: worst round); answer ms: last event sent -> answered;',
@@ -357,7 +373,7 @@ function report(service: Measured, naive: Measured): void {
   const [s, b] = rows.map((r) => r.f);
   const ratio = (key: keyof Figures) => {
     const value = s[key] / b[key];
-    return (Number.isFinite(value) ? `${value.toFixed(2)}x` : '-').padStart(11);
+    return (Number.isFinite(s[key]) && Number.isFinite(b[key]) && Number.isFinite(value) ? `${value.toFixed(2)}x` : '-').padStart(11);
   };
   console.log(`${'pozy-sync / naive'.padEnd(34)}${columns.map(([key]) => ratio(key)).join('')}`);
   console.log('');
@@ -387,9 +403,13 @@ export async function runReconcileScenario(serverUrl: string): Promise<void> {
     faults: { apiLatencyMs: settings.apiLatencyMs },
     rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
   });
+  const proxy =
+    settings.apiSlowPerMille > 0
+      ? await startSlowReturnProxy(sim.url, { rate: Math.min(1, settings.apiSlowPerMille / 1000), delayMs: settings.apiSlowMs, seed: 42 })
+      : undefined;
   try {
     const postIds = seedWorld(sim.world, settings.posts);
-    const pozyEnv = { POZY_API_URL: sim.url, POZY_API_KEY: API_KEY };
+    const pozyEnv = { POZY_API_URL: proxy?.url ?? sim.url, POZY_API_KEY: API_KEY };
     const service: System = {
       name: 'pozy-sync (ROLE=all)',
       script: join(__dirname, '..', 'main.js'),
@@ -400,7 +420,7 @@ export async function runReconcileScenario(serverUrl: string): Promise<void> {
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         ROLE: 'all',
-        ...(settings.coalesceWindowMs === undefined ? {} : { RECONCILE_COALESCE_WINDOW_MS: String(settings.coalesceWindowMs) }),
+        ...passedThrough(SERVICE_PASS_THROUGH),
       },
       idle: serviceIdle,
     };
@@ -415,6 +435,7 @@ export async function runReconcileScenario(serverUrl: string): Promise<void> {
     const measuredNaive = await withDatabase(serverUrl, 'pozy_bench_naive', (url) => measure(naive, sim, postIds, url));
     report(measuredService, measuredNaive);
   } finally {
+    await proxy?.close();
     await sim.stop();
   }
 }

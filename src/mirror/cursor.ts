@@ -1,6 +1,9 @@
 import { ApiError } from '../common/api-error';
 
-/** Opaque page cursors: the last id of the page, so pages never skip or repeat rows while rows are added. */
+/**
+ * Opaque page cursors: the last id of the page. A walk never repeats a row and never misses one that existed when
+ * it began; rows added during the walk with ids behind the cursor show up in the next walk, not this one.
+ */
 export function encodeCursor(lastId: string): string {
   return Buffer.from(JSON.stringify({ after: lastId })).toString('base64url');
 }

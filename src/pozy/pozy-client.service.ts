@@ -28,12 +28,18 @@ const TRANSIENT_CODES = new Set([
   'UND_ERR_ABORTED',
 ]);
 
-export type PostRead = { found: true; post: PozyPostDto } | { found: false };
+/** What Pozy answered, and when the request that got the answer was sent: the state is at least that recent. */
+export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false }) & { sentAt: Date };
+export interface AccountsAnswer {
+  accounts: PozyAccountDto[];
+  sentAt: Date;
+}
 
 interface Attempt {
   status: number;
   body: unknown;
   retryAfterMs?: number;
+  sentAt: Date;
 }
 
 /**
@@ -67,24 +73,30 @@ export class PozyClient implements OnModuleDestroy {
   }
 
   /** `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). */
-  async getPost(postId: string): Promise<PostRead> {
-    const { status, body } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404]);
-    if (status === 404) return { found: false };
+  async getPost(postId: string): Promise<PostAnswer> {
+    const { status, body, sentAt } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404]);
+    if (status === 404) return { found: false, sentAt };
     const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
     if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
-    return { found: true, post };
+    return { found: true, post, sentAt };
   }
 
-  /** `GET /v1/accounts?profileId=`: every account of the profile. */
-  async listAccounts(profileId: string): Promise<PozyAccountDto[]> {
-    const { body } = await this.get(
-      `/v1/accounts?profileId=${encodeURIComponent(profileId)}`,
+  /**
+   * `GET /v1/accounts?profileId=`: every account of the profile. `includeOverLimit`: Pozy leaves accounts over the
+   * plan's limit out by default, and an account left out would be taken for a removed one.
+   */
+  async listAccounts(profileId: string): Promise<AccountsAnswer> {
+    const { body, sentAt } = await this.get(
+      `/v1/accounts?profileId=${encodeURIComponent(profileId)}&includeOverLimit=true`,
       'GET /v1/accounts',
       [200],
     );
-    const accounts = (body as { accounts?: unknown } | null)?.accounts;
-    if (!Array.isArray(accounts)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
-    return accounts.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`));
+    const list = (body as { accounts?: unknown } | null)?.accounts;
+    if (!Array.isArray(list)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
+    const accounts = list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`));
+    const stranger = accounts.find((account) => account.profileId !== profileId);
+    if (stranger) throw new PozyProtocolError(`Pozy listed account ${stranger._id} of profile ${stranger.profileId} for ${profileId}`);
+    return { accounts, sentAt };
   }
 
   private async get(path: string, route: string, expected: number[]): Promise<Attempt> {
@@ -98,15 +110,16 @@ export class PozyClient implements OnModuleDestroy {
         result = await this.send(path);
       } catch (error) {
         this.count(route, 0);
-        const code = (error as { code?: string }).code ?? '';
-        if (!TRANSIENT_CODES.has(code)) throw error;
-        lastError = new PozyUnavailableError(`${route}: ${code} (${(error as Error).message})`, true);
+        if (!isTransient(error)) throw error;
+        lastError = new PozyUnavailableError(`${route}: ${describe(error)}`, true);
         continue;
       }
       this.count(route, result.status);
       if (expected.includes(result.status)) return result;
       if (result.status === 429) {
         const wait = result.retryAfterMs ?? backoff(attempt + 1);
+        // Every caller in this process waits, not just this one: the limit is the workspace's.
+        this.budget.holdFor(wait);
         if (wait > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait);
         await sleep(wait);
         lastError = undefined;
@@ -123,6 +136,7 @@ export class PozyClient implements OnModuleDestroy {
   }
 
   private async send(path: string): Promise<Attempt> {
+    const sentAt = new Date();
     const response = await this.pool.request({
       method: 'GET',
       path: `${this.basePath}${path}`,
@@ -137,13 +151,24 @@ export class PozyClient implements OnModuleDestroy {
       if (response.statusCode < 500) throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
       body = text;
     }
-    return { status: response.statusCode, body, retryAfterMs: retryAfterMs(response.headers) };
+    return { status: response.statusCode, body, retryAfterMs: retryAfterMs(response.headers), sentAt };
   }
 
   private count(route: string, status: number): void {
     const key = `${route} ${status}`;
     this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
   }
+}
+
+/** A connection that failed or went silent, or our own per-request timeout: worth another try. */
+function isTransient(error: unknown): boolean {
+  const { code, name } = error as { code?: unknown; name?: unknown };
+  return (typeof code === 'string' && TRANSIENT_CODES.has(code)) || name === 'TimeoutError' || name === 'AbortError';
+}
+
+function describe(error: unknown): string {
+  const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
+  return `${typeof code === 'string' ? code : String(name)} (${String(message)})`;
 }
 
 function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, what: string): T {

@@ -15,6 +15,13 @@ export class RateBudget {
     this.tokens = this.capacity;
   }
 
+  /** Pozy answered 429: nobody sends for `ms` (the bucket is emptied and refills from then on). */
+  holdFor(ms: number): void {
+    const now = Date.now();
+    this.tokens = Math.min(this.tokens, 0);
+    this.updatedAt = Math.max(this.updatedAt, now + ms);
+  }
+
   /** Resolves when the caller may send one request; callers are served in arrival order. */
   take(): Promise<void> {
     const turn = this.queue.then(() => this.waitForToken());
@@ -25,6 +32,11 @@ export class RateBudget {
   private async waitForToken(): Promise<void> {
     for (;;) {
       const now = Date.now();
+      if (now < this.updatedAt) {
+        // Held after a 429.
+        await new Promise((resolve) => setTimeout(resolve, this.updatedAt - now));
+        continue;
+      }
       this.tokens = Math.min(this.capacity, this.tokens + (now - this.updatedAt) * this.perMs);
       this.updatedAt = now;
       if (this.tokens >= 1) {

@@ -24,6 +24,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private readonly logger = new Logger(WorkerService.name);
   private taskList: TaskList = {};
   private runner: Runner | undefined;
+  /** Jobs run by this process, by outcome (a failed attempt is retried later with backoff). */
+  readonly stats = { completed: 0, failed: 0 };
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -75,6 +77,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
         },
       },
     });
+    this.runner.events.on('job:success', () => (this.stats.completed += 1));
+    this.runner.events.on('job:error', () => (this.stats.failed += 1));
     this.logger.log(`Worker running (${TASK_NAMES.join(', ')}; concurrency ${this.config.workerConcurrency})`);
   }
 

@@ -4,10 +4,11 @@ import { AppConfig } from '../config/app-config';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
 import { PozyClient } from '../pozy/pozy-client.service';
+import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
-import { ResourceStateRepository } from './resource-state.repository';
+import { ReadState, ResourceEvents, ResourceStateRepository } from './resource-state.repository';
 
-export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped';
+export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed';
 
 /** Counts of what reconciling did, for the bench, the demo and metrics. */
 export interface ReconcileCounters {
@@ -15,17 +16,18 @@ export interface ReconcileCounters {
   skipped: number;
   written: number;
   stale: number;
+  postponed: number;
 }
 
 /**
  * Events are hints: reconciling a resource reads its truth from Pozy and writes it whole, guarded, to the mirror.
  * A read is skipped when the last read of the resource began after every event received for it (less the
- * clock-skew margin), since those events are then already reflected.
+ * clock-skew margin, since event timestamps are Pozy's clock), since those events are then already reflected.
  */
 @Injectable()
 export class ReconcileService {
   private readonly logger = new Logger(ReconcileService.name);
-  readonly counters: ReconcileCounters = { reads: 0, skipped: 0, written: 0, stale: 0 };
+  readonly counters: ReconcileCounters = { reads: 0, skipped: 0, written: 0, stale: 0, postponed: 0 };
 
   constructor(
     private readonly pozy: PozyClient,
@@ -37,36 +39,55 @@ export class ReconcileService {
 
   async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
-    const [events, lastReadAt] = await Promise.all([this.state.events(type, id), this.state.lastReadAt(key)]);
-    if (events.latest && lastReadAt && lastReadAt.getTime() > events.latest.getTime() + this.config.reconcileClockSkewMs) {
+    const [events, state] = await Promise.all([this.state.events(type, id), this.state.readState(key)]);
+    if (this.alreadyReflected(events, state)) {
       this.counters.skipped += 1;
       return 'skipped';
     }
-    const read = { readId: randomUUID(), startedAt: new Date() };
     this.counters.reads += 1;
-    const outcome = type === 'post' ? await this.reconcilePost(id, read, events.latest) : await this.reconcileProfile(id, read, events.perAccount);
-    await this.state.recordRead(key, read.startedAt);
+    let outcome: ReconcileOutcome;
+    let sentAt: Date;
+    try {
+      ({ outcome, sentAt } = type === 'post' ? await this.reconcilePost(id, events) : await this.reconcileProfile(id, events));
+    } catch (error) {
+      if (!(error instanceof PozyRateLimitedError)) throw error;
+      // A long Retry-After: the job ends, and the read is due again when Pozy said.
+      await this.state.postpone(key, error.retryAfterMs);
+      this.counters.postponed += 1;
+      this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
+      return 'postponed';
+    }
+    await this.state.recordRead(key, sentAt);
     this.counters[outcome === 'stale' ? 'stale' : 'written'] += 1;
     this.logger.debug(`${key}: ${outcome}`);
     return outcome;
   }
 
-  private async reconcilePost(id: string, read: { readId: string; startedAt: Date }, lastEventAt: Date | null): Promise<ReconcileOutcome> {
-    const answer = await this.pozy.getPost(id);
-    if (!answer.found) {
-      const outcome = await this.posts.markDeleted(id, { ...read, lastEventAt });
-      return outcome === 'written' ? 'deleted' : 'stale';
-    }
-    return this.posts.write(answer.post, { ...read, lastEventAt });
+  private alreadyReflected(events: ResourceEvents, state: ReadState): boolean {
+    const { lastReadAt, forcedAt } = state;
+    if (!events.latest || !lastReadAt) return false;
+    if (forcedAt && lastReadAt <= forcedAt) return false;
+    return lastReadAt.getTime() > events.latest.getTime() + this.config.reconcileClockSkewMs;
   }
 
-  private async reconcileProfile(
-    profileId: string,
-    read: { readId: string; startedAt: Date },
-    lastEventAt: Map<string, Date>,
-  ): Promise<ReconcileOutcome> {
-    const accounts = await this.pozy.listAccounts(profileId);
-    const outcome = await this.accounts.writeProfile(profileId, accounts, { ...read, lastEventAt });
-    return outcome.written + outcome.removed > 0 || accounts.length === 0 ? 'written' : 'stale';
+  private async reconcilePost(id: string, events: ResourceEvents): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
+    const answer = await this.pozy.getPost(id);
+    // The read is dated by when the answering request was sent, not when the job began (waits and retries).
+    const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: events.latest };
+    if (!answer.found) {
+      const outcome = await this.posts.markDeleted(id, read);
+      return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt: answer.sentAt };
+    }
+    return { outcome: await this.posts.write(answer.post, read), sentAt: answer.sentAt };
+  }
+
+  private async reconcileProfile(profileId: string, events: ResourceEvents): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
+    const { accounts, sentAt } = await this.pozy.listAccounts(profileId);
+    const written = await this.accounts.writeProfile(profileId, accounts, {
+      readId: randomUUID(),
+      startedAt: sentAt,
+      lastEventAt: events.perAccount,
+    });
+    return { outcome: written.written + written.removed > 0 ? 'written' : 'stale', sentAt };
   }
 }

@@ -9,17 +9,23 @@ export interface ResourceEvents {
   perAccount: Map<string, Date>;
 }
 
+export interface ReadState {
+  /** When the last successful read of the resource began. */
+  lastReadAt: Date | null;
+  /** When an operator last asked for a read regardless (admin resync). */
+  forcedAt: Date | null;
+}
+
 @Injectable()
 export class ResourceStateRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** When the last successful read of the resource began, if any. */
-  async lastReadAt(key: string): Promise<Date | null> {
-    const { rows } = await this.database.pool.query<{ last_read_at: Date | null }>(
-      'SELECT last_read_at FROM reconcile_request WHERE key = $1',
+  async readState(key: string): Promise<ReadState> {
+    const { rows } = await this.database.pool.query<{ last_read_at: Date | null; forced_at: Date | null }>(
+      'SELECT last_read_at, forced_at FROM reconcile_request WHERE key = $1',
       [key],
     );
-    return rows[0]?.last_read_at ?? null;
+    return { lastReadAt: rows[0]?.last_read_at ?? null, forcedAt: rows[0]?.forced_at ?? null };
   }
 
   async recordRead(key: string, startedAt: Date): Promise<void> {
@@ -29,15 +35,33 @@ export class ResourceStateRepository {
     );
   }
 
+  /** Pozy asked us to wait: the read is pending again, due no sooner than `ms` from now. */
+  async postpone(key: string, ms: number): Promise<void> {
+    await this.database.pool.query(
+      `UPDATE reconcile_request SET due_at = greatest(coalesce(due_at, now()), now() + $2::int * interval '1 millisecond')
+        WHERE key = $1`,
+      [key, Math.ceil(ms)],
+    );
+  }
+
   async events(type: ResourceType, id: string): Promise<ResourceEvents> {
+    if (type === 'post') {
+      // Answered from the (resource_type, resource_id, timestamp) index alone.
+      const { rows } = await this.database.pool.query<{ latest: Date | null }>(
+        `SELECT max("timestamp") AS latest FROM pozy_event WHERE resource_type = 'post' AND resource_id = $1 AND NOT test`,
+        [id],
+      );
+      return { latest: rows[0].latest, perAccount: new Map() };
+    }
     const { rows } = await this.database.pool.query<{ account_id: string | null; latest: Date }>(
       `SELECT payload->'account'->>'accountId' AS account_id, max("timestamp") AS latest
          FROM pozy_event
-        WHERE resource_type = $1 AND resource_id = $2 AND NOT test
+        WHERE resource_type = 'profile' AND resource_id = $1 AND NOT test
         GROUP BY 1`,
-      [type, id],
+      [id],
     );
-    const perAccount = new Map(rows.filter((r) => r.account_id).map((r) => [r.account_id!, r.latest]));
+    const perAccount = new Map<string, Date>();
+    for (const row of rows) if (row.account_id) perAccount.set(row.account_id, row.latest);
     const latest = rows.reduce<Date | null>((max, r) => (max && max >= r.latest ? max : r.latest), null);
     return { latest, perAccount };
   }

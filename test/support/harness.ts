@@ -5,6 +5,8 @@ import type { PozyEvent } from '../../src/simulator/world';
 import { queuedJobs, reconcileRequests } from './queue';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './service';
 
+export const HARNESS_ADMIN_TOKEN = 'admin_harness_token';
+
 export interface Harness {
   sim: PozySimulator;
   service: RunningService;
@@ -35,7 +37,12 @@ export async function startHarness(
     POZY_API_KEY: sim.apiKey,
     POZY_TIMEOUT_MS: '1000',
     POZY_RATE_LIMIT_PER_MINUTE: '100000',
-    RECONCILE_COALESCE_WINDOW_MS: '300',
+    RECONCILE_COALESCE_WINDOW_MS: '1000',
+    // The simulator's clock is this machine's: no skew to allow for.
+    RECONCILE_CLOCK_SKEW_MS: '0',
+    // Generous, so that a fault switched off by a test is always met by one of the client's own retries.
+    POZY_MAX_RETRIES: '8',
+    ADMIN_TOKEN: HARNESS_ADMIN_TOKEN,
     ...options.env,
   });
   sim.setWebhookUrl(options.deliver === false ? undefined : `${service.baseUrl}/webhooks/pozy`);
@@ -58,7 +65,11 @@ export async function startHarness(
 
 /** Waits until every delivery was made and every reconcile it caused has run. */
 export async function settled(harness: Harness, timeoutMs = 30_000): Promise<void> {
-  await harness.sim.idle();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the simulator still had deliveries after ${timeoutMs} ms`)), timeoutMs);
+  });
+  await Promise.race([harness.sim.idle(), deadline]).finally(() => clearTimeout(timer));
   await waitFor('the mirror to catch up', async () => (await backlog(harness.service.pool)) === 0 ? true : undefined, timeoutMs);
 }
 

@@ -45,17 +45,15 @@ export class AccountMirrorRepository {
 
   /** Writes a profile's whole account list in one transaction: every account listed, and the removal of the rest. */
   async writeProfile(profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
-    const rows = accounts
-      .filter((account) => account.profileId === profileId)
-      .map((account) => ({
-        id: account._id,
-        platform: account.platform,
-        username: account.username ?? null,
-        display_name: account.displayName ?? null,
-        is_active: account.isActive,
-        needs_reconnection: account.needsReconnection ?? false,
-        last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null,
-      }));
+    const rows = accounts.map((account) => ({
+      id: account._id,
+      platform: account.platform,
+      username: account.username ?? null,
+      display_name: account.displayName ?? null,
+      is_active: account.isActive,
+      needs_reconnection: account.needsReconnection ?? false,
+      last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null,
+    }));
     const client = await this.database.pool.connect();
     try {
       await client.query('BEGIN');

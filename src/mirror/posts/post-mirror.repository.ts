@@ -14,7 +14,8 @@ export interface PostRead {
 export type WriteOutcome = 'written' | 'stale';
 
 // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
-// a post that a later-started read found deleted. Two reads racing cannot roll the row back.
+// a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever seen
+// as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
 const WRITE_POST = `
 INSERT INTO post AS p (id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
                        pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at)
@@ -25,11 +26,13 @@ ON CONFLICT (id) DO UPDATE
        platform_names = excluded.platform_names, pozy_created_at = excluded.pozy_created_at,
        pozy_updated_at = excluded.pozy_updated_at, last_event_at = greatest(p.last_event_at, excluded.last_event_at),
        synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id, deleted_at = NULL
- WHERE (excluded.pozy_updated_at, excluded.read_started_at) > (p.pozy_updated_at, p.read_started_at)
+ WHERE (excluded.pozy_updated_at, excluded.read_started_at)
+       > (coalesce(p.pozy_updated_at, '-infinity'::timestamptz), p.read_started_at)
    AND (p.deleted_at IS NULL OR excluded.read_started_at > p.read_started_at)
 RETURNING id`;
 
 // A 404 has no Pozy version: it is dated by the read's start, and only a read that started later may replace it.
+// It wins a tie with a read that found the post: deleting is the last thing that happens to a post.
 const MARK_DELETED = `
 INSERT INTO post AS p (id, status, platforms, account_ids, platform_names, last_event_at, synced_at,
                        read_started_at, read_id, deleted_at)
@@ -37,7 +40,7 @@ VALUES ($1, 'deleted', '[]'::jsonb, '{}', '{}', $2, now(), $3, $4, now())
 ON CONFLICT (id) DO UPDATE
    SET deleted_at = coalesce(p.deleted_at, now()), last_event_at = greatest(p.last_event_at, excluded.last_event_at),
        synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id
- WHERE excluded.read_started_at > p.read_started_at
+ WHERE excluded.read_started_at >= p.read_started_at
 RETURNING id`;
 
 @Injectable()

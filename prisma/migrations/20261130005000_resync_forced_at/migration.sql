@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "reconcile_request" ADD COLUMN     "forced_at" TIMESTAMPTZ(3);
+
