@@ -222,6 +222,8 @@ async function runRound(
       await sleep(POLL_MS);
     }
   })();
+  // Awaited after the burst; until then a failed poll must not surface as an unhandled rejection.
+  poller.catch(() => undefined);
 
   const answers: Promise<void>[] = [];
   const t0 = performance.now();
