@@ -179,30 +179,46 @@ function report(rows: Measured[]): void {
 /**
  * Runs the receive-path scenario on databases of `serverUrl` and prints its table. pozy-sync's worker (ROLE=all)
  * reads Pozy for every reconcile request: it reads a simulator in its own process (simulator-process.ts), never
- * the real Pozy API, with a budget as high as the simulator's limit so the drain measures the worker, not a throttle.
+ * the real Pozy API. It runs twice: with Pozy's default budget (600 requests a minute, what a workspace gets), and
+ * with no budget (reads as fast as the worker can, 50 times what Pozy allows) to show the worker's own cost.
  */
 export async function runReceiveScenario(serverUrl: string): Promise<void> {
   const baseline = await withDatabase(serverUrl, 'pozy_bench_baseline', (url) =>
     measure('baseline (Fastify + INSERT)', join(__dirname, 'baseline-receiver.js'), url, {}),
   );
   const simulatorPort = await freePort();
-  const pozy = { POZY_API_URL: `http://127.0.0.1:${simulatorPort}`, POZY_API_KEY: 'sk_bench', POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE) };
-  const simulator = startProcess(join(__dirname, 'simulator-process.js'), { ...pozy, PORT: String(simulatorPort) });
+  const pozy = { POZY_API_URL: `http://127.0.0.1:${simulatorPort}`, POZY_API_KEY: 'sk_bench' };
+  const simulator = startProcess(join(__dirname, 'simulator-process.js'), {
+    ...pozy,
+    PORT: String(simulatorPort),
+    POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE),
+  });
   try {
     await waitForHttp(pozy.POZY_API_URL, 30_000, { anyStatus: true });
-    const service = (role: 'all' | 'api') =>
-      withDatabase(serverUrl, `pozy_bench_${role}`, (url) =>
+    const service = (name: string, env: Record<string, string>, drain: boolean) =>
+      withDatabase(serverUrl, 'pozy_bench_service', (url) =>
         measure(
-          `pozy-sync (ROLE=${role})`,
+          `pozy-sync (${name})`,
           join(__dirname, '..', 'main.js'),
           url,
-          { ...pozy, POZY_WEBHOOK_SECRET: SECRET, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ROLE: role, ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}) },
-          { drain: role === 'all' },
+          {
+            ...pozy,
+            POZY_WEBHOOK_SECRET: SECRET,
+            HOST: '127.0.0.1',
+            LOG_LEVEL: 'warn',
+            ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}),
+            ...env,
+          },
+          { drain },
         ),
       );
-    const all = await service('all');
-    const api = await service('api');
-    report([baseline, all, api]);
+    const all = await service('ROLE=all', { ROLE: 'all' }, false);
+    const unthrottled = await service('ROLE=all, no API budget', {
+      ROLE: 'all',
+      POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE),
+    }, true);
+    const api = await service('ROLE=api', { ROLE: 'api' }, false);
+    report([baseline, all, unthrottled, api]);
   } finally {
     await stopProcess(simulator);
   }
