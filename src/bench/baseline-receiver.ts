@@ -5,6 +5,7 @@
  */
 import Fastify from 'fastify';
 import { Pool } from 'pg';
+import { serveUntilStopped } from './processes';
 
 async function main(): Promise<void> {
   // A stand-alone script run only by the bench, so it reads its two settings directly.
@@ -22,11 +23,7 @@ async function main(): Promise<void> {
     );
     return { received: true, duplicate: rowCount === 0 };
   });
-  app.get('/health/ready', async () => ({ status: 'ok' }));
-  await app.listen({ port: Number(PORT), host: '127.0.0.1' });
-  const stop = () => void app.close().then(() => pool.end()).then(() => process.exit(0));
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  await serveUntilStopped(app, pool, Number(PORT));
 }
 
 void main();

@@ -7,6 +7,7 @@
  */
 import Fastify from 'fastify';
 import { Pool } from 'pg';
+import { serveUntilStopped } from './processes';
 
 interface PozyPost {
   _id: string;
@@ -59,11 +60,7 @@ async function main(): Promise<void> {
     );
     return { received: true };
   });
-  app.get('/health/ready', async () => ({ status: 'ok' }));
-  await app.listen({ port: Number(PORT), host: '127.0.0.1' });
-  const stop = () => void app.close().then(() => pool.end()).then(() => process.exit(0));
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  await serveUntilStopped(app, pool, Number(PORT));
 }
 
 void main();

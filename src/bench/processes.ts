@@ -1,6 +1,7 @@
 /** What the bench's scenarios share: child processes, scratch databases, percentiles, table cells. */
 import { ChildProcess, spawn } from 'node:child_process';
-import { Client } from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { Client, Pool } from 'pg';
 
 /** Runs `script` with Node and only the given environment (plus PATH); its stderr goes to the bench's. */
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
@@ -48,4 +49,13 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 /** A right-aligned table cell; `-` for NaN. */
 export function cell(n: number, digits = 0, width = 10): string {
   return (Number.isFinite(n) ? n.toFixed(digits) : n === Infinity ? 'never' : '-').padStart(width);
+}
+
+/** Serves a bench receiver on loopback until SIGTERM/SIGINT, then closes it and its pool and exits 0. */
+export async function serveUntilStopped(app: FastifyInstance, pool: Pool, port: number): Promise<void> {
+  app.get('/health/ready', async () => ({ status: 'ok' }));
+  await app.listen({ port, host: '127.0.0.1' });
+  const stop = () => void app.close().then(() => pool.end()).then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
