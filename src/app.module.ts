@@ -1,6 +1,8 @@
 import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { AdminModule } from './admin/admin.module';
+import { BackfillModule } from './backfill/backfill.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -27,7 +29,9 @@ export class AppModule {
         PostsModule,
         AccountsModule,
         AdminModule,
+        BackfillModule,
         HealthModule,
+        ScheduleModule.forRoot(),
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },

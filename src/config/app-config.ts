@@ -29,7 +29,10 @@ export class AppConfig {
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
   readonly adminToken: string | undefined;
-  readonly backfillCron: string;
+  /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
+  readonly backfillCron: string | null;
+  /** How far before the last run's newest log row the next run starts: log rows can be written late. */
+  readonly backfillOverlapMs: number;
   readonly spoolDir: string;
   /** Least time between two reads of one resource: a burst of events inside it shares one more read. */
   readonly reconcileCoalesceWindowMs: number;
@@ -55,7 +58,8 @@ export class AppConfig {
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.adminToken = env.ADMIN_TOKEN;
-    this.backfillCron = env.BACKFILL_CRON;
+    this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
+    this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.spoolDir = env.SPOOL_DIR;
     this.reconcileCoalesceWindowMs = env.RECONCILE_COALESCE_WINDOW_MS;
     this.workerConcurrency = env.WORKER_CONCURRENCY;

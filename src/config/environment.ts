@@ -9,9 +9,14 @@ import {
   Matches,
   Max,
   Min,
+  Validate,
   validateSync,
+  ValidationArguments,
   ValidationError,
+  ValidatorConstraint,
+  ValidatorConstraintInterface,
 } from 'class-validator';
+import { validateCronExpression } from 'cron';
 
 /** Nest's levels, least to most verbose; each includes those before it. */
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -20,6 +25,18 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
 /** `all`: HTTP and jobs; `api`: HTTP only (jobs wait for a worker); `worker`: jobs and schedules, no HTTP port. */
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type RoleName = (typeof ROLES)[number];
+
+/** A cron expression (5 or 6 fields, as the `cron` package reads them), or `off` for no schedule. */
+@ValidatorConstraint({ name: 'cronExpression' })
+class CronExpression implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return value === 'off' || (typeof value === 'string' && /^\S+(\s+\S+){4,5}$/.test(value.trim()) && validateCronExpression(value).valid);
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must be a cron expression of 5 or 6 fields, or "off"`;
+  }
+}
 
 /** Empty strings count as unset, as in a shell (`FOO= node ...`) or a compose file. */
 const emptyAsUnset = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
@@ -104,9 +121,14 @@ export class EnvironmentVariables {
   @IsString()
   ADMIN_TOKEN?: string;
 
-  // Five or six cron fields; @nestjs/schedule parses it fully where it is used.
-  @Matches(/^\S+(\s+\S+){4,5}$/, { message: 'BACKFILL_CRON must be a cron expression of 5 or 6 fields' })
+  @Validate(CronExpression)
   BACKFILL_CRON = '* * * * *';
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  BACKFILL_OVERLAP_MS = 600_000;
 
   @IsString()
   @IsNotEmpty()
@@ -154,6 +176,7 @@ export const VARIABLES = [
   'RECONCILE_CLOCK_SKEW_MS',
   'ADMIN_TOKEN',
   'BACKFILL_CRON',
+  'BACKFILL_OVERLAP_MS',
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
   'RECONCILE_COALESCE_WINDOW_MS',

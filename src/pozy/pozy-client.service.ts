@@ -5,6 +5,7 @@ import { Dispatcher, Pool } from 'undici';
 import { AppConfig } from '../config/app-config';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
+import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
 import { RateBudget } from './rate-budget';
 
@@ -33,6 +34,12 @@ export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false })
 export interface AccountsAnswer {
   accounts: PozyAccountDto[];
   sentAt: Date;
+}
+
+export interface WebhookLogsPage {
+  logs: PozyWebhookLogDto[];
+  hasMore: boolean;
+  total: number | undefined;
 }
 
 interface Attempt {
@@ -97,6 +104,20 @@ export class PozyClient implements OnModuleDestroy {
     const stranger = accounts.find((account) => account.profileId !== profileId);
     if (stranger) throw new PozyProtocolError(`Pozy listed account ${stranger._id} of profile ${stranger.profileId} for ${profileId}`);
     return { accounts, sentAt };
+  }
+
+  /** One page of `GET /v1/webhooks/logs`, newest first (`skip` at most 10,000, `limit` at most 100). */
+  async listWebhookLogs(query: { limit: number; skip: number; event?: string }): Promise<WebhookLogsPage> {
+    const params = new URLSearchParams({ limit: String(query.limit), skip: String(query.skip) });
+    if (query.event) params.set('event', query.event);
+    const { body } = await this.get(`/v1/webhooks/logs?${params.toString()}`, 'GET /v1/webhooks/logs', [200]);
+    const { logs, pagination } = (body ?? {}) as { logs?: unknown; pagination?: { hasMore?: unknown; total?: unknown } };
+    if (!Array.isArray(logs)) throw new PozyProtocolError('Pozy answered webhook logs without a `logs` array');
+    return {
+      logs: logs.map((row, i) => validated(PozyWebhookLogDto, row, `logs[${i}]`)),
+      hasMore: pagination?.hasMore === true,
+      total: typeof pagination?.total === 'number' ? pagination.total : undefined,
+    };
   }
 
   private async get(path: string, route: string, expected: number[]): Promise<Attempt> {

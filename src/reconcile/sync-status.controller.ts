@@ -5,7 +5,22 @@ export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
   events: { received: number; lastHour: number; lastReceivedAt: Date | null };
   mirror: { posts: number; deletedPosts: number; accounts: number; removedAccounts: number; lastSyncedAt: Date | null };
+  backfill: {
+    lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
+    /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
+    gaps: Array<{ hour: Date; events: number }>;
+  };
 }
+
+const LAST_RUN = `
+SELECT id, status, started_at AS "startedAt", finished_at AS "finishedAt", events_recovered AS "eventsRecovered", error
+  FROM backfill_run ORDER BY started_at DESC LIMIT 1`;
+
+const GAPS = `
+SELECT date_trunc('hour', "timestamp") AS hour, count(*)::int AS events
+  FROM pozy_event
+ WHERE recovered_by IS NOT NULL AND "timestamp" > now() - interval '48 hours'
+ GROUP BY 1 ORDER BY 1`;
 
 const STATUS = `
 SELECT
@@ -29,7 +44,11 @@ export class SyncStatusController {
 
   @Get('status')
   async status(): Promise<SyncStatus> {
-    const { rows } = await this.database.pool.query<Record<string, number | string | Date | null>>(STATUS);
+    const [{ rows }, lastRun, gaps] = await Promise.all([
+      this.database.pool.query<Record<string, number | string | Date | null>>(STATUS),
+      this.database.pool.query<SyncStatus['backfill']['lastRun'] & object>(LAST_RUN),
+      this.database.pool.query<{ hour: Date; events: number }>(GAPS),
+    ]);
     const r = rows[0];
     return {
       queue: {
@@ -46,6 +65,7 @@ export class SyncStatusController {
         removedAccounts: Number(r.removed_accounts),
         lastSyncedAt: r.last_synced_at as Date | null,
       },
+      backfill: { lastRun: lastRun.rows[0] ?? null, gaps: gaps.rows },
     };
   }
 }

@@ -13,6 +13,8 @@ export interface NewPozyEvent {
   test: boolean;
   /** The resource to read again from Pozy, or null for test and unknown events. */
   reconcile: { key: string; type: string; id: string } | null;
+  /** The backfill run that found the event in Pozy's delivery logs; null for a delivery. */
+  recoveredBy: string | null;
 }
 
 export interface BatchOutcome {
@@ -31,11 +33,13 @@ const INSERT_EVENTS_AND_REQUESTS = `
 WITH input AS (
   SELECT *
     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int[], $7::boolean[],
-                $8::text[], $9::text[], $10::text[])
-      AS t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key)
+                $8::text[], $9::text[], $10::text[], $12::uuid[])
+      AS t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by)
 ), inserted AS (
-  INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id)
-  SELECT id, type, payload::jsonb, ts, delivery_id, attempt, test, resource_type, resource_id FROM input ORDER BY id
+  INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id,
+                          recovered_by)
+  SELECT id, type, payload::jsonb, ts, delivery_id, attempt, test, resource_type, resource_id, recovered_by
+    FROM input ORDER BY id
   ON CONFLICT (id) DO NOTHING
   RETURNING id
 ), requested AS (
@@ -82,6 +86,7 @@ export class PozyEventRepository {
         column((e) => e.reconcile?.id ?? null),
         column((e) => e.reconcile?.key ?? null),
         coalesceWindowMs,
+        column((e) => e.recoveredBy),
       ],
     };
     const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>(statement);

@@ -9,5 +9,6 @@ import { WebhooksService } from './webhooks.service';
   imports: [ReconcileModule],
   controllers: [WebhooksController],
   providers: [WebhooksService, EventIngester, PozyEventRepository],
+  exports: [WebhooksService],
 })
 export class WebhooksModule {}

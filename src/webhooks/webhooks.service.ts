@@ -56,6 +56,24 @@ export class WebhooksService implements OnModuleInit {
       );
     }
 
+    return this.store(envelope, text, { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null });
+  }
+
+  /**
+   * An event Pozy logged but never delivered to us, from `GET /v1/webhooks/logs` (read with our API key, so no
+   * signature): validated and stored exactly like a delivery. Resolves false when it was stored already.
+   */
+  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<boolean> {
+    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(payload), { code: 'invalid_event', what: 'logged event' });
+    const receipt = await this.store(envelope, JSON.stringify(payload), { deliveryId: null, attempt, recoveredBy });
+    return !receipt.duplicate;
+  }
+
+  private async store(
+    envelope: PozyEventEnvelopeDto,
+    text: string,
+    delivery: { deliveryId: string | null; attempt: number | null; recoveredBy?: string },
+  ): Promise<WebhookReceipt> {
     const test = envelope.test === true;
     // Test events never change mirrored data; unknown event types are kept but change nothing.
     const resource = test ? null : resourceOf(envelope);
@@ -66,10 +84,11 @@ export class WebhooksService implements OnModuleInit {
         type: envelope.event,
         payloadJson: text,
         timestamp: new Date(envelope.timestamp),
-        deliveryId: delivery.deliveryId ?? null,
-        attempt: delivery.attempt ? Number(delivery.attempt) : null,
+        deliveryId: delivery.deliveryId,
+        attempt: delivery.attempt,
         test,
         reconcile,
+        recoveredBy: delivery.recoveredBy ?? null,
       })
       .catch((error: unknown) => {
         // PostgreSQL refuses what JSON allows here and there (\u0000, lone surrogates, very deep nesting):

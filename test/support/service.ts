@@ -20,6 +20,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     POZY_API_KEY: 'sk_test_key',
     POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     DATABASE_POOL_SIZE: '10',
+    // Tests start a backfill when they mean to.
+    BACKFILL_CRON: 'off',
     ...env,
   });
   const app = await createApp(config, { logger: ['error'] });

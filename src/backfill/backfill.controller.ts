@@ -1,0 +1,34 @@
+import { Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { ApiError } from '../common/api-error';
+import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
+import { BackfillService } from './backfill.service';
+import { RunIdParams } from './dto/run-id.params';
+
+@Controller('admin/backfill')
+@UseGuards(AdminTokenGuard)
+export class BackfillController {
+  constructor(
+    private readonly backfill: BackfillService,
+    private readonly runs: BackfillRunRepository,
+  ) {}
+
+  /** Starts a run now; 409 while one is running (on any replica). */
+  @Post()
+  @HttpCode(202)
+  async start(): Promise<{ runId: string }> {
+    const result = await this.backfill.start('admin');
+    if (!result.started) {
+      throw new ApiError(409, 'backfill_running', 'A backfill is already running', { runId: result.runningRunId });
+    }
+    return { runId: result.runId };
+  }
+
+  /** A run's progress: rows scanned and events recovered so far, and how it ended. */
+  @Get(':runId')
+  async get(@Param() params: RunIdParams): Promise<BackfillRun> {
+    const run = await this.runs.get(params.runId);
+    if (!run) throw new ApiError(404, 'not_found', `No backfill run ${params.runId}`);
+    return run;
+  }
+}

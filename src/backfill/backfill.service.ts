@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
+import type { PoolClient } from 'pg';
+import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
+import { DatabaseService } from '../database/database.service';
+import { PozyClient } from '../pozy/pozy-client.service';
+import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
+import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
+import { WebhooksService } from '../webhooks/webhooks.service';
+import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
+
+/** One backfill at a time across every replica. */
+const BACKFILL_LOCK_KEY = 7_262_001;
+const PAGE_SIZE = 100;
+/** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */
+const MAX_SKIP = 10_000;
+/** Types paged on their own when the whole window is too deep. */
+const EVENT_TYPES = [...POST_EVENTS, ...ACCOUNT_EVENTS, 'webhook.test'];
+
+class WindowTooDeepError extends Error {}
+
+type Progress = Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'narrowedTypes'>;
+
+export type StartResult = { started: true; runId: string } | { started: false; runningRunId: string | null };
+
+/**
+ * Recovers the events Pozy logged but never delivered (it gives up after its last retry, or a delivery was lost):
+ * pages `GET /v1/webhooks/logs` newest first back to the last successful run's newest row less an overlap, and
+ * sends every event id we do not have through the receive path with its logged payload.
+ */
+@Injectable()
+export class BackfillService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(BackfillService.name);
+  private current: Promise<void> | undefined;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly database: DatabaseService,
+    private readonly pozy: PozyClient,
+    private readonly webhooks: WebhooksService,
+    private readonly runs: BackfillRunRepository,
+    private readonly scheduler: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.runsWorker || !this.config.backfillCron) return;
+    const job = CronJob.from({
+      cronTime: this.config.backfillCron,
+      onTick: () => void this.start('schedule'),
+      start: true,
+    });
+    this.scheduler.addCronJob('backfill', job);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.scheduler.doesExist('cron', 'backfill')) this.scheduler.deleteCronJob('backfill');
+    await this.current;
+  }
+
+  /**
+   * Starts a run unless one is running (here or on another replica); the run goes on in the background.
+   * Resolves once the run is recorded, so its id can be followed at once.
+   */
+  async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
+    const lock = await this.database.pool.connect();
+    let runId: string;
+    let scanFrom: Date | null;
+    try {
+      const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [BACKFILL_LOCK_KEY]);
+      if (!rows[0].ok) {
+        lock.release();
+        return { started: false, runningRunId: (await this.runs.running())?.id ?? null };
+      }
+      const checkpoint = await this.runs.checkpoint();
+      runId = randomUUID();
+      scanFrom = checkpoint && new Date(checkpoint.getTime() - this.config.backfillOverlapMs);
+      await this.runs.create({ id: runId, trigger, scanFrom });
+    } catch (error) {
+      await this.release(lock);
+      throw error;
+    }
+    // The lock's connection is held for the whole run: the lock is the connection's.
+    this.current = this.execute(runId, scanFrom).finally(() => this.release(lock));
+    return { started: true, runId };
+  }
+
+  private async release(lock: PoolClient): Promise<void> {
+    await lock.query('SELECT pg_advisory_unlock($1)', [BACKFILL_LOCK_KEY]).catch(() => undefined);
+    lock.release();
+    this.current = undefined;
+  }
+
+  private async execute(runId: string, scanFrom: Date | null): Promise<void> {
+    const progress: Progress = { newestLogAt: null, rowsScanned: 0, eventsRecovered: 0, narrowedTypes: [] };
+    const seen = new Set<string>();
+    try {
+      try {
+        await this.scan(runId, scanFrom, undefined, progress, seen);
+      } catch (error) {
+        if (!(error instanceof WindowTooDeepError)) throw error;
+        // More rows since the checkpoint than Pozy pages through: read each event type on its own.
+        this.logger.warn(`Backfill ${runId}: more than ${MAX_SKIP} log rows in the window; reading by event type`);
+        for (const type of EVENT_TYPES) {
+          progress.narrowedTypes.push(type);
+          await this.scan(runId, scanFrom, type, progress, seen);
+        }
+      }
+      await this.runs.progress(runId, progress);
+      await this.runs.finish(runId, 'succeeded', null);
+      if (progress.eventsRecovered > 0) this.logger.warn(`Backfill ${runId} recovered ${progress.eventsRecovered} events Pozy never delivered`);
+    } catch (error) {
+      const message = error instanceof WindowTooDeepError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
+      this.logger.error(`Backfill ${runId} failed: ${message}`);
+      await this.runs.progress(runId, progress).catch(() => undefined);
+      await this.runs.finish(runId, 'failed', message).catch(() => undefined);
+    }
+  }
+
+  /** Pages newest first until a row older than `scanFrom`, the end of the logs, or Pozy's paging limit. */
+  private async scan(runId: string, scanFrom: Date | null, event: string | undefined, progress: Progress, seen: Set<string>): Promise<void> {
+    for (let skip = 0; ; skip += PAGE_SIZE) {
+      if (skip > MAX_SKIP) {
+        throw new WindowTooDeepError(
+          `more than ${MAX_SKIP} log rows${event ? ` of type ${event}` : ''} since ${scanFrom?.toISOString() ?? 'the start of the logs'}: ` +
+            'rows older than that were not read (run the full sweep)',
+        );
+      }
+      const page = await this.pozy.listWebhookLogs({ limit: PAGE_SIZE, skip, event });
+      const inWindow = page.logs.filter((row) => !scanFrom || new Date(row.createdAt) >= scanFrom);
+      const newest = page.logs[0] ? new Date(page.logs[0].createdAt) : null;
+      if (newest && (!progress.newestLogAt || newest > progress.newestLogAt)) progress.newestLogAt = newest;
+      progress.rowsScanned += inWindow.length;
+      progress.eventsRecovered += await this.recover(runId, inWindow, seen);
+      await this.runs.progress(runId, progress);
+      if (inWindow.length < page.logs.length || !page.hasMore || page.logs.length === 0) return;
+    }
+  }
+
+  /** Stores the logged events we never received; returns how many were new. */
+  private async recover(runId: string, rows: PozyWebhookLogDto[], seen: Set<string>): Promise<number> {
+    const fresh = new Map<string, PozyWebhookLogDto>();
+    for (const row of rows) if (!seen.has(row.eventId) && !fresh.has(row.eventId)) fresh.set(row.eventId, row);
+    for (const id of fresh.keys()) seen.add(id);
+    if (fresh.size === 0) return 0;
+    const missing = await this.runs.missing([...fresh.keys()]);
+    const stored = await Promise.all(
+      [...missing].map((id) => {
+        const row = fresh.get(id)!;
+        return this.webhooks.receiveRecovered(row.requestPayload, runId, row.attemptNumber ?? null).catch((error: unknown) => {
+          // A logged payload that is not a valid event can never be stored: said, and the run goes on. Anything
+          // else (the database) fails the run, which must not claim success for an event it could not store.
+          if (!(error instanceof ApiError)) throw error;
+          this.logger.warn(`Backfill ${runId}: logged event ${id} is not a valid event: ${error.message}`);
+          return false;
+        });
+      }),
+    );
+    return stored.filter(Boolean).length;
+  }
+}

@@ -1,0 +1,148 @@
+import type { PozyEvent } from '../src/simulator/world';
+import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { waitFor } from './support/service';
+
+interface Run {
+  id: string;
+  status: string;
+  rowsScanned: number;
+  eventsRecovered: number;
+  scanFrom: string | null;
+  error: string | null;
+}
+
+const auth = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
+
+describe('backfill from Pozy\'s delivery logs', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  async function startRun(): Promise<{ status: number; body: { runId?: string; error?: string; details?: { runId: string | null } } }> {
+    const response = await fetch(`${harness.service.baseUrl}/admin/backfill`, { method: 'POST', headers: auth });
+    return { status: response.status, body: (await response.json()) as { runId?: string } };
+  }
+
+  async function finished(runId: string): Promise<Run> {
+    return waitFor(`backfill run ${runId} to finish`, async () => {
+      const response = await fetch(`${harness.service.baseUrl}/admin/backfill/${runId}`, { headers: auth });
+      const run = (await response.json()) as Run;
+      return run.status === 'running' ? undefined : run;
+    });
+  }
+
+  /** Changes the world while every delivery is dropped (logged as failed, never retried); returns the lost events. */
+  async function losingDeliveries(change: () => void): Promise<PozyEvent[]> {
+    const lost: PozyEvent[] = [];
+    const stop = harness.sim.world.onEvent((e) => lost.push(e));
+    harness.sim.setFaults({ dropRate: 1 });
+    change();
+    stop();
+    await harness.sim.idle();
+    harness.sim.setFaults({ dropRate: 0 });
+    return lost;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase('backfill');
+    // One retry per request: a test that breaks Pozy's API wants the run to fail fast.
+    harness = await startHarness(db.url, { env: { POZY_MAX_RETRIES: '1', BACKFILL_OVERLAP_MS: '60000' } });
+    harness.sim.world.seedWorld({ profiles: 1, accountsPerProfile: 3, posts: 5 });
+    await settled(harness);
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('recovers exactly the events Pozy dropped, and the mirror then equals the truth', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const lost = await losingDeliveries(() => {
+      const post = world.createPost({ content: 'never delivered', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+      world.publishPost(post._id);
+      world.disconnectAccount(account._id, { intentional: false });
+    });
+    expect(lost.length).toBeGreaterThanOrEqual(4);
+    const { rows: before } = await harness.service.pool.query('SELECT id FROM pozy_event WHERE id = ANY($1)', [lost.map((e) => e.id)]);
+    expect(before).toEqual([]);
+
+    const start = await startRun();
+    expect(start.status).toBe(202);
+    const run = await finished(start.body.runId!);
+
+    expect(run).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length, error: null });
+    expect(run.rowsScanned).toBeGreaterThanOrEqual(lost.length);
+    const { rows } = await harness.service.pool.query<{ id: string; recovered_by: string }>(
+      'SELECT id, recovered_by FROM pozy_event WHERE id = ANY($1)',
+      [lost.map((e) => e.id)],
+    );
+    expect(rows.map((r) => r.id).sort()).toEqual(lost.map((e) => e.id).sort());
+    expect(new Set(rows.map((r) => r.recovered_by))).toEqual(new Set([run.id]));
+    await settled(harness);
+    expect(await mirrorDifferences(harness.service.pool, world, harness.seen)).toEqual([]);
+
+    const status = (await (await fetch(`${harness.service.baseUrl}/sync/status`)).json()) as {
+      backfill: { lastRun: { id: string }; gaps: Array<{ events: number }> };
+    };
+    expect(status.backfill.lastRun.id).toBe(run.id);
+    expect(status.backfill.gaps.reduce((sum, g) => sum + g.events, 0)).toBe(lost.length);
+  });
+
+  it('starts the next run from the checkpoint less the overlap, and recovers nothing twice', async () => {
+    const first = await finished((await startRun()).body.runId!);
+    const second = await finished((await startRun()).body.runId!);
+
+    expect(second).toMatchObject({ status: 'succeeded', eventsRecovered: 0 });
+    expect(second.scanFrom).not.toBeNull();
+    expect(first.status).toBe('succeeded');
+  });
+
+  it('refuses a second run while one is running', async () => {
+    // A slow API keeps the first run going.
+    harness.sim.setFaults({ apiSlowRate: 1, apiSlowMs: 300 });
+    try {
+      const first = await startRun();
+      const second = await startRun();
+
+      expect(first.status).toBe(202);
+      expect(second).toMatchObject({ status: 409, body: { error: 'backfill_running', details: { runId: first.body.runId } } });
+      await finished(first.body.runId!);
+    } finally {
+      harness.sim.setFaults({ apiSlowRate: 0 });
+    }
+  });
+
+  it('records a run that fails part-way as failed, and the next run recovers what it missed', async () => {
+    const world = harness.sim.world;
+    const [, account] = world.listAccounts();
+    const lost = await losingDeliveries(() => {
+      world.createPost({ content: 'lost while Pozy is down', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+    });
+    harness.sim.setFaults({ api5xxRate: 1 });
+    const failed = await finished((await startRun()).body.runId!);
+    harness.sim.setFaults({ api5xxRate: 0 });
+
+    expect(failed).toMatchObject({ status: 'failed', eventsRecovered: 0 });
+    expect(failed.error).toMatch(/HTTP 500/);
+    const retried = await finished((await startRun()).body.runId!);
+    expect(retried).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length });
+  });
+
+  it.each([
+    [401, 'POST without a token', 'POST', '/admin/backfill', {}],
+    [403, 'POST with a wrong token', 'POST', '/admin/backfill', { authorization: 'Bearer nope' }],
+    [401, 'GET without a token', 'GET', '/admin/backfill/8f1d2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b', {}],
+    [400, 'GET a run id that is not a UUID', 'GET', '/admin/backfill/run-1', auth],
+    [404, 'GET an unknown run', 'GET', '/admin/backfill/8f1d2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b', auth],
+  ])('answers %i to %s, starting nothing', async (status, _name, method, path, headers) => {
+    const before = (await harness.service.pool.query('SELECT count(*)::int AS n FROM backfill_run')).rows[0];
+    const response = await fetch(`${harness.service.baseUrl}${path}`, { method, headers });
+
+    expect(response.status).toBe(status);
+    expect(((await response.json()) as { statusCode: number }).statusCode).toBe(status);
+    expect((await harness.service.pool.query('SELECT count(*)::int AS n FROM backfill_run')).rows[0]).toEqual(before);
+  });
+});
