@@ -2,7 +2,7 @@ import type { PozyEvent } from '../src/simulator/world';
 import { mirrorDifferences } from '../src/simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
-import { waitFor } from './support/service';
+import { startService, waitFor } from './support/service';
 
 interface Run {
   id: string;
@@ -144,5 +144,59 @@ describe('backfill from Pozy\'s delivery logs', () => {
     expect(response.status).toBe(status);
     expect(((await response.json()) as { statusCode: number }).statusCode).toBe(status);
     expect((await harness.service.pool.query('SELECT count(*)::int AS n FROM backfill_run')).rows[0]).toEqual(before);
+  });
+});
+
+describe('scheduled backfill on two replicas', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('backfill_schedule');
+    // Every second, on both replicas: the advisory lock must keep their runs from overlapping.
+    harness = await startHarness(db.url, { env: { BACKFILL_CRON: '* * * * * *' } });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('recovers dropped events on schedule, one replica at a time', async () => {
+    const second = await startService(db.url, {
+      POZY_API_URL: harness.sim.url,
+      POZY_API_KEY: harness.sim.apiKey,
+      BACKFILL_CRON: '* * * * * *',
+    });
+    try {
+      const world = harness.sim.world;
+      const lost: PozyEvent[] = [];
+      const stop = world.onEvent((e) => lost.push(e));
+      harness.sim.setFaults({ dropRate: 1 });
+      const profile = world.createProfile('Scheduled');
+      world.connectAccount(profile._id, 'linkedin', 'scheduled');
+      stop();
+      await harness.sim.idle();
+      harness.sim.setFaults({ dropRate: 0 });
+
+      await waitFor('a scheduled run to recover the dropped events', async () => {
+        const { rows } = await harness.service.pool.query('SELECT count(*)::int AS n FROM pozy_event WHERE recovered_by IS NOT NULL');
+        return rows[0].n === lost.length ? true : undefined;
+      });
+      // Let a few more runs happen, then check that none overlapped another.
+      await waitFor('more scheduled runs', async () => {
+        const { rows } = await harness.service.pool.query("SELECT count(*)::int AS n FROM backfill_run WHERE status <> 'running'");
+        return rows[0].n >= 4 ? true : undefined;
+      });
+      const { rows } = await harness.service.pool.query<{ trigger: string; started_at: Date; finished_at: Date | null }>(
+        'SELECT trigger, started_at, finished_at FROM backfill_run ORDER BY started_at',
+      );
+      expect(new Set(rows.map((r) => r.trigger))).toEqual(new Set(['schedule']));
+      for (let i = 1; i < rows.length; i += 1) {
+        expect(rows[i].started_at.getTime()).toBeGreaterThanOrEqual(rows[i - 1].finished_at?.getTime() ?? Infinity);
+      }
+    } finally {
+      await second.close();
+    }
   });
 });
