@@ -93,17 +93,34 @@ export class PozyClient implements OnModuleDestroy {
    * plan's limit out by default, and an account left out would be taken for a removed one.
    */
   async listAccounts(profileId: string): Promise<AccountsAnswer> {
-    const { body, sentAt } = await this.get(
-      `/v1/accounts?profileId=${encodeURIComponent(profileId)}&includeOverLimit=true`,
-      'GET /v1/accounts',
-      [200],
-    );
+    const answer = await this.accounts(`profileId=${encodeURIComponent(profileId)}&includeOverLimit=true`);
+    const stranger = answer.accounts.find((account) => account.profileId !== profileId);
+    if (stranger) throw new PozyProtocolError(`Pozy listed account ${stranger._id} of profile ${stranger.profileId} for ${profileId}`);
+    return answer;
+  }
+
+  /** `GET /v1/accounts`: every account of every profile of the workspace (the full sweep). */
+  listAllAccounts(): Promise<AccountsAnswer> {
+    return this.accounts('includeOverLimit=true');
+  }
+
+  /** One page of `GET /v1/posts`, oldest created first, so that posts created meanwhile land on later pages. */
+  async listPosts(page: number, limit: number): Promise<{ posts: PozyPostDto[]; pages: number; sentAt: Date }> {
+    const { body, sentAt } = await this.get(`/v1/posts?page=${page}&limit=${limit}&sortBy=created-asc`, 'GET /v1/posts', [200]);
+    const { posts, pagination } = (body ?? {}) as { posts?: unknown; pagination?: { pages?: unknown } };
+    if (!Array.isArray(posts)) throw new PozyProtocolError('Pozy answered posts without a `posts` array');
+    return {
+      posts: posts.map((post, i) => validated(PozyPostDto, post, `posts[${i}]`)),
+      pages: typeof pagination?.pages === 'number' ? pagination.pages : page,
+      sentAt,
+    };
+  }
+
+  private async accounts(query: string): Promise<AccountsAnswer> {
+    const { body, sentAt } = await this.get(`/v1/accounts?${query}`, 'GET /v1/accounts', [200]);
     const list = (body as { accounts?: unknown } | null)?.accounts;
     if (!Array.isArray(list)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
-    const accounts = list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`));
-    const stranger = accounts.find((account) => account.profileId !== profileId);
-    if (stranger) throw new PozyProtocolError(`Pozy listed account ${stranger._id} of profile ${stranger.profileId} for ${profileId}`);
-    return { accounts, sentAt };
+    return { accounts: list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`)), sentAt };
   }
 
   /** One page of `GET /v1/webhooks/logs`, newest first (`skip` at most 10,000, `limit` at most 100). */

@@ -1,0 +1,91 @@
+import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
+
+interface Report {
+  dryRun: boolean;
+  posts: { created: number; changed: number; deleted: number; unchanged: number };
+  accounts: { created: number; changed: number; deleted: number; unchanged: number };
+}
+
+describe('POST /admin/sweep: the full sweep', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  const sweep = async (query = ''): Promise<{ status: number; body: Report }> => {
+    const response = await fetch(`${harness.service.baseUrl}/admin/sweep${query}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` },
+    });
+    return { status: response.status, body: (await response.json()) as Report };
+  };
+  /** Everything the world holds, delivered or not: the sweep does not need events. */
+  const everything = () => {
+    const truth = harness.sim.world.snapshot();
+    return {
+      postIds: [...truth.posts.map((p) => p._id), ...truth.deletedPostIds],
+      profileIds: harness.sim.world.listProfiles().map((p) => p._id),
+    };
+  };
+  const rowCount = async () =>
+    (await harness.service.pool.query<{ n: string }>('SELECT (SELECT count(*) FROM post) + (SELECT count(*) FROM account) AS n')).rows[0];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sweep');
+    // No webhook ever reaches the service: only the sweep can fill the mirror.
+    harness = await startHarness(db.url, { deliver: false });
+    harness.sim.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('counts in a dry run and changes nothing', async () => {
+    const before = await rowCount();
+
+    const { status, body } = await sweep('?dryRun=true');
+
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      dryRun: true,
+      posts: { created: 12, changed: 0, deleted: 0, unchanged: 0 },
+      accounts: { created: 6, changed: 0, deleted: 0, unchanged: 0 },
+      durationMs: expect.any(Number),
+    });
+    expect(await rowCount()).toEqual(before);
+  });
+
+  it('fills the mirror with everything Pozy lists, then finds nothing to change', async () => {
+    expect((await sweep()).body).toMatchObject({ posts: { created: 12 }, accounts: { created: 6 } });
+    expect(await mirrorDifferences(harness.service.pool, harness.sim.world, everything())).toEqual([]);
+
+    expect((await sweep()).body).toMatchObject({
+      posts: { created: 0, changed: 0, deleted: 0, unchanged: 12 },
+      accounts: { created: 0, changed: 0, deleted: 0, unchanged: 6 },
+    });
+  });
+
+  it('finds what no event announced: an edit, a deleted draft, a removed account', async () => {
+    const world = harness.sim.world;
+    const [first, second] = world.listPosts().filter((p) => p.status !== 'published');
+    world.editPost(first._id, { content: 'edited in silence' });
+    world.deletePost(second._id);
+    world.removeAccount(world.listAccounts()[0]._id);
+
+    expect((await sweep('?dryRun=true')).body).toMatchObject({ posts: { changed: 1, deleted: 1 }, accounts: { deleted: 1 } });
+    expect((await sweep()).body).toMatchObject({ posts: { changed: 1, deleted: 1 }, accounts: { deleted: 1 } });
+    expect(await mirrorDifferences(harness.service.pool, world, everything())).toEqual([]);
+  });
+
+  it('refuses without the admin token, and a bad dryRun', async () => {
+    const before = await rowCount();
+    const anonymous = await fetch(`${harness.service.baseUrl}/admin/sweep`, { method: 'POST' });
+    const bad = await sweep('?dryRun=perhaps');
+
+    expect(anonymous.status).toBe(401);
+    expect(bad.status).toBe(400);
+    expect(await rowCount()).toEqual(before);
+  });
+});
