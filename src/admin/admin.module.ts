@@ -1,8 +1,14 @@
 import { Module } from '@nestjs/common';
+import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
+import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
 import { AdminTokenGuard } from './admin-token.guard';
 import { ResyncService } from './resync.service';
 
-@Module({ imports: [ReconcileModule], controllers: [AdminController], providers: [AdminTokenGuard, ResyncService] })
+@Module({
+  imports: [ReconcileModule, DeadLettersModule],
+  controllers: [AdminController, DeadLettersController],
+  providers: [AdminTokenGuard, ResyncService],
+})
 export class AdminModule {}

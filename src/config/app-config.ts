@@ -28,6 +28,8 @@ export class AppConfig {
   };
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
+  /** Timeouts or an unreachable Pozy persisting this long move a reconcile to the delivery dead-letter queue. */
+  readonly deadLetterAfterMs: number;
   readonly adminToken: string | undefined;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
   readonly backfillCron: string | null;
@@ -57,6 +59,7 @@ export class AppConfig {
       maxRetries: env.POZY_MAX_RETRIES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
+    this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.adminToken = env.ADMIN_TOKEN;
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;

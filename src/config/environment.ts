@@ -116,6 +116,12 @@ export class EnvironmentVariables {
   @Max(600_000)
   RECONCILE_CLOCK_SKEW_MS = 5_000;
 
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  DEAD_LETTER_AFTER_MS = 60_000;
+
   @IsOptional()
   @emptyAsUnset()
   @IsString()
@@ -174,6 +180,7 @@ export const VARIABLES = [
   'POZY_RATE_LIMIT_PER_MINUTE',
   'POZY_MAX_RETRIES',
   'RECONCILE_CLOCK_SKEW_MS',
+  'DEAD_LETTER_AFTER_MS',
   'ADMIN_TOKEN',
   'BACKFILL_CRON',
   'BACKFILL_OVERLAP_MS',

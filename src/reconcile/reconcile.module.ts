@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { AccountsModule } from '../mirror/accounts/accounts.module';
 import { PostsModule } from '../mirror/posts/posts.module';
 import { PozyModule } from '../pozy/pozy.module';
@@ -9,7 +10,7 @@ import { ResourceStateRepository } from './resource-state.repository';
 import { SyncStatusController } from './sync-status.controller';
 
 @Module({
-  imports: [PozyModule, PostsModule, AccountsModule],
+  imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule],
   controllers: [SyncStatusController],
   providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ResourceStateRepository],
   exports: [ReconcileDispatcher, ReconcileService],

@@ -1,16 +1,69 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { JobHelpers } from 'graphile-worker';
+import { AppConfig } from '../config/app-config';
+import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { PozyProtocolError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
-import { ReconcilePayload } from '../queue/tasks';
+import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
 import { ReconcileService } from './reconcile.service';
+import { ResourceStateRepository } from './resource-state.repository';
 
-/** The `reconcile` job: read one post or one profile's accounts from Pozy into the mirror. A failure retries with backoff. */
+/**
+ * The `reconcile` job: read one post or one profile's accounts from Pozy into the mirror. Exactly two kinds of
+ * failure end in the delivery dead-letter queue instead of another retry: timeouts or an unreachable Pozy that have
+ * lasted over DEAD_LETTER_AFTER_MS across retries, and answers retrying cannot change (a 4xx other than 404/429, a
+ * malformed body). Anything else (a 5xx, our database) retries with graphile-worker's backoff.
+ */
 @Injectable()
 @TaskHandler('reconcile')
 export class ReconcileTask implements JobHandler<'reconcile'> {
-  constructor(private readonly reconciler: ReconcileService) {}
+  private readonly logger = new Logger(ReconcileTask.name);
 
-  async handle(payload: ReconcilePayload, _helpers: JobHelpers): Promise<void> {
-    await this.reconciler.reconcile(payload.resource, payload.id);
+  constructor(
+    private readonly reconciler: ReconcileService,
+    private readonly state: ResourceStateRepository,
+    private readonly deadLetters: DeadLetterRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
+    const key = resourceJobKey(payload.resource, payload.id);
+    try {
+      await this.reconciler.reconcile(payload.resource, payload.id);
+      await this.state.clearFailing(key);
+    } catch (error) {
+      if (error instanceof PozyProtocolError) {
+        return this.deadLetter(key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
+      }
+      if (error instanceof PozyUnavailableError && error.network) {
+        const since = await this.state.markFailing(key);
+        if (Date.now() - since.getTime() > this.config.deadLetterAfterMs) {
+          const reason = `Pozy timed out or was unreachable for over ${Math.round(this.config.deadLetterAfterMs / 1000)} s`;
+          return this.deadLetter(key, payload, reason, error, helpers, since);
+        }
+      }
+      throw error;
+    }
+  }
+
+  private async deadLetter(
+    key: string,
+    payload: ReconcilePayload,
+    reason: string,
+    error: Error,
+    helpers: JobHelpers,
+    firstFailureAt: Date,
+  ): Promise<void> {
+    const id = await this.deadLetters.add({
+      kind: 'reconcile',
+      resourceKey: key,
+      payload: { resource: payload.resource, id: payload.id },
+      reason,
+      error: error.message,
+      attempts: helpers.job.attempts,
+      firstFailureAt,
+    });
+    await this.state.clearFailing(key);
+    this.logger.warn(`${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`);
   }
 }

@@ -35,6 +35,19 @@ export class ResourceStateRepository {
     );
   }
 
+  /** A read failed on a timeout or an unreachable Pozy: when did this run of failures begin? */
+  async markFailing(key: string): Promise<Date> {
+    const { rows } = await this.database.pool.query<{ since: Date }>(
+      'UPDATE reconcile_request SET failing_since = coalesce(failing_since, now()) WHERE key = $1 RETURNING failing_since AS since',
+      [key],
+    );
+    return rows[0]?.since ?? new Date();
+  }
+
+  async clearFailing(key: string): Promise<void> {
+    await this.database.pool.query('UPDATE reconcile_request SET failing_since = NULL WHERE key = $1 AND failing_since IS NOT NULL', [key]);
+  }
+
   /** Pozy asked us to wait: the read is pending again, due no sooner than `ms` from now. */
   async postpone(key: string, ms: number): Promise<void> {
     await this.database.pool.query(

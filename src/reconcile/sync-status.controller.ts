@@ -5,6 +5,8 @@ export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
   events: { received: number; lastHour: number; lastReceivedAt: Date | null };
   mirror: { posts: number; deletedPosts: number; accounts: number; removedAccounts: number; lastSyncedAt: Date | null };
+  /** Dead letters not replayed yet, by queue (the acknowledgment queue arrives with the local spool). */
+  deadLetters: { delivery: number };
   backfill: {
     lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
     /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
@@ -35,6 +37,7 @@ SELECT
   (SELECT count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM post)::int AS deleted_posts,
   (SELECT count(*) FILTER (WHERE removed_at IS NULL) FROM account)::int AS accounts,
   (SELECT count(*) FILTER (WHERE removed_at IS NOT NULL) FROM account)::int AS removed_accounts,
+  (SELECT count(*) FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL)::int AS dead_delivery,
   greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at`;
 
 /** How far behind the mirror is, from the database alone. */
@@ -65,6 +68,7 @@ export class SyncStatusController {
         removedAccounts: Number(r.removed_accounts),
         lastSyncedAt: r.last_synced_at as Date | null,
       },
+      deadLetters: { delivery: Number(r.dead_delivery) },
       backfill: { lastRun: lastRun.rows[0] ?? null, gaps: gaps.rows },
     };
   }

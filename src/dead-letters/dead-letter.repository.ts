@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { DatabaseService } from '../database/database.service';
+
+export interface DeadLetter {
+  id: string;
+  queue: 'delivery';
+  kind: 'reconcile';
+  resourceKey: string;
+  payload: unknown;
+  reason: string;
+  error: string;
+  attempts: number;
+  firstFailureAt: Date;
+  lastFailureAt: Date;
+  createdAt: Date;
+  replayedAt: Date | null;
+  replayCount: number;
+}
+
+const COLUMNS = `id, queue, kind, resource_key AS "resourceKey", payload, reason, error, attempts,
+  first_failure_at AS "firstFailureAt", last_failure_at AS "lastFailureAt", created_at AS "createdAt",
+  replayed_at AS "replayedAt", replay_count AS "replayCount"`;
+
+@Injectable()
+export class DeadLetterRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  async add(letter: Pick<DeadLetter, 'kind' | 'resourceKey' | 'payload' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'>): Promise<string> {
+    const id = randomUUID();
+    await this.database.pool.query(
+      `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at)
+       VALUES ($1, 'delivery', $2, $3, $4::jsonb, $5, $6, $7, $8, now())`,
+      [id, letter.kind, letter.resourceKey, JSON.stringify(letter.payload), letter.reason, letter.error, letter.attempts, letter.firstFailureAt],
+    );
+    return id;
+  }
+
+  /** Newest first. */
+  async list(limit: number): Promise<DeadLetter[]> {
+    const { rows } = await this.database.pool.query<DeadLetter>(
+      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' ORDER BY created_at DESC, id LIMIT $1`,
+      [limit],
+    );
+    return rows;
+  }
+
+  async get(id: string): Promise<DeadLetter | undefined> {
+    const { rows } = await this.database.pool.query<DeadLetter>(`SELECT ${COLUMNS} FROM dead_letter WHERE id = $1`, [id]);
+    return rows[0];
+  }
+
+  /** Those never replayed: what a bulk replay takes. */
+  async unreplayed(): Promise<DeadLetter[]> {
+    const { rows } = await this.database.pool.query<DeadLetter>(
+      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL ORDER BY created_at`,
+    );
+    return rows;
+  }
+
+  async markReplayed(id: string): Promise<void> {
+    await this.database.pool.query('UPDATE dead_letter SET replayed_at = now(), replay_count = replay_count + 1 WHERE id = $1', [id]);
+  }
+}
