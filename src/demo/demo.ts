@@ -1,8 +1,8 @@
 /**
  * npm run demo: pozy-sync's main job, end to end on this machine. It starts an embedded PostgreSQL, the Pozy
- * simulator (a seeded world, a realistic stream of changes, mild faults: duplicate and reordered deliveries,
- * API 5xx, 429 and slow answers) and the built service pointed at both; shows progress; and ends with a summary
- * and whether every mirrored row equals the simulator's truth.
+ * simulator (a seeded world, a realistic stream of changes, mild faults: duplicate, reordered and dropped
+ * deliveries, API 5xx, 429 and slow answers) and the built service pointed at both; shows progress; runs a
+ * backfill to recover what was dropped; and ends with a summary and whether every mirrored row equals the truth.
  *
  *   DEMO_STEPS (default 400 changes), DEMO_SEED (default: random), DEMO_PORT (service, default 3000),
  *   EMBEDDED_DATABASE_PORT (default 54329), DEMO_KEEP_RUNNING=1 (leave both running for you to query)
@@ -26,8 +26,11 @@ const settings = {
   databasePort: Number(process.env.EMBEDDED_DATABASE_PORT ?? 54329),
   keepRunning: process.env.DEMO_KEEP_RUNNING === '1',
 };
+const ADMIN_TOKEN = 'demo-admin-token';
 const MILD_FAULTS = {
   duplicateRate: 0.05,
+  // Pozy gives up on these for good: only the backfill from its delivery logs can recover them.
+  dropRate: 0.02,
   reorderMaxDelayMs: 300,
   api5xxRate: 0.02,
   api429Rate: 0.01,
@@ -47,6 +50,22 @@ async function recreateDatabase(adminUrl: string, name: string): Promise<string>
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** Runs a backfill through the admin endpoint and waits for it; returns the events it recovered. */
+async function backfill(baseUrl: string): Promise<number> {
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const started = (await (await fetch(`${baseUrl}/admin/backfill`, { method: 'POST', headers })).json()) as { runId: string };
+  for (;;) {
+    const run = (await (await fetch(`${baseUrl}/admin/backfill/${started.runId}`, { headers })).json()) as {
+      status: string;
+      eventsRecovered: number;
+      error: string | null;
+    };
+    if (run.status === 'succeeded') return run.eventsRecovered;
+    if (run.status === 'failed') throw new Error(`the backfill failed: ${run.error}`);
+    await sleep(100);
+  }
 }
 
 async function counts(pool: Pool): Promise<{ events: number; posts: number; accounts: number; backlog: number }> {
@@ -92,6 +111,9 @@ async function main(): Promise<void> {
       POZY_API_KEY: sim.apiKey,
       POZY_WEBHOOK_SECRET: SECRET,
       POZY_RATE_LIMIT_PER_MINUTE: '6000',
+      ADMIN_TOKEN,
+      // The demo runs the backfill itself, once the changes are done.
+      BACKFILL_CRON: 'off',
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -130,6 +152,8 @@ async function main(): Promise<void> {
       }
     }
     await sim.idle();
+    console.log('  backfill: reading Pozy\'s delivery logs for what never arrived...');
+    const recovered = await backfill(baseUrl);
     const deadline = Date.now() + 60_000;
     while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
     const caughtUpMs = Date.now() - started;
@@ -148,7 +172,8 @@ async function main(): Promise<void> {
     console.log('\nSummary');
     console.log(`  events Pozy sent             ${webhooks.eventsEmitted}`);
     console.log(`  deliveries (with retries)    ${webhooks.attempts}, of which duplicates ${webhooks.duplicates}`);
-    console.log(`  events stored once each      ${c.events} (${webhooks.successes - c.events} duplicate deliveries absorbed)`);
+    console.log(`  dropped (Pozy gave up)       ${webhooks.drops}, recovered by the backfill: ${recovered}`);
+    console.log(`  events stored once each      ${c.events} (${webhooks.successes + recovered - c.events} duplicate deliveries absorbed)`);
     console.log(`  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads ` +
       `(${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
     console.log(`  mirrored                     ${c.posts} posts (${truth.deletedPostIds.length} deleted in Pozy), ${c.accounts} accounts`);
