@@ -65,7 +65,8 @@ describe('query and admin endpoints: bad input and authentication', () => {
       queue: { pendingReads: 0, oldestPendingAgeMs: null, jobs: 0, failingJobs: 0 },
       events: { received: 0, lastHour: 0, lastReceivedAt: null },
       mirror: { posts: 0, deletedPosts: 0, accounts: 0, removedAccounts: 0, lastSyncedAt: null },
-      deadLetters: { delivery: 0 },
+      deadLetters: { delivery: 0, ack: 0 },
+      spool: { pending: 0 },
       backfill: { lastRun: null, gaps: [] },
     });
   });

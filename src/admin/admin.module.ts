@@ -1,13 +1,14 @@
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
 import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
 import { AdminTokenGuard } from './admin-token.guard';
 import { ResyncService } from './resync.service';
 
 @Module({
-  imports: [ReconcileModule, DeadLettersModule],
+  imports: [ReconcileModule, DeadLettersModule, WebhooksModule],
   controllers: [AdminController, DeadLettersController],
   providers: [AdminTokenGuard, ResyncService],
 })

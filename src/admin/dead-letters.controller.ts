@@ -5,13 +5,7 @@ import { ResourceType } from '../queue/tasks';
 import { AdminTokenGuard } from './admin-token.guard';
 import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
 import { ResyncService } from './resync.service';
-
-/** The acknowledgment queue lives in the local spool, which this version does not have yet. */
-function deliveryOnly(queue: string): void {
-  if (queue === 'ack') {
-    throw new ApiError(501, 'not_implemented', 'The acknowledgment dead-letter queue comes with the local spool, not built yet');
-  }
-}
+import { AckSpool, SpooledEvent } from '../webhooks/ack-spool';
 
 @Controller('admin/dead-letters')
 @UseGuards(AdminTokenGuard)
@@ -19,35 +13,53 @@ export class DeadLettersController {
   constructor(
     private readonly deadLetters: DeadLetterRepository,
     private readonly resync: ResyncService,
+    private readonly spool: AckSpool,
   ) {}
 
-  /** Newest first, with the reason, the first and last failure, and the attempts made. */
+  /**
+   * Newest first. `delivery`: reconciles given up on (reason, first and last failure, attempts). `ack`: events the
+   * database never acknowledged, held in this replica's local spool (read without the database).
+   */
   @Get()
-  async list(@Query() query: DeadLetterListQuery): Promise<{ data: DeadLetter[] }> {
-    deliveryOnly(query.queue);
-    return { data: await this.deadLetters.list(query.limit ?? 100) };
+  async list(@Query() query: DeadLetterListQuery): Promise<{ data: DeadLetter[] | SpooledEvent[] }> {
+    const limit = query.limit ?? 100;
+    return { data: query.queue === 'ack' ? this.spool.dead(limit) : await this.deadLetters.list(limit) };
   }
 
-  /** Replays every letter not replayed yet; with dryRun, only says how many that would be. */
+  /** Replays every letter of the queue not replayed yet; with dryRun, only says how many that would be. */
   @Post('replay')
   @HttpCode(202)
   async replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ queue: string; count: number; replayed: boolean }> {
-    deliveryOnly(query.queue);
+    const dryRun = query.dryRun === true;
+    if (query.queue === 'ack') {
+      const letters = this.spool.dead(Number.MAX_SAFE_INTEGER);
+      if (!dryRun) await this.replaySpooled(letters.map((l) => l.id));
+      return { queue: 'ack', count: letters.length, replayed: !dryRun };
+    }
     const letters = await this.deadLetters.unreplayed();
-    if (query.dryRun !== true) for (const letter of letters) await this.replay(letter);
-    return { queue: query.queue, count: letters.length, replayed: query.dryRun !== true };
+    if (!dryRun) for (const letter of letters) await this.replay(letter);
+    return { queue: query.queue, count: letters.length, replayed: !dryRun };
   }
 
   /**
-   * Replays one letter: its resource is read from Pozy again (forced), like an admin resync. Safe to repeat: a read
-   * writes the current truth through the guard, and the event store already holds each event once.
+   * Replays one letter. A delivery letter: its resource is read from Pozy again (forced), like an admin resync. An
+   * acknowledgment letter: the event is inserted now, with the same idempotent insert. Both are safe to repeat.
    */
   @Post(':id/replay')
   @HttpCode(202)
-  async replayOne(@Param() params: DeadLetterIdParams): Promise<{ replayed: true; reconcile: string }> {
+  async replayOne(@Param() params: DeadLetterIdParams): Promise<{ replayed: true; reconcile?: string; stored?: number }> {
+    if (this.spool.getDead(params.id)) return { replayed: true, stored: (await this.replaySpooled([params.id])).stored };
     const letter = await this.deadLetters.get(params.id);
     if (!letter) throw new ApiError(404, 'not_found', `No dead letter ${params.id}`);
     return { replayed: true, reconcile: await this.replay(letter) };
+  }
+
+  private async replaySpooled(ids: string[]): Promise<{ stored: number }> {
+    try {
+      return await this.spool.replay(ids);
+    } catch (error) {
+      throw new ApiError(503, 'database_unavailable', `The database still does not acknowledge: ${(error as Error).message}`);
+    }
   }
 
   private async replay(letter: DeadLetter): Promise<string> {

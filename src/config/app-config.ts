@@ -36,6 +36,11 @@ export class AppConfig {
   /** How far before the last run's newest log row the next run starts: log rows can be written late. */
   readonly backfillOverlapMs: number;
   readonly spoolDir: string;
+  /** The database must acknowledge an event's insert within this (Pozy waits 5 s), or the event is spooled. */
+  readonly ackTimeoutMs: number;
+  /** A spooled event is retried this long after it was spooled, then `spoolRetrySecondMs` after that. */
+  readonly spoolRetryFirstMs: number;
+  readonly spoolRetrySecondMs: number;
   /** Least time between two reads of one resource: a burst of events inside it shares one more read. */
   readonly reconcileCoalesceWindowMs: number;
   readonly workerConcurrency: number;
@@ -64,6 +69,9 @@ export class AppConfig {
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.spoolDir = env.SPOOL_DIR;
+    this.ackTimeoutMs = env.ACK_TIMEOUT_MS;
+    this.spoolRetryFirstMs = env.SPOOL_RETRY_FIRST_MS;
+    this.spoolRetrySecondMs = env.SPOOL_RETRY_SECOND_MS;
     this.reconcileCoalesceWindowMs = env.RECONCILE_COALESCE_WINDOW_MS;
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.shutdownGraceMs = env.SHUTDOWN_GRACE_MS;

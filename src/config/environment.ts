@@ -148,6 +148,24 @@ export class EnvironmentVariables {
 
   @toInt()
   @IsInt()
+  @Min(100)
+  @Max(4_500)
+  ACK_TIMEOUT_MS = 2_000;
+
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(86_400_000)
+  SPOOL_RETRY_FIRST_MS = 10_000;
+
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(86_400_000)
+  SPOOL_RETRY_SECOND_MS = 1_200_000;
+
+  @toInt()
+  @IsInt()
   @Min(0)
   @Max(60_000)
   RECONCILE_COALESCE_WINDOW_MS = 1_000;
@@ -186,6 +204,9 @@ export const VARIABLES = [
   'BACKFILL_OVERLAP_MS',
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
+  'ACK_TIMEOUT_MS',
+  'SPOOL_RETRY_FIRST_MS',
+  'SPOOL_RETRY_SECOND_MS',
   'RECONCILE_COALESCE_WINDOW_MS',
   'WORKER_CONCURRENCY',
   'SHUTDOWN_GRACE_MS',

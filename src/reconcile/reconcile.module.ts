@@ -7,11 +7,9 @@ import { ReconcileDispatcher } from './reconcile-dispatcher.service';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileTask } from './reconcile.task';
 import { ResourceStateRepository } from './resource-state.repository';
-import { SyncStatusController } from './sync-status.controller';
 
 @Module({
   imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule],
-  controllers: [SyncStatusController],
   providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ResourceStateRepository],
   exports: [ReconcileDispatcher, ReconcileService],
 })

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { AckSpool, withDeadline } from './ack-spool';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
 /** Events per statement at most. */
@@ -9,9 +10,12 @@ const MAX_BATCH = 200;
 /** Deliveries waiting for a statement at most; past it the receiver sheds load (503) instead of growing. */
 const MAX_WAITING = 10_000;
 
+/** `spooled`: the database did not acknowledge in time; the event is safe in the local spool. */
+export type StoreOutcome = 'stored' | 'duplicate' | 'spooled';
+
 interface Waiting {
   event: NewPozyEvent;
-  resolve: (inserted: boolean) => void;
+  resolve: (outcome: StoreOutcome) => void;
   reject: (error: unknown) => void;
 }
 
@@ -35,21 +39,24 @@ export class EventIngester {
   private readonly logger = new Logger(EventIngester.name);
   private readonly maxInFlight: number;
   private readonly coalesceWindowMs: number;
+  private readonly ackTimeoutMs: number;
   private queue: Waiting[] = [];
   private inFlight = 0;
 
   constructor(
     private readonly events: PozyEventRepository,
     private readonly dispatcher: ReconcileDispatcher,
+    private readonly spool: AckSpool,
     config: AppConfig,
   ) {
     // Leave most of the pool to the worker and the rest of the service.
     this.maxInFlight = Math.max(1, Math.floor(config.databasePoolSize / 4));
     this.coalesceWindowMs = config.reconcileCoalesceWindowMs;
+    this.ackTimeoutMs = config.ackTimeoutMs;
   }
 
-  /** Resolves true if the event was stored now, false if its id was already stored; rejects if not stored. */
-  store(event: NewPozyEvent): Promise<boolean> {
+  /** Resolves once the event is safe (in the database or the spool); rejects if it is neither. */
+  store(event: NewPozyEvent): Promise<StoreOutcome> {
     if (this.queue.length >= MAX_WAITING) {
       return Promise.reject(new ApiError(503, 'overloaded', 'Too many webhooks waiting for the database; retry later'));
     }
@@ -80,23 +87,45 @@ export class EventIngester {
       if (groups.size > 1 && isEventDataError(error)) {
         this.logger.warn(`A batch of ${groups.size} events failed on one's data (${(error as Error).message}); storing them one by one`);
         // In this slot, one at a time: a rare path, and it must not take more connections than the batch did.
-        for (const group of groups.values()) await this.insert([group]).catch((e: unknown) => rejectAll(group, e));
+        for (const group of groups.values()) await this.insert([group]).catch((e: unknown) => this.fail([group], e));
         return;
       }
-      rejectAll(batch, error);
+      this.fail([...groups.values()], error);
     }
   }
 
   private async insert(groups: Waiting[][]): Promise<void> {
-    const outcome = await this.events.insertBatch(
-      groups.map((group) => group[0].event),
-      this.coalesceWindowMs,
+    const outcome = await withDeadline(
+      this.events.insertBatch(
+        groups.map((group) => group[0].event),
+        this.coalesceWindowMs,
+      ),
+      this.ackTimeoutMs,
     );
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     for (const group of groups) {
       const inserted = outcome.insertedIds.has(group[0].event.id);
-      group.forEach((waiting, i) => waiting.resolve(inserted && i === 0));
+      group.forEach((waiting, i) => waiting.resolve(inserted && i === 0 ? 'stored' : 'duplicate'));
     }
+  }
+
+  /**
+   * The event's own data is at fault: refused (400). Anything else is the database not acknowledging: the events
+   * go to the local spool and are answered as accepted. Only if the spool fails too is the delivery refused.
+   */
+  private fail(groups: Waiting[][], error: unknown): void {
+    const waiting = groups.flat();
+    if (isEventDataError(error)) return rejectAll(waiting, error);
+    try {
+      this.spool.add(
+        groups.map((group) => group[0].event),
+        error,
+      );
+    } catch (spoolError) {
+      this.logger.error(`Spooling failed too: ${(spoolError as Error).message}`);
+      return rejectAll(waiting, error);
+    }
+    for (const w of waiting) w.resolve('spooled');
   }
 }
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ReconcileModule } from '../reconcile/reconcile.module';
+import { AckSpool } from './ack-spool';
 import { EventIngester } from './event-ingester';
 import { PozyEventRepository } from './pozy-event.repository';
 import { WebhooksController } from './webhooks.controller';
@@ -8,7 +9,7 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [ReconcileModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, EventIngester, PozyEventRepository],
-  exports: [WebhooksService],
+  providers: [WebhooksService, EventIngester, PozyEventRepository, AckSpool],
+  exports: [WebhooksService, AckSpool],
 })
 export class WebhooksModule {}

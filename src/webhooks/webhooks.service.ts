@@ -14,6 +14,8 @@ export interface WebhookReceipt {
   eventId: string;
   /** True when this event id was already stored: nothing was done again. */
   duplicate: boolean;
+  /** Present when the database did not acknowledge in time: the event is safe in the local spool. */
+  spooled?: true;
   /** The resource this new event asks to read again (`post:<id>`, `profile:<id>`); null for duplicates, tests, unknown types. */
   reconcile: string | null;
 }
@@ -66,7 +68,7 @@ export class WebhooksService implements OnModuleInit {
   async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<boolean> {
     const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(payload), { code: 'invalid_event', what: 'logged event' });
     const receipt = await this.store(envelope, JSON.stringify(payload), { deliveryId: null, attempt, recoveredBy });
-    return !receipt.duplicate;
+    return !receipt.duplicate && !receipt.spooled;
   }
 
   private async store(
@@ -78,7 +80,7 @@ export class WebhooksService implements OnModuleInit {
     // Test events never change mirrored data; unknown event types are kept but change nothing.
     const resource = test ? null : resourceOf(envelope);
     const reconcile = resource && { key: resourceJobKey(resource.type, resource.id), type: resource.type, id: resource.id };
-    const inserted = await this.ingester
+    const outcome = await this.ingester
       .store({
         id: envelope.id,
         type: envelope.event,
@@ -98,11 +100,12 @@ export class WebhooksService implements OnModuleInit {
         }
         throw error;
       });
+    if (outcome === 'spooled') return { received: true, eventId: envelope.id, duplicate: false, spooled: true, reconcile: null };
     return {
       received: true,
       eventId: envelope.id,
-      duplicate: !inserted,
-      reconcile: inserted ? (reconcile?.key ?? null) : null,
+      duplicate: outcome === 'duplicate',
+      reconcile: outcome === 'stored' ? (reconcile?.key ?? null) : null,
     };
   }
 

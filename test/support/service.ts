@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Pool } from 'pg';
 import { createApp } from '../../src/app.factory';
@@ -22,6 +25,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     DATABASE_POOL_SIZE: '10',
     // Tests start a backfill when they mean to.
     BACKFILL_CRON: 'off',
+    // A spool of its own: test files run in parallel.
+    SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-spool-')),
     ...env,
   });
   const app = await createApp(config, { logger: ['error'] });

@@ -1,12 +1,15 @@
 import { Controller, Get } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
+import { AckSpool } from '../webhooks/ack-spool';
 
 export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
   events: { received: number; lastHour: number; lastReceivedAt: Date | null };
   mirror: { posts: number; deletedPosts: number; accounts: number; removedAccounts: number; lastSyncedAt: Date | null };
-  /** Dead letters not replayed yet, by queue (the acknowledgment queue arrives with the local spool). */
-  deadLetters: { delivery: number };
+  /** Dead letters not replayed yet, by queue. */
+  deadLetters: { delivery: number; ack: number };
+  /** Events this replica's local spool holds, waiting for the database. */
+  spool: { pending: number };
   backfill: {
     lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
     /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
@@ -43,7 +46,10 @@ SELECT
 /** How far behind the mirror is, from the database alone. */
 @Controller('sync')
 export class SyncStatusController {
-  constructor(private readonly database: DatabaseService) {}
+  constructor(
+    private readonly database: DatabaseService,
+    private readonly spool: AckSpool,
+  ) {}
 
   @Get('status')
   async status(): Promise<SyncStatus> {
@@ -53,6 +59,7 @@ export class SyncStatusController {
       this.database.pool.query<{ hour: Date; events: number }>(GAPS),
     ]);
     const r = rows[0];
+    const spool = this.spool.counts();
     return {
       queue: {
         pendingReads: Number(r.pending_reads),
@@ -68,7 +75,8 @@ export class SyncStatusController {
         removedAccounts: Number(r.removed_accounts),
         lastSyncedAt: r.last_synced_at as Date | null,
       },
-      deadLetters: { delivery: Number(r.dead_delivery) },
+      deadLetters: { delivery: Number(r.dead_delivery), ack: spool.dead },
+      spool: { pending: spool.pending },
       backfill: { lastRun: lastRun.rows[0] ?? null, gaps: gaps.rows },
     };
   }

@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import Database from 'better-sqlite3';
+import { AppConfig } from '../config/app-config';
+import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+
+/** The database did not acknowledge in time (ACK_TIMEOUT_MS). */
+export class AckTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`the database did not acknowledge within ${ms} ms`);
+    this.name = 'AckTimeoutError';
+  }
+}
+
+/** Rejects with AckTimeoutError when `promise` has not settled within `ms`. */
+export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AckTimeoutError(ms)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** A network timeout, ours or pg's (connect or query): what the acknowledgment dead-letter rule counts. */
+export function isTimeout(error: unknown): boolean {
+  return error instanceof AckTimeoutError || /timeout|timed out/i.test((error as Error)?.message ?? '');
+}
+
+export interface SpooledEvent {
+  id: string;
+  eventId: string;
+  eventType: string;
+  spooledAt: Date;
+  attempts: number;
+  nextAttemptAt: Date | null;
+  firstTimeoutAt: Date | null;
+  lastError: string;
+  state: 'pending' | 'dead';
+  deadAt: Date | null;
+}
+
+interface Row {
+  id: string;
+  event_id: string;
+  event: string;
+  spooled_at: number;
+  attempts: number;
+  next_attempt_at: number | null;
+  first_timeout_at: number | null;
+  last_error: string;
+  state: 'pending' | 'dead';
+  dead_at: number | null;
+}
+
+const BATCH = 200;
+const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+
+/**
+ * DESIGN.md §1.2: events the database did not acknowledge in time are written here (SQLite, WAL, fsync on every
+ * commit) and answered 2xx, so an accepted event is never lost. Each is retried against the database after
+ * SPOOL_RETRY_FIRST_MS (10 s), then every SPOOL_RETRY_SECOND_MS (20 min), with the same idempotent insert; when its
+ * failures are network timeouts that have lasted over DEAD_LETTER_AFTER_MS (60 s), it moves to the acknowledgment
+ * dead-letter queue, which stays here (the database is what is unreachable) until an operator replays it.
+ */
+@Injectable()
+export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger(AckSpool.name);
+  private db!: Database.Database;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly events: PozyEventRepository,
+    private readonly dispatcher: ReconcileDispatcher,
+  ) {}
+
+  onModuleInit(): void {
+    mkdirSync(this.config.spoolDir, { recursive: true });
+    this.db = new Database(join(this.config.spoolDir, 'spool.sqlite'));
+    this.db.pragma('journal_mode = WAL');
+    // FULL: a commit is on disk before the webhook is answered.
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS spooled (
+      id TEXT PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
+      state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
+  }
+
+  /** Drains what an earlier run left here, then keeps retrying on schedule. */
+  onApplicationBootstrap(): void {
+    this.schedule(0);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** After HTTP has closed: no request can spool any more. */
+  onApplicationShutdown(): void {
+    this.db?.close();
+  }
+
+  /** Stores events durably before the webhook is answered; a second copy of an event spooled already is ignored. */
+  add(events: readonly NewPozyEvent[], cause: unknown): void {
+    const now = Date.now();
+    const insert = this.db.prepare(
+      `INSERT OR IGNORE INTO spooled (id, event_id, event, spooled_at, next_attempt_at, first_timeout_at, last_error)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const message = cause instanceof Error ? cause.message : String(cause);
+    this.db.transaction(() => {
+      for (const event of events) {
+        insert.run(randomUUID(), event.id, JSON.stringify(event), now, now + this.config.spoolRetryFirstMs, isTimeout(cause) ? now : null, message);
+      }
+    })();
+    this.logger.warn(`Spooled ${events.length} event(s): ${message}`);
+    this.schedule(this.config.spoolRetryFirstMs);
+  }
+
+  counts(): { pending: number; dead: number } {
+    const rows = this.db.prepare('SELECT state, count(*) AS n FROM spooled GROUP BY state').all() as Array<{ state: string; n: number }>;
+    const of = (state: string) => rows.find((r) => r.state === state)?.n ?? 0;
+    return { pending: of('pending'), dead: of('dead') };
+  }
+
+  /** The acknowledgment dead-letter queue, newest first. */
+  dead(limit: number): SpooledEvent[] {
+    return (this.db.prepare(`SELECT * FROM spooled WHERE state = 'dead' ORDER BY dead_at DESC, id LIMIT ?`).all(limit) as Row[]).map(toSpooled);
+  }
+
+  getDead(id: string): SpooledEvent | undefined {
+    const row = this.db.prepare(`SELECT * FROM spooled WHERE id = ? AND state = 'dead'`).get(id) as Row | undefined;
+    return row && toSpooled(row);
+  }
+
+  /** Inserts dead-lettered records now (the same idempotent insert); resolves how many were new in the store. */
+  async replay(ids: readonly string[]): Promise<{ stored: number; duplicates: number }> {
+    const rows = ids
+      .map((id) => this.db.prepare(`SELECT * FROM spooled WHERE id = ? AND state = 'dead'`).get(id) as Row | undefined)
+      .filter((row): row is Row => row !== undefined);
+    if (rows.length === 0) return { stored: 0, duplicates: 0 };
+    const inserted = await this.insert(rows);
+    return { stored: inserted, duplicates: rows.length - inserted };
+  }
+
+  /** Retries at `inMs` from now, unless a retry is already due sooner. */
+  private schedule(inMs: number): void {
+    const at = Date.now() + inMs;
+    if (this.stopped || at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timerAt = Infinity;
+      this.running = this.retryDue()
+        .catch((error: unknown) => this.logger.error(`Spool retry failed: ${(error as Error).message}`))
+        .finally(() => {
+          this.running = undefined;
+          const next = this.db.prepare(`SELECT min(next_attempt_at) AS next FROM spooled WHERE state = 'pending'`).get() as {
+            next: number | null;
+          };
+          if (next.next !== null) this.schedule(Math.max(0, next.next - Date.now()));
+        });
+    }, inMs);
+  }
+
+  private async retryDue(): Promise<void> {
+    for (;;) {
+      const rows = this.db
+        .prepare(`SELECT * FROM spooled WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`)
+        .all(Date.now(), BATCH) as Row[];
+      if (rows.length === 0 || this.stopped) return;
+      try {
+        const inserted = await this.insert(rows);
+        this.logger.log(`Stored ${rows.length} spooled event(s) in the database (${rows.length - inserted} were there already)`);
+      } catch (error) {
+        this.failed(rows, error);
+        return;
+      }
+    }
+  }
+
+  /** The same insert as a delivery: a record whose insert did commit before (a late acknowledgment) adds nothing. */
+  private async insert(rows: Row[]): Promise<number> {
+    const events = rows.map((row) => reviveEvent(row.event));
+    const outcome = await withDeadline(this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs), this.config.ackTimeoutMs);
+    if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
+    const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
+    this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();
+    return events.filter((e) => outcome.insertedIds.has(e.id)).length;
+  }
+
+  private failed(rows: Row[], error: unknown): void {
+    const now = Date.now();
+    const message = error instanceof Error ? error.message : String(error);
+    const timeout = isTimeout(error);
+    const update = this.db.prepare(
+      `UPDATE spooled SET attempts = ?, next_attempt_at = ?, first_timeout_at = ?, last_error = ?, state = ?, dead_at = ? WHERE id = ?`,
+    );
+    let dead = 0;
+    this.db.transaction(() => {
+      for (const row of rows) {
+        const firstTimeoutAt = timeout ? (row.first_timeout_at ?? now) : null;
+        const expired = firstTimeoutAt !== null && now - firstTimeoutAt > this.config.deadLetterAfterMs;
+        if (expired) dead += 1;
+        update.run(row.attempts + 1, expired ? null : now + this.config.spoolRetrySecondMs, firstTimeoutAt, message, expired ? 'dead' : 'pending', expired ? now : null, row.id);
+      }
+    })();
+    this.logger.warn(`Spooled events still not stored (${message}); ${dead} moved to the acknowledgment dead-letter queue`);
+  }
+}
+
+function reviveEvent(json: string): NewPozyEvent {
+  const event = JSON.parse(json) as NewPozyEvent & { timestamp: string };
+  return { ...event, timestamp: new Date(event.timestamp) };
+}
+
+function toSpooled(row: Row): SpooledEvent {
+  const event = JSON.parse(row.event) as { type: string };
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    eventType: event.type,
+    spooledAt: new Date(row.spooled_at),
+    attempts: row.attempts,
+    nextAttemptAt: date(row.next_attempt_at),
+    firstTimeoutAt: date(row.first_timeout_at),
+    lastError: row.last_error,
+    state: row.state,
+    deadAt: date(row.dead_at),
+  };
+}

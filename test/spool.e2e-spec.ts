@@ -1,0 +1,108 @@
+import { Pool } from 'pg';
+import { AckSpool } from '../src/webhooks/ack-spool';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { deliver, postEvent } from './support/pozy-events';
+import { RunningService, startService, waitFor } from './support/service';
+import { TcpProxy } from './support/tcp-proxy';
+
+const ADMIN = { authorization: 'Bearer spool-admin' };
+
+describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', () => {
+  let db: TestDatabase;
+  let proxy: TcpProxy;
+  let service: RunningService;
+  /** Straight to PostgreSQL, around the proxy: what is really stored. */
+  let direct: Pool;
+  const stored = async (ids: string[]) =>
+    (await direct.query<{ id: string }>('SELECT id FROM pozy_event WHERE id = ANY($1)', [ids])).rows.map((r) => r.id).sort();
+  const spool = () => service.app.get(AckSpool);
+
+  beforeAll(async () => {
+    db = await createTestDatabase('spool');
+    const url = new URL(db.url);
+    proxy = await TcpProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+    direct = new Pool({ connectionString: db.url, max: 2 });
+    // Shortened for the test: acknowledgment 500 ms (2 s), retries after 300 ms (10 s) then 1.5 s (20 min),
+    // dead-lettered once timeouts have lasted over 1 s (60 s).
+    service = await startService(proxy.url(db.url), {
+      ROLE: 'api',
+      ADMIN_TOKEN: 'spool-admin',
+      ACK_TIMEOUT_MS: '500',
+      SPOOL_RETRY_FIRST_MS: '300',
+      SPOOL_RETRY_SECOND_MS: '1500',
+      DEAD_LETTER_AFTER_MS: '1000',
+    });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await proxy?.stop();
+    await direct?.end();
+    await db?.drop();
+  });
+
+  afterEach(() => proxy.set('pass'));
+
+  it('answers 2xx within 5 s while the database is cut, then stores every event once after the 10 s retry', async () => {
+    proxy.set('blackhole');
+    const events = Array.from({ length: 10 }, (_, i) => postEvent(`66aa01f3c2b1e4d5f6a7${String(i).padStart(4, '0')}`));
+    const started = Date.now();
+
+    // One of them twice, as Pozy may while we look slow.
+    const answers = await Promise.all([...events, events[0]].map((event) => deliver(service.baseUrl, event)));
+
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(answers.map((a) => [a.status, a.body.spooled])).toEqual(Array(11).fill([200, true]));
+    expect(spool().counts()).toEqual({ pending: 10, dead: 0 });
+    expect(await stored(events.map((e) => e.id))).toEqual([]);
+
+    proxy.set('pass');
+    await waitFor('the spool to drain', async () => (spool().counts().pending === 0 ? true : undefined));
+
+    expect(await stored(events.map((e) => e.id))).toEqual(events.map((e) => e.id).sort());
+    const { rows } = await direct.query('SELECT count(*)::int AS n FROM reconcile_request WHERE key LIKE $1', ['post:66aa01f3c2b1e4d5f6a7%']);
+    expect(rows[0].n).toBe(10);
+  });
+
+  it('moves events to the acknowledgment dead-letter queue after over 60 s (here 1 s) of timeouts; a replay stores each once', async () => {
+    proxy.set('blackhole');
+    const events = Array.from({ length: 3 }, () => postEvent('66aa01f3c2b1e4d5f6a7ffff'));
+    for (const event of events) expect((await deliver(service.baseUrl, event)).body.spooled).toBe(true);
+
+    await waitFor('the records to be dead-lettered', async () => (spool().counts().dead === 3 ? true : undefined), 15_000);
+    const list = await fetch(`${service.baseUrl}/admin/dead-letters?queue=ack`, { headers: ADMIN });
+    const { data } = (await list.json()) as { data: Array<{ eventId: string; attempts: number; lastError: string; firstTimeoutAt: string }> };
+    expect(data.map((l) => l.eventId).sort()).toEqual(events.map((e) => e.id).sort());
+    expect(data.every((l) => l.attempts === 2 && /acknowledge|timeout/i.test(l.lastError))).toBe(true);
+
+    const tooSoon = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
+    expect(tooSoon.status).toBe(503);
+    expect(spool().counts().dead).toBe(3);
+
+    proxy.set('pass');
+    const dry = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack&dryRun=true`, { method: 'POST', headers: ADMIN });
+    expect(await dry.json()).toEqual({ queue: 'ack', count: 3, replayed: false });
+    const replay = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
+    expect(await replay.json()).toEqual({ queue: 'ack', count: 3, replayed: true });
+
+    expect(await stored(events.map((e) => e.id))).toEqual(events.map((e) => e.id).sort());
+    expect(spool().counts()).toEqual({ pending: 0, dead: 0 });
+    const again = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
+    expect(await again.json()).toEqual({ queue: 'ack', count: 0, replayed: true });
+  });
+
+  it('retries an insert that did commit without storing anything twice', async () => {
+    const event = postEvent('66aa01f3c2b1e4d5f6a7eeee');
+    expect((await deliver(service.baseUrl, event)).body).toMatchObject({ duplicate: false });
+    // The database committed but its acknowledgment was lost: the event is spooled as well.
+    spool().add(
+      [{ id: event.id, type: event.event, payloadJson: JSON.stringify(event), timestamp: new Date(event.timestamp), deliveryId: null, attempt: 1, test: false, reconcile: null, recoveredBy: null }],
+      new Error('the database did not acknowledge within 500 ms'),
+    );
+
+    await waitFor('the spool to drain', async () => (spool().counts().pending === 0 ? true : undefined));
+
+    const { rows } = await direct.query('SELECT count(*)::int AS n FROM pozy_event WHERE id = $1', [event.id]);
+    expect(rows[0].n).toBe(1);
+  });
+});

@@ -1,0 +1,66 @@
+import { createConnection, createServer, Server, Socket } from 'node:net';
+
+export type ProxyMode = 'pass' | 'blackhole';
+
+/**
+ * A TCP proxy on loopback in front of PostgreSQL, for outages on demand: `pass` forwards; `blackhole` accepts
+ * connections and sends nothing on (what a network partition looks like: timeouts, not refusals). Switching
+ * cuts every open connection.
+ */
+export class TcpProxy {
+  private mode: ProxyMode = 'pass';
+  private readonly sockets = new Set<Socket>();
+  private readonly server: Server;
+
+  private constructor(target: { host: string; port: number }) {
+    this.server = createServer((client) => {
+      this.track(client);
+      if (this.mode === 'blackhole') return;
+      const upstream = createConnection(target);
+      this.track(upstream);
+      client.pipe(upstream).pipe(client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', close).on('close', close);
+      upstream.on('error', close).on('close', close);
+    });
+  }
+
+  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+    const proxy = new TcpProxy(target);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    const address = this.server.address();
+    if (typeof address !== 'object' || !address) throw new Error('proxy is not listening');
+    return address.port;
+  }
+
+  set(mode: ProxyMode): void {
+    this.mode = mode;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** The database URL, through the proxy. */
+  url(databaseUrl: string): string {
+    const url = new URL(databaseUrl);
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
+  }
+
+  async stop(): Promise<void> {
+    this.set('pass');
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+  }
+}
