@@ -113,6 +113,36 @@ describe('job queue (graphile-worker inside the service)', () => {
     }
   });
 
+  it('runs a job a killed worker had locked, once that worker has missed its heartbeats', async () => {
+    const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '0' });
+    const handle = jest.spyOn(service.app.get(ReconcileTask), 'handle');
+    try {
+      // A job fetched by a worker pool that died: locked, and no heartbeat from it.
+      const client = await service.pool.connect();
+      try {
+        // One transaction, so that no worker can take the job before it is locked.
+        await client.query('BEGIN');
+        const { rows } = await client.query<{ id: string }>(
+          `SELECT (graphile_worker.add_job('reconcile', json_build_object('resource', 'post', 'id', $1::text), job_key => 'orphan')).id`,
+          [postId],
+        );
+        const locked = await client.query(
+          `UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'pool-killed' WHERE id = $1`,
+          [rows[0].id],
+        );
+        expect(locked.rowCount).toBe(1);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+
+      await waitFor('the orphaned job to run', async () => (handle.mock.calls.length > 0 ? true : undefined), 20_000);
+      expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: postId }]);
+    } finally {
+      await service.close();
+    }
+  });
+
   it('refuses to start when a task in the registry has no handler', async () => {
     const config = AppConfig.fromEnvironment({ DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' });
     // The queue without the reconcile module: `reconcile` is registered but nothing handles it.

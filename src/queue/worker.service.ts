@@ -8,11 +8,13 @@ import {
 import { DiscoveryService } from '@nestjs/core';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { run, Runner, Task, TaskList } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import { run, Runner, Task, TaskList, WorkerEvents } from 'graphile-worker';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import { graphileLogger } from './graphile-logger';
 import { JobHandler, TaskHandler } from './task-handler.decorator';
+import { HEARTBEAT_MS, WorkerHeartbeat } from './worker-heartbeat';
 import { TASK_NAMES, TaskName, TASKS } from './tasks';
 
 /** A job whose payload does not validate: a bug to see, so it fails (and stays visible in the queue with its error). */
@@ -24,6 +26,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private readonly logger = new Logger(WorkerService.name);
   private taskList: TaskList = {};
   private runner: Runner | undefined;
+  private heartbeat: WorkerHeartbeat | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   /** Jobs run by this process, by outcome (a failed attempt is retried later with backoff). */
   readonly stats = { completed: 0, failed: 0 };
 
@@ -55,7 +59,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       this.logger.log('ROLE=api: jobs are left to worker replicas');
       return;
     }
+    const events: WorkerEvents = new EventEmitter();
+    const poolCreated = new Promise<string>((resolve) => events.once('pool:create', ({ workerPool }) => resolve(workerPool.id)));
     this.runner = await run({
+      events,
       pgPool: this.database.pool,
       taskList: this.taskList,
       concurrency: this.config.workerConcurrency,
@@ -77,6 +84,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
         },
       },
     });
+    // graphile-worker announces its pool as it creates it, inside run(); never wait on it forever.
+    const poolId = await Promise.race([poolCreated, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5_000).unref())]);
+    if (poolId) await this.startHeartbeat(poolId);
+    else this.logger.warn('graphile-worker did not announce its pool: jobs of killed workers stay locked for 4 h');
     this.runner.events.on('job:success', () => (this.stats.completed += 1));
     this.runner.events.on('job:error', () => (this.stats.failed += 1));
     this.logger.log(`Worker running (${TASK_NAMES.join(', ')}; concurrency ${this.config.workerConcurrency})`);
@@ -87,8 +98,25 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     if (!this.runner) return;
     const runner = this.runner;
     this.runner = undefined;
+    clearInterval(this.heartbeatTimer);
     await runner.stop();
+    await this.heartbeat?.stop().catch(() => undefined);
     this.logger.log('Worker stopped');
+  }
+
+  /** Says this pool is alive, and takes back the jobs of pools that died (now, and on every beat). */
+  private async startHeartbeat(poolId: string): Promise<void> {
+    const heartbeat = new WorkerHeartbeat(this.database.pool, poolId);
+    this.heartbeat = heartbeat;
+    const beat = async () => {
+      await heartbeat.beat();
+      const released = await heartbeat.releaseOrphans();
+      if (released > 0) this.logger.warn(`Unlocked ${released} job(s) left locked by a worker that died`);
+    };
+    await beat();
+    this.heartbeatTimer = setInterval(() => {
+      beat().catch((error: unknown) => this.logger.warn(`Worker heartbeat failed: ${(error as Error).message}`));
+    }, HEARTBEAT_MS);
   }
 
   get running(): boolean {
