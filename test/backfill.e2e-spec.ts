@@ -200,3 +200,71 @@ describe('scheduled backfill on two replicas', () => {
     }
   });
 });
+
+describe('backfill past Pozy\'s paging limit (skip 10,000)', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('backfill_deep');
+    // api-only: this test is about the event store; thousands of reconciles would only slow it down.
+    harness = await startHarness(db.url, { env: { ROLE: 'api' }, faults: { dropRate: 1 } });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('narrows by event type when the window holds more than 10,000 rows, and recovers them all', async () => {
+    const world = harness.sim.world;
+    // 11,000 dropped deliveries: 6,000 account.connected, 5,000 post.scheduled; each type alone fits.
+    const profile = world.createProfile('Deep');
+    const account = world.connectAccount(profile._id, 'linkedin', 'deep-0');
+    for (let i = 1; i < 6_000; i += 1) world.connectAccount(profile._id, 'linkedin', `deep-${i}`);
+    for (let i = 0; i < 5_000; i += 1) world.createPost({ content: `deep ${i}`, accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+    await harness.sim.idle();
+
+    const start = await fetch(`${harness.service.baseUrl}/admin/backfill`, { method: 'POST', headers: auth });
+    const { runId } = (await start.json()) as { runId: string };
+    const run = await waitFor(
+      'the deep backfill to finish',
+      async () => {
+        const r = (await (await fetch(`${harness.service.baseUrl}/admin/backfill/${runId}`, { headers: auth })).json()) as Run & {
+          narrowedTypes: string[];
+        };
+        return r.status === 'running' ? undefined : r;
+      },
+      120_000,
+      250,
+    );
+
+    expect(run).toMatchObject({ status: 'succeeded', eventsRecovered: 11_000, error: null });
+    expect(run.narrowedTypes).toEqual(expect.arrayContaining(['account.connected', 'post.scheduled']));
+    const { rows } = await harness.service.pool.query('SELECT count(*)::int AS n FROM pozy_event');
+    expect(rows[0].n).toBe(11_000);
+  }, 180_000);
+
+  it('says so and fails, rather than miss rows, when one event type alone is too deep', async () => {
+    const world = harness.sim.world;
+    const [profile] = world.listProfiles();
+    for (let i = 0; i < 5_000; i += 1) world.connectAccount(profile._id, 'threads', `deeper-${i}`);
+    await harness.sim.idle();
+
+    const { runId } = (await (await fetch(`${harness.service.baseUrl}/admin/backfill`, { method: 'POST', headers: auth })).json()) as {
+      runId: string;
+    };
+    const run = await waitFor(
+      'the run to finish',
+      async () => {
+        const r = (await (await fetch(`${harness.service.baseUrl}/admin/backfill/${runId}`, { headers: auth })).json()) as Run;
+        return r.status === 'running' ? undefined : r;
+      },
+      120_000,
+      250,
+    );
+
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(/more than 10000 log rows of type account\.connected since .*run the full sweep/);
+  }, 180_000);
+});
