@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
@@ -89,6 +92,29 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     expect(spool().counts()).toEqual({ pending: 0, dead: 0 });
     const again = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
     expect(await again.json()).toEqual({ queue: 'ack', count: 0, replayed: true });
+  });
+
+  it('drains at start-up what a service that stopped during an outage left in its spool', async () => {
+    const spoolDir = mkdtempSync(join(tmpdir(), 'pozy-spool-drain-'));
+    const env = { ROLE: 'api', ACK_TIMEOUT_MS: '500', SPOOL_RETRY_FIRST_MS: '60000', SPOOL_DIR: spoolDir };
+    const events = Array.from({ length: 4 }, () => postEvent('66aa01f3c2b1e4d5f6a7dddd'));
+    const before = await startService(proxy.url(db.url), env);
+    proxy.set('blackhole');
+    for (const event of events) expect((await deliver(before.baseUrl, event)).body.spooled).toBe(true);
+    await before.close();
+    proxy.set('pass');
+    expect(await stored(events.map((e) => e.id))).toEqual([]);
+
+    // The next start does not wait for the (here 60 s) retry: it drains first.
+    const after = await startService(proxy.url(db.url), env);
+    try {
+      await waitFor('the spool to drain at start-up', async () =>
+        (await stored(events.map((e) => e.id))).length === events.length ? true : undefined,
+      );
+      expect(after.app.get(AckSpool).counts()).toEqual({ pending: 0, dead: 0 });
+    } finally {
+      await after.close();
+    }
   });
 
   it('retries an insert that did commit without storing anything twice', async () => {

@@ -99,8 +99,10 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
   }
 
-  /** Drains what an earlier run left here, then keeps retrying on schedule. */
+  /** Drains what an earlier run left here at once (not at its next retry), then keeps retrying on schedule. */
   onApplicationBootstrap(): void {
+    const { changes } = this.db.prepare(`UPDATE spooled SET next_attempt_at = ? WHERE state = 'pending'`).run(Date.now());
+    if (changes > 0) this.logger.log(`Draining ${changes} event(s) an earlier run left in the spool`);
     this.schedule(0);
   }
 
