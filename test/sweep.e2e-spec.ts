@@ -1,6 +1,7 @@
 import { mirrorDifferences } from '../src/simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
+import { waitFor } from './support/service';
 
 interface Report {
   dryRun: boolean;
@@ -87,5 +88,31 @@ describe('POST /admin/sweep: the full sweep', () => {
     expect(anonymous.status).toBe(401);
     expect(bad.status).toBe(400);
     expect(await rowCount()).toEqual(before);
+  });
+});
+
+describe('the full sweep on a schedule (SWEEP_CRON)', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sweep_schedule');
+    harness = await startHarness(db.url, { deliver: false, env: { SWEEP_CRON: '* * * * * *' } });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('brings an event-less mirror to the truth by itself', async () => {
+    const world = harness.sim.world;
+    world.seedWorld({ profiles: 1, accountsPerProfile: 2, posts: 4 });
+    const truth = world.snapshot();
+    const everything = { postIds: truth.posts.map((p) => p._id), profileIds: world.listProfiles().map((p) => p._id) };
+
+    await waitFor('a scheduled sweep to fill the mirror', async () =>
+      (await mirrorDifferences(harness.service.pool, world, everything)).length === 0 ? true : undefined,
+    );
   });
 });

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
+import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
@@ -22,6 +25,8 @@ export interface SweepReport {
 }
 
 const PAGE_SIZE = 500;
+/** One sweep at a time across every replica. */
+const SWEEP_LOCK_KEY = 7_262_002;
 const counts = (): SweepCounts => ({ created: 0, changed: 0, deleted: 0, unchanged: 0 });
 const read = (startedAt: Date) => ({ readId: randomUUID(), startedAt, lastEventAt: null });
 
@@ -31,15 +36,45 @@ const read = (startedAt: Date) => ({ readId: randomUUID(), startedAt, lastEventA
  * from an old backup). Writes go through the same guarded statements as reconcile jobs; a dry run only counts.
  */
 @Injectable()
-export class SweepService {
+export class SweepService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(SweepService.name);
+  private scheduled: Promise<unknown> | undefined;
 
   constructor(
     private readonly pozy: PozyClient,
     private readonly database: DatabaseService,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
+    private readonly config: AppConfig,
+    private readonly scheduler: SchedulerRegistry,
   ) {}
+
+  /** SWEEP_CRON, when set: on one replica at a time (the others skip that tick). */
+  onApplicationBootstrap(): void {
+    if (!this.config.runsWorker || !this.config.sweepCron) return;
+    const job = CronJob.from({ cronTime: this.config.sweepCron, onTick: () => void this.scheduledSweep(), start: true });
+    this.scheduler.addCronJob('sweep', job);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.scheduler.doesExist('cron', 'sweep')) this.scheduler.deleteCronJob('sweep');
+    await this.scheduled;
+  }
+
+  private async scheduledSweep(): Promise<void> {
+    if (this.scheduled) return;
+    const lock = await this.database.pool.connect();
+    try {
+      const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK_KEY]);
+      if (!rows[0].ok) return;
+      this.scheduled = this.sweep(false).catch((error: unknown) => this.logger.error(`Scheduled sweep failed: ${(error as Error).message}`));
+      await this.scheduled;
+      await lock.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK_KEY]);
+    } finally {
+      this.scheduled = undefined;
+      lock.release();
+    }
+  }
 
   async sweep(dryRun: boolean): Promise<SweepReport> {
     const started = Date.now();

@@ -35,6 +35,8 @@ export class AppConfig {
   readonly backfillCron: string | null;
   /** How far before the last run's newest log row the next run starts: log rows can be written late. */
   readonly backfillOverlapMs: number;
+  /** Schedule of the full sweep; null (the default): only on request. */
+  readonly sweepCron: string | null;
   readonly spoolDir: string;
   /** The database must acknowledge an event's insert within this (Pozy waits 5 s), or the event is spooled. */
   readonly ackTimeoutMs: number;
@@ -68,6 +70,7 @@ export class AppConfig {
     this.adminToken = env.ADMIN_TOKEN;
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
+    this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;
     this.spoolDir = env.SPOOL_DIR;
     this.ackTimeoutMs = env.ACK_TIMEOUT_MS;
     this.spoolRetryFirstMs = env.SPOOL_RETRY_FIRST_MS;

@@ -136,6 +136,9 @@ export class EnvironmentVariables {
   @Max(86_400_000)
   BACKFILL_OVERLAP_MS = 600_000;
 
+  @Validate(CronExpression)
+  SWEEP_CRON = 'off';
+
   @IsString()
   @IsNotEmpty()
   SPOOL_DIR = '.data/spool';
@@ -202,6 +205,7 @@ export const VARIABLES = [
   'ADMIN_TOKEN',
   'BACKFILL_CRON',
   'BACKFILL_OVERLAP_MS',
+  'SWEEP_CRON',
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
   'ACK_TIMEOUT_MS',
