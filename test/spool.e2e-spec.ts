@@ -117,6 +117,38 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     }
   });
 
+  it('sets aside a spooled event PostgreSQL refuses, without holding back the ones spooled with it', async () => {
+    const good = postEvent('66aa01f3c2b1e4d5f6a7cccc');
+    const bad = postEvent('66aa01f3c2b1e4d5f6a7cccd');
+    const spooledEvent = (event: typeof good, payloadJson: string) => ({
+      id: event.id,
+      type: event.event,
+      payloadJson,
+      timestamp: new Date(event.timestamp),
+      deliveryId: null,
+      attempt: 1,
+      test: false,
+      reconcile: null,
+      recoveredBy: null,
+    });
+    // As if a batch holding both had timed out: jsonb refuses \u0000, so the bad one can never be stored.
+    spool().add(
+      [spooledEvent(good, JSON.stringify(good)), spooledEvent(bad, JSON.stringify({ ...bad, note: 'NUL' }).replace('NUL', '\\u0000'))],
+      new Error('the database did not acknowledge within 500 ms'),
+    );
+
+    await waitFor('the good event to be stored', async () => ((await stored([good.id])).length === 1 ? true : undefined));
+    expect(spool().counts()).toEqual({ pending: 0, dead: 1 });
+    const letters = (await (await fetch(`${service.baseUrl}/admin/dead-letters?queue=ack`, { headers: ADMIN })).json()) as {
+      data: Array<{ id: string; eventId: string; lastError: string }>;
+    };
+    const letter = letters.data.find((l) => l.eventId === bad.id)!;
+    expect(letter.lastError).toMatch(/refused by PostgreSQL/);
+    const replay = await fetch(`${service.baseUrl}/admin/dead-letters/${letter.id}/replay`, { method: 'POST', headers: ADMIN });
+    expect(replay.status).toBe(422);
+    expect(await stored([bad.id])).toEqual([]);
+  });
+
   it('retries an insert that did commit without storing anything twice', async () => {
     const event = postEvent('66aa01f3c2b1e4d5f6a7eeee');
     expect((await deliver(service.baseUrl, event)).body).toMatchObject({ duplicate: false });

@@ -6,6 +6,7 @@ import { AdminTokenGuard } from './admin-token.guard';
 import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
 import { ResyncService } from './resync.service';
 import { AckSpool, SpooledEvent } from '../webhooks/ack-spool';
+import { isEventDataError } from '../webhooks/event-data-error';
 
 @Controller('admin/dead-letters')
 @UseGuards(AdminTokenGuard)
@@ -58,6 +59,7 @@ export class DeadLettersController {
     try {
       return await this.spool.replay(ids);
     } catch (error) {
+      if (isEventDataError(error)) throw new ApiError(422, 'invalid_event', `PostgreSQL refuses this event: ${(error as Error).message}`);
       throw new ApiError(503, 'database_unavailable', `The database still does not acknowledge: ${(error as Error).message}`);
     }
   }

@@ -72,7 +72,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [BACKFILL_LOCK_KEY]);
       if (!rows[0].ok) {
         lock.release();
-        return { started: false, runningRunId: (await this.runs.running())?.id ?? null };
+        return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
       }
       const checkpoint = await this.runs.checkpoint();
       runId = randomUUID();
@@ -88,8 +88,12 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private async release(lock: PoolClient): Promise<void> {
-    await lock.query('SELECT pg_advisory_unlock($1)', [BACKFILL_LOCK_KEY]).catch(() => undefined);
-    lock.release();
+    // A connection whose unlock failed may still hold the lock: destroy it rather than return it to the pool.
+    const unlocked = await lock.query('SELECT pg_advisory_unlock($1)', [BACKFILL_LOCK_KEY]).then(
+      () => true,
+      () => false,
+    );
+    lock.release(!unlocked);
     this.current = undefined;
   }
 

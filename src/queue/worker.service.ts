@@ -98,8 +98,9 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     if (!this.runner) return;
     const runner = this.runner;
     this.runner = undefined;
-    clearInterval(this.heartbeatTimer);
     await runner.stop();
+    // Only now: jobs still finishing during the grace period must not look orphaned to other replicas.
+    clearInterval(this.heartbeatTimer);
     await this.heartbeat?.stop().catch(() => undefined);
     this.logger.log('Worker stopped');
   }

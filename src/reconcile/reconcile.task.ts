@@ -36,8 +36,8 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
         return this.deadLetter(key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
       }
       if (error instanceof PozyUnavailableError && error.network) {
-        const since = await this.state.markFailing(key);
-        if (Date.now() - since.getTime() > this.config.deadLetterAfterMs) {
+        const { since, forMs } = await this.state.markFailing(key);
+        if (forMs > this.config.deadLetterAfterMs) {
           const reason = `Pozy timed out or was unreachable for over ${Math.round(this.config.deadLetterAfterMs / 1000)} s`;
           return this.deadLetter(key, payload, reason, error, helpers, since);
         }

@@ -35,13 +35,14 @@ export class ResourceStateRepository {
     );
   }
 
-  /** A read failed on a timeout or an unreachable Pozy: when did this run of failures begin? */
-  async markFailing(key: string): Promise<Date> {
-    const { rows } = await this.database.pool.query<{ since: Date }>(
-      'UPDATE reconcile_request SET failing_since = coalesce(failing_since, now()) WHERE key = $1 RETURNING failing_since AS since',
+  /** A read failed on a timeout or an unreachable Pozy: how long (by the database's clock) have failures lasted? */
+  async markFailing(key: string): Promise<{ since: Date; forMs: number }> {
+    const { rows } = await this.database.pool.query<{ since: Date; for_ms: number }>(
+      `UPDATE reconcile_request SET failing_since = coalesce(failing_since, now()) WHERE key = $1
+       RETURNING failing_since AS since, (extract(epoch FROM now() - failing_since) * 1000)::int AS for_ms`,
       [key],
     );
-    return rows[0]?.since ?? new Date();
+    return rows[0] ? { since: rows[0].since, forMs: rows[0].for_ms } : { since: new Date(), forMs: 0 };
   }
 
   async clearFailing(key: string): Promise<void> {

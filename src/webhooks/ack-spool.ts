@@ -12,6 +12,7 @@ import {
 import Database from 'better-sqlite3';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { isEventDataError } from './event-data-error';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
 /** The database did not acknowledge in time (ACK_TIMEOUT_MS). */
@@ -155,9 +156,9 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     const rows = ids
       .map((id) => this.db.prepare(`SELECT * FROM spooled WHERE id = ? AND state = 'dead'`).get(id) as Row | undefined)
       .filter((row): row is Row => row !== undefined);
-    if (rows.length === 0) return { stored: 0, duplicates: 0 };
-    const inserted = await this.insert(rows);
-    return { stored: inserted, duplicates: rows.length - inserted };
+    let stored = 0;
+    for (let i = 0; i < rows.length; i += BATCH) stored += await this.insert(rows.slice(i, i + BATCH));
+    return { stored, duplicates: rows.length - stored };
   }
 
   /** Retries at `inMs` from now, unless a retry is already due sooner. */
@@ -168,10 +169,13 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     this.timerAt = at;
     this.timer = setTimeout(() => {
       this.timerAt = Infinity;
+      // One pass at a time: a pass still running looks again when it ends.
+      if (this.running) return;
       this.running = this.retryDue()
         .catch((error: unknown) => this.logger.error(`Spool retry failed: ${(error as Error).message}`))
         .finally(() => {
           this.running = undefined;
+          if (this.stopped || !this.db.open) return;
           const next = this.db.prepare(`SELECT min(next_attempt_at) AS next FROM spooled WHERE state = 'pending'`).get() as {
             next: number | null;
           };
@@ -190,8 +194,12 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
         const inserted = await this.insert(rows);
         this.logger.log(`Stored ${rows.length} spooled event(s) in the database (${rows.length - inserted} were there already)`);
       } catch (error) {
-        this.failed(rows, error);
-        return;
+        if (!isEventDataError(error)) {
+          this.failed(rows, error);
+          return;
+        }
+        // One event PostgreSQL refuses must not hold the others back: one by one, and the refused one is set aside.
+        for (const row of rows) await this.insert([row]).catch((e: unknown) => (isEventDataError(e) ? this.refused(row, e) : this.failed([row], e)));
       }
     }
   }
@@ -204,6 +212,14 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
     this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();
     return events.filter((e) => outcome.insertedIds.has(e.id)).length;
+  }
+
+  /** PostgreSQL refuses this event's data: no retry can store it. Kept in the dead-letter queue with the reason. */
+  private refused(row: Row, error: unknown): void {
+    this.db
+      .prepare(`UPDATE spooled SET state = 'dead', dead_at = ?, next_attempt_at = NULL, last_error = ?, attempts = attempts + 1 WHERE id = ?`)
+      .run(Date.now(), `refused by PostgreSQL: ${(error as Error).message}`, row.id);
+    this.logger.error(`Spooled event ${row.event_id} refused by PostgreSQL: ${(error as Error).message}`);
   }
 
   private failed(rows: Row[], error: unknown): void {

@@ -3,6 +3,7 @@ import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool, withDeadline } from './ack-spool';
+import { isEventDataError } from './event-data-error';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
 /** Events per statement at most. */
@@ -17,15 +18,6 @@ interface Waiting {
   event: NewPozyEvent;
   resolve: (outcome: StoreOutcome) => void;
   reject: (error: unknown) => void;
-}
-
-/**
- * SQLSTATEs that blame the event rather than the database: data exceptions (class 22, e.g. a \u0000 or a lone
- * surrogate jsonb refuses) and nesting too deep for PostgreSQL (54001).
- */
-export function isEventDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('22') || code === '54001');
 }
 
 /**
@@ -87,13 +79,30 @@ export class EventIngester {
       if (groups.size > 1 && isEventDataError(error)) {
         this.logger.warn(`A batch of ${groups.size} events failed on one's data (${(error as Error).message}); storing them one by one`);
         // In this slot, one at a time: a rare path, and it must not take more connections than the batch did.
-        for (const group of groups.values()) await this.insert([group]).catch((e: unknown) => this.fail([group], e));
-        return;
+        const rest = [...groups.values()];
+        for (let i = 0; i < rest.length; i += 1) {
+          try {
+            await this.insert([rest[i]]);
+          } catch (e) {
+            if (isEventDataError(e)) {
+              this.fail([rest[i]], e);
+              continue;
+            }
+            // The database itself failed: the rest goes to the spool now, not one deadline at a time.
+            this.fail(rest.slice(i), e);
+            break;
+          }
+        }
+      } else {
+        this.fail([...groups.values()], error);
       }
-      this.fail([...groups.values()], error);
     }
   }
 
+  /**
+   * Past the deadline the events are answered from the spool and the slot is freed, though the statement may still
+   * hold its connection (until its own 3 s timeout): answering Pozy within 5 s comes first.
+   */
   private async insert(groups: Waiting[][]): Promise<void> {
     const outcome = await withDeadline(
       this.events.insertBatch(

@@ -6,7 +6,8 @@ import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
-import { EventIngester, isEventDataError } from './event-ingester';
+import { isEventDataError } from './event-data-error';
+import { EventIngester } from './event-ingester';
 import { isValidPozySignature } from './webhook-signature';
 
 export interface WebhookReceipt {
