@@ -24,10 +24,16 @@ export class WorkerHeartbeat {
 
   /** Unlocks the jobs of pools that stopped beating; returns how many. */
   async releaseOrphans(): Promise<number> {
+    const dead = `locked_by IS NOT NULL
+      AND locked_by NOT IN (SELECT pool_id FROM worker_heartbeat WHERE seen_at > now() - $1::int * interval '1 millisecond')`;
+    // A job superseded while it ran (graphile-worker cleared its key and spent its attempts, with no error, when a
+    // newer job for the same key was added) would have been deleted when it finished; it never will be now.
+    await this.pool.query(
+      `DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND attempts >= max_attempts AND last_error IS NULL`,
+      [DEAD_AFTER_MS],
+    );
     const { rowCount } = await this.pool.query(
-      `UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL
-        WHERE locked_by IS NOT NULL
-          AND locked_by NOT IN (SELECT pool_id FROM worker_heartbeat WHERE seen_at > now() - $1::int * interval '1 millisecond')`,
+      `UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE ${dead}`,
       [DEAD_AFTER_MS],
     );
     await this.pool.query(`DELETE FROM worker_heartbeat WHERE seen_at < now() - interval '1 day'`);
