@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # Build: compile TypeScript and generate the Prisma client with dev dependencies, then keep production ones only.
 FROM node:20-bookworm-slim AS build
+# better-sqlite3 (the spool) builds from source where no prebuilt binary can be fetched.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts ./
 COPY scripts ./scripts
