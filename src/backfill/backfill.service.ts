@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import type { PoolClient } from 'pg';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
+import { tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
@@ -65,36 +65,25 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    * Resolves once the run is recorded, so its id can be followed at once.
    */
   async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
-    const lock = await this.database.pool.connect();
+    const lock = await tryAdvisoryLock(this.database.pool, BACKFILL_LOCK_KEY);
+    if (!lock) return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
     let runId: string;
     let scanFrom: Date | null;
     try {
-      const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [BACKFILL_LOCK_KEY]);
-      if (!rows[0].ok) {
-        lock.release();
-        return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
-      }
       const checkpoint = await this.runs.checkpoint();
       runId = randomUUID();
       scanFrom = checkpoint && new Date(checkpoint.getTime() - this.config.backfillOverlapMs);
       await this.runs.create({ id: runId, trigger, scanFrom });
     } catch (error) {
-      await this.release(lock);
+      await lock.release();
       throw error;
     }
-    // The lock's connection is held for the whole run: the lock is the connection's.
-    this.current = this.execute(runId, scanFrom).finally(() => this.release(lock));
+    // The lock is held for the whole run.
+    this.current = this.execute(runId, scanFrom).finally(async () => {
+      await lock.release();
+      this.current = undefined;
+    });
     return { started: true, runId };
-  }
-
-  private async release(lock: PoolClient): Promise<void> {
-    // A connection whose unlock failed may still hold the lock: destroy it rather than return it to the pool.
-    const unlocked = await lock.query('SELECT pg_advisory_unlock($1)', [BACKFILL_LOCK_KEY]).then(
-      () => true,
-      () => false,
-    );
-    lock.release(!unlocked);
-    this.current = undefined;
   }
 
   private async execute(runId: string, scanFrom: Date | null): Promise<void> {

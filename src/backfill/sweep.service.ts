@@ -3,6 +3,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
+import { tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
@@ -63,18 +64,17 @@ export class SweepService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async scheduledSweep(): Promise<void> {
     if (this.scheduled) return;
-    const lock = await this.database.pool.connect();
+    const lock = await tryAdvisoryLock(this.database.pool, SWEEP_LOCK_KEY);
+    if (!lock) return;
     try {
-      const { rows } = await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK_KEY]);
-      if (!rows[0].ok) return;
       this.scheduled = this.sweep(false).catch((error: unknown) => this.logger.error(`Scheduled sweep failed: ${(error as Error).message}`));
       await this.scheduled;
-      await lock.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK_KEY]);
     } finally {
       this.scheduled = undefined;
-      lock.release();
+      await lock.release();
     }
   }
+
 
   async sweep(dryRun: boolean): Promise<SweepReport> {
     const started = Date.now();
