@@ -137,7 +137,10 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
       new Error('the database did not acknowledge within 500 ms'),
     );
 
-    await waitFor('the good event to be stored', async () => ((await stored([good.id])).length === 1 ? true : undefined));
+    // The two are retried one after the other: wait for both outcomes, not just the first.
+    await waitFor('the good event stored and the bad one set aside', async () =>
+      (await stored([good.id])).length === 1 && spool().counts().dead === 1 ? true : undefined,
+    );
     expect(spool().counts()).toEqual({ pending: 0, dead: 1 });
     const letters = (await (await fetch(`${service.baseUrl}/admin/dead-letters?queue=ack`, { headers: ADMIN })).json()) as {
       data: Array<{ id: string; eventId: string; lastError: string }>;
