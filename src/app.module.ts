@@ -11,6 +11,7 @@ import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
 import { AccountsModule } from './mirror/accounts/accounts.module';
 import { PostsModule } from './mirror/posts/posts.module';
+import { NotificationsModule } from './notifications/notifications.module';
 import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -28,6 +29,7 @@ export class AppModule {
         ReconcileModule,
         PostsModule,
         AccountsModule,
+        NotificationsModule,
         AdminModule,
         BackfillModule,
         HealthModule,

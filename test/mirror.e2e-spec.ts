@@ -137,10 +137,10 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const started = Date.now();
 
     // The newer read started later and finished first; the older one arrives after it.
-    expect(await repository.write(newer, { readId: randomUUID(), startedAt: new Date(started + 20), lastEventAt: null })).toBe('written');
-    expect(await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 10), lastEventAt: null })).toBe('stale');
+    expect((await repository.write(newer, { readId: randomUUID(), startedAt: new Date(started + 20), lastEventAt: null })).outcome).toBe('written');
+    expect((await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 10), lastEventAt: null })).outcome).toBe('stale');
     // An old version never wins, even from a read that started later.
-    expect(await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).toBe('stale');
+    expect((await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).outcome).toBe('stale');
 
     expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ content: 'new', pozyUpdatedAt: newer.updatedAt });
   });
@@ -262,9 +262,9 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const read = (ms: number) => ({ readId: randomUUID(), startedAt: new Date(t + ms), lastEventAt: null });
     const alive = plainToInstance(PozyPostDto, world().getPost(post._id));
 
-    expect(await repository.markDeleted(post._id, read(10))).toBe('written');
-    expect(await repository.write(alive, read(5))).toBe('stale');
-    expect(await repository.write(alive, read(20))).toBe('written');
+    expect((await repository.markDeleted(post._id, read(10))).outcome).toBe('written');
+    expect((await repository.write(alive, read(5))).outcome).toBe('stale');
+    expect((await repository.write(alive, read(20))).outcome).toBe('written');
 
     expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'draft', deletedAt: null });
   });

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
+import { NotificationsModule } from '../notifications/notifications.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { DeadLettersController } from './dead-letters.controller';
@@ -8,7 +9,7 @@ import { AdminTokenGuard } from './admin-token.guard';
 import { ResyncService } from './resync.service';
 
 @Module({
-  imports: [ReconcileModule, DeadLettersModule, WebhooksModule],
+  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule],
   controllers: [AdminController, DeadLettersController],
   providers: [AdminTokenGuard, ResyncService],
 })

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { DeadLetter, DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { NotificationReplayService } from '../notifications/notification-replay.service';
 import { ResourceType } from '../queue/tasks';
 import { AdminTokenGuard } from './admin-token.guard';
 import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
@@ -15,6 +16,7 @@ export class DeadLettersController {
     private readonly deadLetters: DeadLetterRepository,
     private readonly resync: ResyncService,
     private readonly spool: AckSpool,
+    private readonly notifications: NotificationReplayService,
   ) {}
 
   /**
@@ -30,7 +32,9 @@ export class DeadLettersController {
   /** Replays every letter of the queue not replayed yet; with dryRun, only says how many that would be. */
   @Post('replay')
   @HttpCode(202)
-  async replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ queue: string; count: number; replayed: boolean }> {
+  async replayAll(
+    @Query() query: DeadLetterReplayAllQuery,
+  ): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
     const dryRun = query.dryRun === true;
     if (query.queue === 'ack') {
       const letters = this.spool.dead(Number.MAX_SAFE_INTEGER);
@@ -38,21 +42,31 @@ export class DeadLettersController {
       return { queue: 'ack', count: letters.length, replayed: !dryRun };
     }
     const letters = await this.deadLetters.unreplayed();
-    if (!dryRun) for (const letter of letters) await this.replay(letter);
-    return { queue: query.queue, count: letters.length, replayed: !dryRun };
+    let skipped = 0;
+    if (!dryRun) for (const letter of letters) if ((await this.replay(letter)).skipped) skipped += 1;
+    return { queue: query.queue, count: letters.length, replayed: !dryRun, skipped };
   }
 
   /**
-   * Replays one letter. A delivery letter: its resource is read from Pozy again (forced), like an admin resync. An
-   * acknowledgment letter: the event is inserted now, with the same idempotent insert. Both are safe to repeat.
+   * Replays one letter. A reconcile letter: its resource is read from Pozy again (forced), like an admin resync. A
+   * notification letter: it is sent again with its original webhook-id, unless a newer version of its resource has
+   * reached the subscriber since (409). An acknowledgment letter: the event is inserted now, with the same idempotent
+   * insert. All are safe to repeat.
    */
   @Post(':id/replay')
   @HttpCode(202)
-  async replayOne(@Param() params: DeadLetterIdParams): Promise<{ replayed: true; reconcile?: string; stored?: number }> {
+  async replayOne(
+    @Param() params: DeadLetterIdParams,
+  ): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {
     if (this.spool.getDead(params.id)) return { replayed: true, stored: (await this.replaySpooled([params.id])).stored };
     const letter = await this.deadLetters.get(params.id);
     if (!letter) throw new ApiError(404, 'not_found', `No dead letter ${params.id}`);
-    return { replayed: true, reconcile: await this.replay(letter) };
+    if (letter.kind === 'notification') {
+      const { notificationId } = letter.payload as { notificationId: string };
+      await this.notifications.replayOne(notificationId);
+      return { replayed: true, notification: notificationId };
+    }
+    return { replayed: true, reconcile: (await this.replay(letter)).reconcile };
   }
 
   private async replaySpooled(ids: string[]): Promise<{ stored: number }> {
@@ -64,10 +78,15 @@ export class DeadLettersController {
     }
   }
 
-  private async replay(letter: DeadLetter): Promise<string> {
+  /** A notification letter is marked replayed by the replay itself; one whose resource has a newer version is skipped. */
+  private async replay(letter: DeadLetter): Promise<{ reconcile?: string; skipped?: boolean }> {
+    if (letter.kind === 'notification') {
+      const { replayed } = await this.notifications.replayDeadLetter((letter.payload as { notificationId: string }).notificationId);
+      return { skipped: !replayed };
+    }
     const { resource, id } = letter.payload as { resource: ResourceType; id: string };
     const key = await this.resync.request(resource, id);
     await this.deadLetters.markReplayed(letter.id);
-    return key;
+    return { reconcile: key };
   }
 }

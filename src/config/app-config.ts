@@ -28,7 +28,10 @@ export class AppConfig {
   };
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
-  /** Timeouts or an unreachable Pozy persisting this long move a reconcile to the delivery dead-letter queue. */
+  /**
+   * Timeouts or an unreachable endpoint persisting this long move a reconcile (Pozy) or a notification (a
+   * subscriber) to the delivery dead-letter queue.
+   */
   readonly deadLetterAfterMs: number;
   readonly adminToken: string | undefined;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
@@ -47,6 +50,19 @@ export class AppConfig {
   readonly reconcileCoalesceWindowMs: number;
   readonly workerConcurrency: number;
   readonly shutdownGraceMs: number;
+  readonly notify: {
+    /** Per attempt, from connecting to the end of the answer. */
+    readonly timeoutMs: number;
+    /** Notifications in flight to one subscriber at a time. */
+    readonly concurrency: number;
+    /** Retries wait up to base * 2^(attempt-1), at most max, with full jitter (and at least a Retry-After). */
+    readonly retryBaseMs: number;
+    readonly retryMaxMs: number;
+    /** A subscriber whose every attempt has failed for this long is paused (the circuit breaker). */
+    readonly pauseAfterMs: number;
+    /** Replayed notifications are spread to at most this many a second per subscriber. */
+    readonly replayPerSecond: number;
+  };
 
   private constructor(env: EnvironmentVariables) {
     this.nodeEnv = (env.NODE_ENV as AppConfig['nodeEnv'] | undefined) ?? 'development';
@@ -78,6 +94,14 @@ export class AppConfig {
     this.reconcileCoalesceWindowMs = env.RECONCILE_COALESCE_WINDOW_MS;
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.shutdownGraceMs = env.SHUTDOWN_GRACE_MS;
+    this.notify = Object.freeze({
+      timeoutMs: env.NOTIFY_TIMEOUT_MS,
+      concurrency: env.NOTIFY_CONCURRENCY,
+      retryBaseMs: env.NOTIFY_RETRY_BASE_MS,
+      retryMaxMs: env.NOTIFY_RETRY_MAX_MS,
+      pauseAfterMs: env.NOTIFY_PAUSE_AFTER_MS,
+      replayPerSecond: env.NOTIFY_REPLAY_PER_SECOND,
+    });
     Object.freeze(this);
   }
 

@@ -184,6 +184,41 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(600_000)
   SHUTDOWN_GRACE_MS = 10_000;
+  @toInt()
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
+  NOTIFY_TIMEOUT_MS = 10_000;
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  NOTIFY_CONCURRENCY = 8;
+
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
+  NOTIFY_RETRY_BASE_MS = 1_000;
+
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(86_400_000)
+  NOTIFY_RETRY_MAX_MS = 300_000;
+
+  @toInt()
+  @IsInt()
+  @Min(1_000)
+  @Max(604_800_000)
+  NOTIFY_PAUSE_AFTER_MS = 900_000;
+
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  NOTIFY_REPLAY_PER_SECOND = 10;
 }
 
 export const VARIABLES = [
@@ -214,6 +249,12 @@ export const VARIABLES = [
   'RECONCILE_COALESCE_WINDOW_MS',
   'WORKER_CONCURRENCY',
   'SHUTDOWN_GRACE_MS',
+  'NOTIFY_TIMEOUT_MS',
+  'NOTIFY_CONCURRENCY',
+  'NOTIFY_RETRY_BASE_MS',
+  'NOTIFY_RETRY_MAX_MS',
+  'NOTIFY_PAUSE_AFTER_MS',
+  'NOTIFY_REPLAY_PER_SECOND',
 ] as const satisfies readonly (keyof EnvironmentVariables)[];
 
 export class ConfigError extends Error {

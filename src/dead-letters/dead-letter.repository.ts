@@ -5,7 +5,7 @@ import { DatabaseService } from '../database/database.service';
 export interface DeadLetter {
   id: string;
   queue: 'delivery';
-  kind: 'reconcile';
+  kind: 'reconcile' | 'notification';
   resourceKey: string;
   payload: unknown;
   reason: string;
@@ -26,12 +26,13 @@ const COLUMNS = `id, queue, kind, resource_key AS "resourceKey", payload, reason
 export class DeadLetterRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  async add(letter: Pick<DeadLetter, 'kind' | 'resourceKey' | 'payload' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'>): Promise<string> {
+  /** A reconcile given up on. (Notification letters are written with the attempt that gave up: notification.repository.ts.) */
+  async addReconcile(letter: Pick<DeadLetter, 'resourceKey' | 'payload' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'>): Promise<string> {
     const id = randomUUID();
     await this.database.pool.query(
       `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at)
-       VALUES ($1, 'delivery', $2, $3, $4::jsonb, $5, $6, $7, $8, now())`,
-      [id, letter.kind, letter.resourceKey, JSON.stringify(letter.payload), letter.reason, letter.error, letter.attempts, letter.firstFailureAt],
+       VALUES ($1, 'delivery', 'reconcile', $2, $3::jsonb, $4, $5, $6, $7, now())`,
+      [id, letter.resourceKey, JSON.stringify(letter.payload), letter.reason, letter.error, letter.attempts, letter.firstFailureAt],
     );
     return id;
   }

@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
+import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
 import { AckSpool } from '../webhooks/ack-spool';
 
 export interface SyncStatus {
@@ -14,6 +15,12 @@ export interface SyncStatus {
     lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
     /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
     gaps: Array<{ hour: Date; events: number }>;
+  };
+  /** Change notifications: waiting to be sent, and each subscriber's health (paused ones are the circuit breaker's). */
+  notifications: {
+    pending: number;
+    oldestPendingAgeMs: number | null;
+    subscribers: Array<Pick<Subscription, 'id' | 'url' | 'active' | 'health'>>;
   };
 }
 
@@ -41,7 +48,9 @@ SELECT
   (SELECT count(*) FILTER (WHERE removed_at IS NULL) FROM account)::int AS accounts,
   (SELECT count(*) FILTER (WHERE removed_at IS NOT NULL) FROM account)::int AS removed_accounts,
   (SELECT count(*) FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL)::int AS dead_delivery,
-  greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at`;
+  greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at,
+  (SELECT count(*) FROM notification WHERE state = 'pending')::int AS pending_notifications,
+  (SELECT (extract(epoch FROM now() - min(created_at)) * 1000)::bigint FROM notification WHERE state = 'pending') AS oldest_notification_ms`;
 
 /** How far behind the mirror is, from the database alone. */
 @Controller('sync')
@@ -49,14 +58,16 @@ export class SyncStatusController {
   constructor(
     private readonly database: DatabaseService,
     private readonly spool: AckSpool,
+    private readonly subscriptions: SubscriptionRepository,
   ) {}
 
   @Get('status')
   async status(): Promise<SyncStatus> {
-    const [{ rows }, lastRun, gaps] = await Promise.all([
+    const [{ rows }, lastRun, gaps, subscriptions] = await Promise.all([
       this.database.pool.query<Record<string, number | string | Date | null>>(STATUS),
       this.database.pool.query<SyncStatus['backfill']['lastRun'] & object>(LAST_RUN),
       this.database.pool.query<{ hour: Date; events: number }>(GAPS),
+      this.subscriptions.list(),
     ]);
     const r = rows[0];
     const spool = this.spool.counts();
@@ -78,6 +89,11 @@ export class SyncStatusController {
       deadLetters: { delivery: Number(r.dead_delivery), ack: spool.dead },
       spool: { pending: spool.pending },
       backfill: { lastRun: lastRun.rows[0] ?? null, gaps: gaps.rows },
+      notifications: {
+        pending: Number(r.pending_notifications),
+        oldestPendingAgeMs: r.oldest_notification_ms === null ? null : Number(r.oldest_notification_ms),
+        subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, url, active, health })),
+      },
     };
   }
 }

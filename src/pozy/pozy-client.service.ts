@@ -1,7 +1,8 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { Dispatcher, Pool } from 'undici';
+import { Pool } from 'undici';
+import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
@@ -13,21 +14,6 @@ import { RateBudget } from './rate-budget';
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 5_000;
-
-/** undici's codes for a connection that failed or went silent: worth another try. */
-const TRANSIENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EAI_AGAIN',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_ABORTED',
-]);
 
 /** What Pozy answered, and when the request that got the answer was sent: the state is at least that recent. */
 export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false }) & { sentAt: Date };
@@ -148,8 +134,8 @@ export class PozyClient implements OnModuleDestroy {
         result = await this.send(path);
       } catch (error) {
         this.count(route, 0);
-        if (!isTransient(error)) throw error;
-        lastError = new PozyUnavailableError(`${route}: ${describe(error)}`, true);
+        if (!isNetworkError(error)) throw error;
+        lastError = new PozyUnavailableError(`${route}: ${describeError(error)}`, true);
         continue;
       }
       this.count(route, result.status);
@@ -198,17 +184,6 @@ export class PozyClient implements OnModuleDestroy {
   }
 }
 
-/** A connection that failed or went silent, or our own per-request timeout: worth another try. */
-function isTransient(error: unknown): boolean {
-  const { code, name } = error as { code?: unknown; name?: unknown };
-  return (typeof code === 'string' && TRANSIENT_CODES.has(code)) || name === 'TimeoutError' || name === 'AbortError';
-}
-
-function describe(error: unknown): string {
-  const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
-  return `${typeof code === 'string' ? code : String(name)} (${String(message)})`;
-}
-
 function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, what: string): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new PozyProtocolError(`Pozy answered a ${what} that is not an object`);
@@ -222,20 +197,5 @@ function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, w
   return dto;
 }
 
-/** Retry-After in seconds or as an HTTP date. */
-function retryAfterMs(headers: Dispatcher.ResponseData['headers']): number | undefined {
-  const value = headers['retry-after'];
-  const text = Array.isArray(value) ? value[0] : value;
-  if (!text) return undefined;
-  const seconds = Number(text);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
-
-/** Full jitter: a random wait up to the exponential bound, so retrying callers do not stampede together. */
-function backoff(attempt: number): number {
-  return Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
-}
-
+const backoff = (attempt: number) => fullJitterBackoff(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -75,10 +75,10 @@ export class ReconcileService {
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: events.latest };
     if (!answer.found) {
-      const outcome = await this.posts.markDeleted(id, read);
+      const { outcome } = await this.posts.markDeleted(id, read);
       return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt: answer.sentAt };
     }
-    return { outcome: await this.posts.write(answer.post, read), sentAt: answer.sentAt };
+    return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt: answer.sentAt };
   }
 
   private async reconcileProfile(profileId: string, events: ResourceEvents): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {

@@ -54,8 +54,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     helpers: JobHelpers,
     firstFailureAt: Date,
   ): Promise<void> {
-    const id = await this.deadLetters.add({
-      kind: 'reconcile',
+    const id = await this.deadLetters.addReconcile({
       resourceKey: key,
       payload: { resource: payload.resource, id: payload.id },
       reason,

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../../database/database.service';
+import { NotificationSignal } from '../../notifications/notification-signal';
+import { FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 
 /** What one read of Pozy learned about a post. */
@@ -13,42 +15,95 @@ export interface PostRead {
 
 export type WriteOutcome = 'written' | 'stale';
 
+export interface PostWriteResult {
+  outcome: WriteOutcome;
+  /** Whether the mirrored state changed (a re-read of the same version writes, yet changes nothing). */
+  changed: boolean;
+  /** Change notifications queued for subscribers, in the same statement. */
+  notified: number;
+}
+
+// What subscribers see of a change: the post as GET /posts/:id answers it, with its version.
+const CHANGES = `
+changes AS (
+  SELECT CASE WHEN w.deleted_at IS NULL THEN 'post.changed' ELSE 'post.deleted' END AS type,
+         'post:' || w.id AS resource_key, w.sequence, w.pozy_updated_at, w.platform_names AS platforms,
+         profiles.ids AS profile_ids,
+         jsonb_build_object(
+           'id', w.id, 'sequence', w.sequence, 'pozyUpdatedAt', ${isoSql('w.pozy_updated_at')},
+           'post', jsonb_build_object(
+             'id', w.id, 'status', w.status, 'content', w.content, 'scheduledFor', ${isoSql('w.scheduled_for')},
+             'publishedAt', ${isoSql('w.published_at')}, 'platforms', w.platforms, 'profileIds', to_jsonb(profiles.ids),
+             'pozyCreatedAt', ${isoSql('w.pozy_created_at')}, 'pozyUpdatedAt', ${isoSql('w.pozy_updated_at')},
+             'lastEventAt', ${isoSql('w.last_event_at')}, 'syncedAt', ${isoSql('w.synced_at')},
+             'deletedAt', ${isoSql('w.deleted_at')})) AS data
+    FROM written w
+   CROSS JOIN LATERAL (SELECT ARRAY(SELECT DISTINCT a.profile_id FROM account a WHERE a.id = ANY (w.account_ids)
+                                     ORDER BY 1) AS ids) profiles
+   -- The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+   WHERE w.changed_by = w.read_id
+)`;
+
+// The mirrored state, bookkeeping (syncedAt, lastEventAt, which read) aside: a difference is a change to notify.
+const POST_DIFFERS = `
+(p.status, p.content, p.scheduled_for, p.published_at, p.platforms, p.pozy_created_at, p.pozy_updated_at, p.deleted_at IS NULL)
+IS DISTINCT FROM
+(excluded.status, excluded.content, excluded.scheduled_for, excluded.published_at, excluded.platforms,
+ excluded.pozy_created_at, excluded.pozy_updated_at, true)`;
+
 // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
 // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever seen
 // as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
 const WRITE_POST = `
+WITH written AS (
 INSERT INTO post AS p (id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
-                       pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at)
-VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, now(), $12, $13, NULL)
+                       pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at,
+                       sequence, changed_by)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, now(), $12, $13, NULL, 1, $13)
 ON CONFLICT (id) DO UPDATE
    SET status = excluded.status, content = excluded.content, scheduled_for = excluded.scheduled_for,
        published_at = excluded.published_at, platforms = excluded.platforms, account_ids = excluded.account_ids,
        platform_names = excluded.platform_names, pozy_created_at = excluded.pozy_created_at,
        pozy_updated_at = excluded.pozy_updated_at, last_event_at = greatest(p.last_event_at, excluded.last_event_at),
-       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id, deleted_at = NULL
+       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id, deleted_at = NULL,
+       sequence = p.sequence + CASE WHEN ${POST_DIFFERS} THEN 1 ELSE 0 END,
+       changed_by = CASE WHEN ${POST_DIFFERS} THEN excluded.read_id ELSE p.changed_by END
  WHERE (excluded.pozy_updated_at, excluded.read_started_at)
        > (coalesce(p.pozy_updated_at, '-infinity'::timestamptz), p.read_started_at)
    AND (p.deleted_at IS NULL OR excluded.read_started_at > p.read_started_at)
-RETURNING id`;
+RETURNING p.*
+), ${CHANGES}, ${fanOutCte('changes')}
+${FAN_OUT_RESULT}`;
 
 // A 404 has no Pozy version: it is dated by the read's start, and only a read that started later may replace it.
 // It wins a tie with a read that found the post: deleting is the last thing that happens to a post.
 const MARK_DELETED = `
+WITH written AS (
 INSERT INTO post AS p (id, status, platforms, account_ids, platform_names, last_event_at, synced_at,
-                       read_started_at, read_id, deleted_at)
-VALUES ($1, 'deleted', '[]'::jsonb, '{}', '{}', $2, now(), $3, $4, now())
+                       read_started_at, read_id, deleted_at, sequence, changed_by)
+VALUES ($1, 'deleted', '[]'::jsonb, '{}', '{}', $2, now(), $3, $4, now(), 1, $4)
 ON CONFLICT (id) DO UPDATE
    SET deleted_at = coalesce(p.deleted_at, now()), last_event_at = greatest(p.last_event_at, excluded.last_event_at),
-       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id
+       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id,
+       sequence = p.sequence + CASE WHEN p.deleted_at IS NULL THEN 1 ELSE 0 END,
+       changed_by = CASE WHEN p.deleted_at IS NULL THEN excluded.read_id ELSE p.changed_by END
  WHERE excluded.read_started_at >= p.read_started_at
-RETURNING id`;
+RETURNING p.*
+), ${CHANGES}, ${fanOutCte('changes')}
+${FAN_OUT_RESULT}`;
 
 @Injectable()
 export class PostMirrorRepository {
-  constructor(private readonly database: DatabaseService) {}
+  constructor(
+    private readonly database: DatabaseService,
+    private readonly signal: NotificationSignal,
+  ) {}
 
-  /** Writes the whole post as Pozy answered it, unless the mirror already holds a newer state. */
-  async write(post: PozyPostDto, read: PostRead): Promise<WriteOutcome> {
+  /**
+   * Writes the whole post as Pozy answered it, unless the mirror already holds a newer state; when that changes
+   * the mirrored post, the matching subscribers' notifications are queued in the same statement.
+   */
+  async write(post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
     const platforms = post.platforms.map((target) => ({
       platform: target.platform,
       accountId: target.accountId,
@@ -58,7 +113,7 @@ export class PostMirrorRepository {
       publishedAt: target.publishedAt ?? null,
       errorMessage: target.errorMessage ?? null,
     }));
-    const { rowCount } = await this.database.pool.query(WRITE_POST, [
+    const { rows } = await this.database.pool.query<FanOutResult>(WRITE_POST, [
       post._id,
       post.status,
       post.content ?? null,
@@ -73,12 +128,17 @@ export class PostMirrorRepository {
       read.startedAt,
       read.readId,
     ]);
-    return rowCount ? 'written' : 'stale';
+    return this.result(rows[0]);
   }
 
   /** Pozy answered 404: the post is marked deleted (kept, not dropped). */
-  async markDeleted(postId: string, read: PostRead): Promise<WriteOutcome> {
-    const { rowCount } = await this.database.pool.query(MARK_DELETED, [postId, read.lastEventAt, read.startedAt, read.readId]);
-    return rowCount ? 'written' : 'stale';
+  async markDeleted(postId: string, read: PostRead): Promise<PostWriteResult> {
+    const { rows } = await this.database.pool.query<FanOutResult>(MARK_DELETED, [postId, read.lastEventAt, read.startedAt, read.readId]);
+    return this.result(rows[0]);
+  }
+
+  private result(row: FanOutResult): PostWriteResult {
+    this.signal.queued(row.notified);
+    return { outcome: row.written > 0 ? 'written' : 'stale', changed: row.changed > 0, notified: row.notified };
   }
 }

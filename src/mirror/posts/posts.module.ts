@@ -1,7 +1,10 @@
 import { Module } from '@nestjs/common';
+import { NotificationsModule } from '../../notifications/notifications.module';
 import { PostMirrorRepository } from './post-mirror.repository';
 import { PostsController } from './posts.controller';
 import { PostsQuery } from './posts.query';
 
-@Module({ controllers: [PostsController], providers: [PostMirrorRepository, PostsQuery], exports: [PostMirrorRepository] })
+@Module({
+  imports: [NotificationsModule],
+  controllers: [PostsController], providers: [PostMirrorRepository, PostsQuery], exports: [PostMirrorRepository] })
 export class PostsModule {}

@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { NotificationSender } from './notification-sender';
+import { AttemptRecord, DueNotification, Lease, NotificationRepository } from './notification.repository';
+import { NotificationSignal } from './notification-signal';
+
+/** Look for due notifications this often; this process's own writes wake the worker at once. */
+const POLL_MS = 500;
+/**
+ * Subscribers served at once by this process. Each holds one slot at most, and a slow or dead one holds it only
+ * for its attempts' timeout (its retries are then scheduled later), so it cannot starve the others.
+ */
+const MAX_SUBSCRIBERS = 64;
+
+/** Counts since start, for metrics and the bench. */
+export interface DeliveryStats {
+  delivered: number;
+  retried: number;
+  dead: number;
+}
+
+/**
+ * The delivery worker: sends the outbox's notifications to their subscribers, apart from the reconcile jobs (its own
+ * loop and connection pool, so a slow subscriber never holds back the mirror). One worker at a time sends a given
+ * subscription's notifications (a lease in the database), up to NOTIFY_CONCURRENCY at once and, per resource, only
+ * the newest version. Retries back off exponentially with jitter; the dead-letter queue takes a notification whose
+ * endpoint kept timing out or stayed unreachable for over DEAD_LETTER_AFTER_MS, or answered a permanent 4xx.
+ */
+@Injectable()
+export class NotificationDeliverer implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(NotificationDeliverer.name);
+  private readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly draining = new Map<string, Promise<void>>();
+  private readonly leaseMs: number;
+  private readonly batchSize: number;
+  /** Bumped by every signal: a drain that found nothing looks again if it moved meanwhile. */
+  private generation = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private stopped = true;
+  private unsubscribe: (() => void) | undefined;
+  readonly stats: DeliveryStats = { delivered: 0, retried: 0, dead: 0 };
+
+  constructor(
+    private readonly repository: NotificationRepository,
+    private readonly sender: NotificationSender,
+    private readonly signal: NotificationSignal,
+    private readonly config: AppConfig,
+  ) {
+    this.batchSize = config.notify.concurrency * 2;
+    // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
+    this.leaseMs = 30_000 + 4 * config.notify.timeoutMs;
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.config.runsWorker) return;
+    this.stopped = false;
+    this.unsubscribe = this.signal.subscribe(() => this.wake());
+    this.schedule(0);
+  }
+
+  /** Attempts in flight finish (each is bounded by NOTIFY_TIMEOUT_MS) and are recorded; nothing new starts. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    clearTimeout(this.timer);
+    await this.polling;
+    await Promise.all(this.draining.values());
+  }
+
+  private wake(): void {
+    this.generation += 1;
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer && delayMs > 0) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.polling) {
+        void this.polling.then(() => this.schedule(0));
+        return;
+      }
+      this.polling = this.poll()
+        .catch((error: unknown) => this.logger.warn(`Looking for due notifications failed; retrying: ${(error as Error).message}`))
+        .finally(() => {
+          this.polling = undefined;
+          this.schedule(POLL_MS);
+        });
+    }, delayMs);
+  }
+
+  private async poll(): Promise<void> {
+    const free = MAX_SUBSCRIBERS - this.draining.size;
+    if (free <= 0) return;
+    const leases = await this.repository.leaseDue(this.owner, this.leaseMs, [...this.draining.keys()], free);
+    for (const lease of leases) {
+      this.draining.set(
+        lease.id,
+        this.drain(lease).finally(() => this.draining.delete(lease.id)),
+      );
+    }
+  }
+
+  private async drain(lease: Lease): Promise<void> {
+    try {
+      while (!this.stopped) {
+        const generation = this.generation;
+        const due = await this.repository.takeDue(lease.id, this.batchSize);
+        if (due.length === 0) {
+          if (generation === this.generation) break;
+          continue;
+        }
+        const records = await mapLimit(due, this.config.notify.concurrency, (notification) => this.attempt(lease, notification));
+        const health = await this.repository.record(lease.id, this.owner, records, {
+          pauseAfterMs: this.config.notify.pauseAfterMs,
+          leaseMs: this.leaseMs,
+        });
+        for (const record of records) this.count(lease, record);
+        if (health.pausedAt) {
+          this.logger.warn(`Subscription ${lease.id} paused: every attempt failed for over ${this.config.notify.pauseAfterMs} ms`);
+          break;
+        }
+        if (!health.leaseHeld) break;
+      }
+    } catch (error) {
+      this.logger.warn(`Delivering to subscription ${lease.id} failed; retrying: ${(error as Error).message}`);
+    } finally {
+      await this.repository.release(lease.id, this.owner).catch(() => undefined);
+    }
+  }
+
+  private async attempt(lease: Lease, notification: DueNotification): Promise<AttemptRecord> {
+    const attemptedAt = new Date();
+    const result = await this.sender.send(lease, notification);
+    const base = { id: notification.id, attemptedAt, durationMs: result.durationMs, statusCode: result.statusCode, replay: notification.replay };
+    if (result.ok) {
+      return { ...base, outcome: 'delivered', error: null, nextAttemptAt: null, failingSince: null, reason: null };
+    }
+    const failingSince = result.unreachable ? (notification.failingSince ?? attemptedAt) : null;
+    const failure = { ...base, error: result.error, failingSince };
+    if (result.permanent) {
+      return { ...failure, outcome: 'dead', nextAttemptAt: null, reason: `The endpoint answered ${result.statusCode}, which retrying cannot change` };
+    }
+    const deadLetterAt = failingSince ? failingSince.getTime() + this.config.deadLetterAfterMs : Infinity;
+    if (Date.now() > deadLetterAt) {
+      const seconds = Math.round(this.config.deadLetterAfterMs / 1000);
+      return { ...failure, outcome: 'dead', nextAttemptAt: null, reason: `The endpoint timed out or was unreachable for over ${seconds} s` };
+    }
+    const { retryBaseMs, retryMaxMs } = this.config.notify;
+    const bound = Math.min(retryMaxMs, retryBaseMs * 2 ** notification.attempts);
+    // Half fixed, half random: retries spread out yet keep growing. Never past the dead-letter deadline (+1 ms),
+    // so an endpoint that stays down is given up on when the threshold passes, not a backoff step later.
+    const delay = Math.max(bound / 2 + Math.random() * (bound / 2), result.retryAfterMs ?? 0);
+    const next = Math.min(Date.now() + delay, deadLetterAt + 1);
+    return { ...failure, outcome: 'retry', nextAttemptAt: new Date(next), reason: null };
+  }
+
+  private count(lease: Lease, record: AttemptRecord): void {
+    if (record.outcome === 'delivered') this.stats.delivered += 1;
+    else if (record.outcome === 'retry') this.stats.retried += 1;
+    else {
+      this.stats.dead += 1;
+      this.logger.warn(`Notification ${record.id} to subscription ${lease.id} moved to the delivery dead-letter queue: ${record.reason} (${record.error})`);
+    }
+  }
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time, keeping the order of the results. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}

@@ -1,0 +1,114 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Webhook } from 'standardwebhooks';
+import { Agent, request } from 'undici';
+import { describeError, isNetworkError, retryAfterMs } from '../common/http-retry';
+import { AppConfig } from '../config/app-config';
+
+/** One notification as it goes out: the same id and body on every attempt and replay. */
+export interface OutgoingNotification {
+  id: string;
+  type: string;
+  createdAt: Date;
+  data: unknown;
+}
+
+export interface Endpoint {
+  url: string;
+  /** `whsec_` + base64. */
+  secret: string;
+}
+
+export type AttemptResult =
+  | { ok: true; statusCode: number; durationMs: number }
+  | {
+      ok: false;
+      /** Null when nothing answered. */
+      statusCode: number | null;
+      durationMs: number;
+      error: string;
+      /** Timed out or unreachable: what the dead-letter rule counts. A 502/503/504 counts too (a proxy saying so). */
+      unreachable: boolean;
+      /** A 4xx that no retry can change. */
+      permanent: boolean;
+      retryAfterMs?: number;
+    };
+
+const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
+// 408 (timeout), 425 (too early) and 429 (rate limited) are the 4xx that another try can change.
+const RETRYABLE_4XX = new Set([408, 425, 429]);
+
+/** The JSON body of a notification: Standard Webhooks' `{ type, timestamp, data }`. */
+export const notificationBody = (notification: OutgoingNotification): string =>
+  JSON.stringify({ type: notification.type, timestamp: notification.createdAt.toISOString(), data: notification.data });
+
+/**
+ * POSTs one notification, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`, `webhook-signature`),
+ * with the id also as `Idempotency-Key`, and says what came of it. It never throws: every outcome is an attempt
+ * to record. Subscribers get their own connection pool, apart from Pozy's.
+ */
+@Injectable()
+export class NotificationSender implements OnModuleDestroy {
+  private readonly agent: Agent;
+  private readonly signers = new Map<string, Webhook>();
+
+  constructor(private readonly config: AppConfig) {
+    this.agent = new Agent({
+      connections: config.notify.concurrency,
+      connectTimeout: config.notify.timeoutMs,
+      headersTimeout: config.notify.timeoutMs,
+      bodyTimeout: config.notify.timeoutMs,
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.agent.close();
+  }
+
+  async send(endpoint: Endpoint, notification: OutgoingNotification): Promise<AttemptResult> {
+    const body = notificationBody(notification);
+    const now = new Date();
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      const response = await request(endpoint.url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'pozy-sync',
+          'webhook-id': notification.id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': this.signer(endpoint.secret).sign(notification.id, now, body),
+          'idempotency-key': notification.id,
+        },
+        signal: AbortSignal.timeout(this.config.notify.timeoutMs),
+      });
+      // Read (and drop) the answer, so the connection can be reused.
+      await response.body.dump({ limit: 64 * 1024 });
+      const statusCode = response.statusCode;
+      if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs: elapsed() };
+      return {
+        ok: false,
+        statusCode,
+        durationMs: elapsed(),
+        error: `HTTP ${statusCode}`,
+        unreachable: UNREACHABLE_STATUSES.has(statusCode),
+        permanent: statusCode >= 400 && statusCode < 500 && !RETRYABLE_4XX.has(statusCode),
+        retryAfterMs: statusCode === 429 || statusCode === 503 ? retryAfterMs(response.headers) : undefined,
+      };
+    } catch (error) {
+      const network = isNetworkError(error);
+      return { ok: false, statusCode: null, durationMs: elapsed(), error: describeError(error), unreachable: network, permanent: false };
+    }
+  }
+
+  private signer(secret: string): Webhook {
+    let signer = this.signers.get(secret);
+    if (!signer) {
+      signer = new Webhook(secret);
+      this.signers.set(secret, signer);
+    }
+    return signer;
+  }
+}

@@ -1,0 +1,31 @@
+import { Module } from '@nestjs/common';
+import { NotificationDeliverer } from './notification-deliverer.service';
+import { NotificationHistoryRepository } from './notification-history.repository';
+import { NotificationReplayService } from './notification-replay.service';
+import { NotificationSender } from './notification-sender';
+import { NotificationSignal } from './notification-signal';
+import { NotificationRepository } from './notification.repository';
+import { NotificationsController } from './notifications.controller';
+import { SubscriptionRepository } from './subscription.repository';
+import { SubscriptionsController } from './subscriptions.controller';
+import { SubscriptionsService } from './subscriptions.service';
+
+/**
+ * Change notifications: subscriptions, the outbox the mirror writes fill (outbox-sql.ts), the delivery worker, and
+ * replay. The mirror modules import it for NotificationSignal.
+ */
+@Module({
+  controllers: [SubscriptionsController, NotificationsController],
+  providers: [
+    NotificationSignal,
+    NotificationSender,
+    NotificationRepository,
+    NotificationHistoryRepository,
+    NotificationDeliverer,
+    NotificationReplayService,
+    SubscriptionRepository,
+    SubscriptionsService,
+  ],
+  exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository],
+})
+export class NotificationsModule {}

@@ -1,0 +1,61 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { ApiError } from '../common/api-error';
+import { CreateSubscriptionDto, UpdateSubscriptionDto } from './dto/subscription.dto';
+import { NotificationSignal } from './notification-signal';
+import { Subscription, SubscriptionRepository } from './subscription.repository';
+
+@Injectable()
+export class SubscriptionsService {
+  private readonly logger = new Logger(SubscriptionsService.name);
+
+  constructor(
+    private readonly repository: SubscriptionRepository,
+    private readonly signal: NotificationSignal,
+  ) {}
+
+  /** Answers the secret this once: it is never shown again. */
+  async create(dto: CreateSubscriptionDto): Promise<Subscription & { secret: string }> {
+    const secret = dto.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
+    const subscription = await this.repository.create(randomUUID(), {
+      url: dto.url,
+      secret,
+      eventTypes: dto.eventTypes,
+      profileIds: dto.profileIds ?? [],
+      platforms: dto.platforms ?? [],
+      description: dto.description ?? null,
+      active: dto.active ?? true,
+    });
+    this.logger.log(`Subscription ${subscription.id} created for ${new URL(subscription.url).origin} (${subscription.eventTypes.join(', ')})`);
+    return { ...subscription, secret };
+  }
+
+  list(): Promise<Subscription[]> {
+    return this.repository.list();
+  }
+
+  async get(id: string): Promise<Subscription> {
+    const subscription = await this.repository.get(id);
+    if (!subscription) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    return subscription;
+  }
+
+  async update(id: string, dto: UpdateSubscriptionDto): Promise<Subscription> {
+    if (!(await this.repository.update(id, dto))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    return this.get(id);
+  }
+
+  async delete(id: string): Promise<{ id: string; deleted: true; cancelled: number }> {
+    const cancelled = await this.repository.delete(id);
+    if (cancelled === undefined) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    this.logger.log(`Subscription ${id} deleted; ${cancelled} pending notification(s) cancelled`);
+    return { id, deleted: true, cancelled };
+  }
+
+  async resume(id: string): Promise<Subscription> {
+    if (!(await this.repository.resume(id))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    this.logger.log(`Subscription ${id} resumed`);
+    this.signal.queued(1);
+    return this.get(id);
+  }
+}
