@@ -44,7 +44,8 @@ export class DeadLettersController {
     const letters = await this.deadLetters.unreplayed();
     let skipped = 0;
     if (!dryRun) for (const letter of letters) if ((await this.replay(letter)).skipped) skipped += 1;
-    return { queue: query.queue, count: letters.length, replayed: !dryRun, skipped };
+    // Skipped: notification letters whose resource has a newer version since (replaying would send an older state).
+    return { queue: query.queue, count: letters.length, replayed: !dryRun, ...(dryRun ? {} : { skipped }) };
   }
 
   /**

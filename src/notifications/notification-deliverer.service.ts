@@ -148,7 +148,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     }
     const deadLetterAt = failingSince ? failingSince.getTime() + this.config.deadLetterAfterMs : Infinity;
     if (Date.now() > deadLetterAt) {
-      const seconds = Math.round(this.config.deadLetterAfterMs / 1000);
+      const seconds = this.config.deadLetterAfterMs / 1000;
       return { ...failure, outcome: 'dead', nextAttemptAt: null, reason: `The endpoint timed out or was unreachable for over ${seconds} s` };
     }
     const { retryBaseMs, retryMaxMs } = this.config.notify;

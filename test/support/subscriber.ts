@@ -1,0 +1,95 @@
+import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+/** How the subscriber answers one request: a status, or `hang` (never answer: the sender's timeout fires). */
+export type Answer = number | 'hang';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  json: { type: string; timestamp: string; data: { id: string; sequence: number; pozyUpdatedAt: string | null; post?: Record<string, unknown>; account?: Record<string, unknown> } };
+  /** When the request arrived (ms since epoch). */
+  at: number;
+  answer: Answer;
+}
+
+/** A real HTTP endpoint on loopback that receives change notifications and answers as a test tells it to. */
+export class TestSubscriber {
+  readonly received: Received[] = [];
+  private plan: Answer[] = [];
+  private fallback: Answer = 204;
+  private readonly sockets = new Set<Socket>();
+  private readonly hanging = new Set<ServerResponse>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(path = '/hooks/pozy-sync'): Promise<TestSubscriber> {
+    // eslint-disable-next-line prefer-const -- the handlers below need it before it can be built
+    let subscriber: TestSubscriber | undefined;
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => subscriber!.handle(request.headers, Buffer.concat(chunks).toString('utf8'), response));
+    });
+    server.on('connection', (socket) => {
+      subscriber?.sockets.add(socket);
+      socket.on('close', () => subscriber?.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (typeof address !== 'object' || !address) throw new Error('subscriber is not listening');
+    subscriber = new TestSubscriber(server, `http://127.0.0.1:${address.port}${path}`);
+    return subscriber;
+  }
+
+  /** The next requests get these answers, in order; after them, `fallback`. */
+  answer(plan: Answer[], fallback: Answer = this.fallback): void {
+    this.plan = [...plan];
+    this.fallback = fallback;
+  }
+
+  /** Requests the subscriber acknowledged (2xx). */
+  get acknowledged(): Received[] {
+    return this.received.filter((r) => typeof r.answer === 'number' && r.answer >= 200 && r.answer < 300);
+  }
+
+  /** Received notifications about one resource id. */
+  about(id: string): Received[] {
+    return this.received.filter((r) => r.json.data.id === id);
+  }
+
+  async close(): Promise<void> {
+    for (const response of this.hanging) response.destroy();
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(headers: IncomingHttpHeaders, body: string, response: ServerResponse): void {
+    const answer = this.plan.shift() ?? this.fallback;
+    this.received.push({ headers, body, json: JSON.parse(body) as Received['json'], at: Date.now(), answer });
+    if (answer === 'hang') {
+      this.hanging.add(response);
+      response.on('close', () => this.hanging.delete(response));
+      return;
+    }
+    response.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: answer < 300 }));
+  }
+}
+
+/** Verifies a received notification exactly as a receiver would, with the Standard Webhooks library. */
+export function verifies(secret: string, received: Received): boolean {
+  try {
+    new Webhook(secret).verify(received.body, {
+      'webhook-id': String(received.headers['webhook-id']),
+      'webhook-timestamp': String(received.headers['webhook-timestamp']),
+      'webhook-signature': String(received.headers['webhook-signature']),
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
