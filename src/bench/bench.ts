@@ -4,8 +4,10 @@
  *   receive    the receive path against a bare baseline receiver (receive.ts)
  *   reconcile  a burst of events over few posts: Pozy API calls per post and time until the mirror equals the
  *              truth, against a naive fetch-and-UPSERT-per-event receiver (reconcile.ts)
+ *   notify     change notifications to a local subscriber: notifications a second and the latency from the mirror
+ *              write to the subscriber's receipt, against a naive outbox relay (notify.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile), BENCH_DATABASE_URL (a server to create the bench
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
@@ -13,15 +15,17 @@ import { Logger } from '@nestjs/common';
 import { EmbeddedDatabase } from '../database/embedded-postgres';
 import { freePort } from './net';
 import { runReceiveScenario } from './receive';
+import { runNotifyScenario } from './notify';
 import { runReconcileScenario } from './reconcile';
 
 const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   receive: runReceiveScenario,
   reconcile: runReconcileScenario,
+  notify: runNotifyScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);
