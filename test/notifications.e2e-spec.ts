@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import type { Account } from '../src/simulator/world';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { freePort } from './support/ports';
 import { deliver, PozyEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { Received, TestSubscriber, verifies } from './support/subscriber';
@@ -199,6 +202,32 @@ describe('change notifications: signed fan-out to subscribers', () => {
     expect(new Set(endpoint.received.map((r) => r.body)).size).toBe(1); // the same bytes every time
   });
 
+  it('honours Retry-After on a 429, and dead-letters at once an answer no retry can change (410)', async () => {
+    const endpoint = await subscriber();
+    endpoint.answer([{ status: 429, headers: { 'retry-after': '1' } }, 410], 204);
+    const { profileId, accounts } = await profileWithAccounts(['linkedin']);
+    const subscription = await subscribe({ url: endpoint.url, eventTypes: ['post.changed'], profileIds: [profileId] });
+    world().createPost({ content: 'gone for good', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const [notification] = await notificationsOf(subscription.id);
+
+    const dead = await waitFor('the dead letter', async () => ((await detail(notification.id)).state === 'dead' ? detail(notification.id) : undefined));
+    expect(dead.attemptHistory.map((a) => [a.statusCode, a.outcome])).toEqual([
+      [429, 'retry'],
+      [410, 'dead'],
+    ]);
+    // The retry waited for Retry-After (1 s), not the 50 ms backoff.
+    expect(endpoint.received[1].at - endpoint.received[0].at).toBeGreaterThanOrEqual(950);
+    const letters = (await (await api('/admin/dead-letters?queue=delivery', { headers: ADMIN })).json()) as {
+      data: Array<{ kind: string; reason: string; error: string; payload: { notificationId: string } }>;
+    };
+    expect(letters.data.find((l) => l.payload.notificationId === notification.id)).toMatchObject({
+      kind: 'notification',
+      reason: 'The endpoint answered 410, which retrying cannot change',
+      error: 'HTTP 410',
+    });
+  });
+
   it('dead-letters a notification whose subscriber keeps timing out, and a replay sends it with the same webhook-id', async () => {
     const endpoint = await subscriber();
     endpoint.answer([], 'hang');
@@ -384,6 +413,36 @@ describe('change notifications: signed fan-out to subscribers', () => {
     expect(new Set(again)).toEqual(new Set(first)); // the same webhook-ids
     const arrivals = endpoint.received.slice(5).map((r) => r.at);
     expect(arrivals[4] - arrivals[0]).toBeGreaterThanOrEqual(4 * 50 - 20);
+  });
+
+  it("runs README's example receiver: it verifies a real notification and refuses a forged one", async () => {
+    const port = await freePort();
+    const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const child = spawn(process.execPath, [join(__dirname, '..', 'examples', 'notification-receiver.mjs')], {
+      env: { PATH: process.env.PATH ?? '', POZY_SYNC_SECRET: secret, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await waitFor('the example receiver', async () => (output.includes('listening') ? true : undefined));
+      const { profileId, accounts } = await profileWithAccounts(['instagram']);
+      await subscribe({ url: `http://127.0.0.1:${port}/pozy`, eventTypes: ['post.changed'], profileIds: [profileId], secret });
+      const post = world().createPost({ content: 'for the example', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+      await settled(harness);
+      await waitFor('the example to verify it', async () => (output.includes(`verified post.changed ${post._id} sequence 1 (msg_`) ? true : undefined));
+
+      const forged = await fetch(`http://127.0.0.1:${port}/pozy`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,Zm9yZ2Vk' },
+        body: JSON.stringify({ type: 'post.changed', timestamp: new Date().toISOString(), data: { id: post._id } }),
+      });
+      expect(forged.status).toBe(401);
+      await waitFor('the example to log the refusal', async () => (output.includes('rejected: No matching signature found') ? true : undefined));
+    } finally {
+      child.kill('SIGTERM');
+    }
   });
 
   it('stops notifying a deleted subscription and cancels what it had pending', async () => {

@@ -119,6 +119,8 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
         const health = await this.repository.record(lease.id, this.owner, records, {
           pauseAfterMs: this.config.notify.pauseAfterMs,
           leaseMs: this.leaseMs,
+          // A failing notification is retried at least every NOTIFY_RETRY_MAX_MS (plus its timeout).
+          quietGapMs: 2 * (this.config.notify.retryMaxMs + this.config.notify.timeoutMs) + POLL_MS,
         });
         for (const record of records) this.count(lease, record);
         if (health.pausedAt) {

@@ -105,21 +105,28 @@ WITH r AS (
          max(attempted_at) FILTER (WHERE outcome <> 'delivered') AS last_failure,
          (array_agg(error ORDER BY attempted_at DESC) FILTER (WHERE outcome <> 'delivered'))[1] AS last_error
     FROM r
+), health AS (
+  -- Failing continuously: no success, and no quiet gap longer than retries leave ($6 ms) since the last failure,
+  -- so one failure after an idle hour does not count the hour.
+  SELECT o.*, CASE WHEN o.last_success IS NOT NULL OR o.first_failure IS NULL THEN NULL
+                   WHEN s.failing_since IS NULL OR s.last_failure_at < o.first_failure - $6 * interval '1 millisecond'
+                   THEN o.first_failure
+                   ELSE s.failing_since END AS failing_since
+    FROM outcome o, subscription s
+   WHERE s.id = $2
 )
 UPDATE subscription s
-   SET last_success_at = coalesce(o.last_success, s.last_success_at),
-       last_failure_at = coalesce(o.last_failure, s.last_failure_at),
-       last_error = coalesce(o.last_error, s.last_error),
-       failing_since = CASE WHEN o.last_success IS NOT NULL THEN NULL ELSE coalesce(s.failing_since, o.first_failure) END,
-       paused_at = CASE WHEN o.last_success IS NULL AND s.paused_at IS NULL
-                         AND coalesce(s.failing_since, o.first_failure) < now() - $4 * interval '1 millisecond'
+   SET last_success_at = coalesce(h.last_success, s.last_success_at),
+       last_failure_at = coalesce(h.last_failure, s.last_failure_at),
+       last_error = coalesce(h.last_error, s.last_error),
+       failing_since = h.failing_since,
+       paused_at = CASE WHEN s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond'
                         THEN now() ELSE s.paused_at END,
-       paused_reason = CASE WHEN o.last_success IS NULL AND s.paused_at IS NULL
-                             AND coalesce(s.failing_since, o.first_failure) < now() - $4 * interval '1 millisecond'
-                            THEN 'every attempt failed since ' || ${isoSql('coalesce(s.failing_since, o.first_failure)')} || ': ' || o.last_error
+       paused_reason = CASE WHEN s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond'
+                            THEN 'every attempt failed since ' || ${isoSql('h.failing_since')} || ': ' || h.last_error
                             ELSE s.paused_reason END,
        lease_until = CASE WHEN s.lease_owner = $3 THEN now() + $5 * interval '1 millisecond' ELSE s.lease_until END
-  FROM outcome o
+  FROM health h
  WHERE s.id = $2
 RETURNING s.paused_at AS "pausedAt", s.lease_owner = $3 AND s.active AND s.deleted_at IS NULL AS "leaseHeld"`;
 
@@ -152,7 +159,8 @@ export class NotificationRepository {
     subscriptionId: string,
     owner: string,
     records: AttemptRecord[],
-    options: { pauseAfterMs: number; leaseMs: number },
+    /** `quietGapMs`: a pause in failures longer than this (retries are closer) starts a new run of failures. */
+    options: { pauseAfterMs: number; leaseMs: number; quietGapMs: number },
   ): Promise<SubscriberHealth> {
     const json = records.map((r) => ({
       id: r.id,
@@ -172,6 +180,7 @@ export class NotificationRepository {
       owner,
       options.pauseAfterMs,
       options.leaseMs,
+      options.quietGapMs,
     ]);
     return rows[0] ?? { pausedAt: null, leaseHeld: false };
   }

@@ -2,8 +2,10 @@ import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-/** How the subscriber answers one request: a status, or `hang` (never answer: the sender's timeout fires). */
-export type Answer = number | 'hang';
+/** How the subscriber answers one request: a status (with headers), or `hang` (never answer: the sender's timeout fires). */
+export type Answer = number | 'hang' | { status: number; headers: Record<string, string> };
+
+const statusOf = (answer: Answer): number | undefined => (answer === 'hang' ? undefined : typeof answer === 'number' ? answer : answer.status);
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -54,7 +56,10 @@ export class TestSubscriber {
 
   /** Requests the subscriber acknowledged (2xx). */
   get acknowledged(): Received[] {
-    return this.received.filter((r) => typeof r.answer === 'number' && r.answer >= 200 && r.answer < 300);
+    return this.received.filter((r) => {
+      const status = statusOf(r.answer);
+      return status !== undefined && status >= 200 && status < 300;
+    });
   }
 
   /** Received notifications about one resource id. */
@@ -76,7 +81,9 @@ export class TestSubscriber {
       response.on('close', () => this.hanging.delete(response));
       return;
     }
-    response.writeHead(answer, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: answer < 300 }));
+    const status = statusOf(answer)!;
+    const extra = typeof answer === 'object' ? answer.headers : {};
+    response.writeHead(status, { 'content-type': 'application/json', ...extra }).end(JSON.stringify({ ok: status < 300 }));
   }
 }
 
