@@ -15,7 +15,15 @@ const swc = [
 module.exports = {
   rootDir: '.',
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': swc },
+  transform: {
+    '^.+\\.ts$': swc,
+    // ESM-only packages Node 20 itself loads with require(esm), which Jest's module system cannot: compiled to CommonJS.
+    '^.+/node_modules/(content-disposition)/.+\\.js$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(content-disposition)/)'],
   moduleFileExtensions: ['ts', 'js', 'json'],
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -6,6 +6,9 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
+import { setupOpenApi } from './http/openapi';
+import { MetricsService } from './metrics/metrics.service';
+import { instrumentWebhookRoute } from './metrics/webhook-metrics';
 import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
 
 export interface CreateAppOptions {
@@ -24,6 +27,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     // Throw start-up errors to main.ts (which stops the embedded database and exits 1) instead of aborting.
     abortOnError: false,
   });
+  setupOpenApi(app);
   // While closing, answer in-flight requests with `Connection: close`: otherwise their keep-alive connections
   // hold the server open (Node only closes the connections idle at the moment close begins).
   let closing = false;
@@ -35,6 +39,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
+  instrumentWebhookRoute(fastify, app.get(MetricsService));
   try {
     await app.init();
   } catch (error) {

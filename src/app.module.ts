@@ -9,11 +9,13 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { AccountsModule } from './mirror/accounts/accounts.module';
 import { PostsModule } from './mirror/posts/posts.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
+import { RetentionModule } from './retention/retention.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
@@ -24,6 +26,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         DatabaseModule,
+        MetricsModule,
         QueueModule,
         WebhooksModule,
         ReconcileModule,
@@ -32,6 +35,7 @@ export class AppModule {
         NotificationsModule,
         AdminModule,
         BackfillModule,
+        RetentionModule,
         HealthModule,
         ScheduleModule.forRoot(),
       ],

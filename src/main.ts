@@ -5,6 +5,7 @@ import { createApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
 import { EmbeddedDatabase } from './database/embedded-postgres';
+import { Draining } from './health/draining';
 
 const logger = new Logger('Main');
 
@@ -63,12 +64,18 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.log(`${signal} received: shutting down`);
-    // Past the grace period plus a margin, give up rather than hang an orchestrator's restart.
+    // Past the drain and grace periods plus a margin, give up rather than hang an orchestrator's restart.
     setTimeout(() => {
       logger.error('Shutdown took too long; exiting');
       process.exit(1);
-    }, config.shutdownGraceMs + 5_000).unref();
+    }, config.shutdownDrainMs + config.shutdownGraceMs + 5_000).unref();
     await startup.catch(() => undefined);
+    if (app && config.servesHttp && config.shutdownDrainMs > 0) {
+      // Readiness fails first; requests still arriving meanwhile are answered as usual.
+      app.get(Draining).begin();
+      logger.log(`Draining for ${config.shutdownDrainMs} ms (readiness now fails)`);
+      await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+    }
     await stop(0);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));

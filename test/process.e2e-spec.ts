@@ -108,6 +108,53 @@ describe('the built service as a process (node dist/main.js)', () => {
     }
   });
 
+  it('fails readiness while draining on SIGTERM, still answers webhooks meanwhile, then exits 0', async () => {
+    const db = await createTestDatabase('draining');
+    const port = await freePort();
+    const service = spawnService(
+      {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: db.url,
+        POZY_API_KEY: 'sk_test_key',
+        POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+        SHUTDOWN_DRAIN_MS: '3000',
+      },
+      tmpdir(),
+    );
+    const baseUrl = `http://127.0.0.1:${port}`;
+    try {
+      await waitFor('the service to become ready', ready(baseUrl), 30_000, 100);
+      const before = (await (await fetch(`${baseUrl}/health/ready`)).json()) as { status: string; details: Record<string, { status: string }> };
+      expect(before).toMatchObject({
+        status: 'ok',
+        details: { draining: { status: 'up' }, database: { status: 'up' }, migrations: { status: 'up' }, worker: { status: 'up' } },
+      });
+
+      service.child.kill('SIGTERM');
+      const draining = await waitFor('readiness to fail', async () => {
+        const response = await fetch(`${baseUrl}/health/ready`);
+        return response.status === 503 ? ((await response.json()) as Record<string, unknown>) : undefined;
+      });
+      expect(draining).toMatchObject({ error: 'not_ready', message: 'Not ready: draining', details: { draining: { status: 'down' }, database: { status: 'up' } } });
+      // Liveness holds, and a delivery routed here before the load balancer noticed is still stored.
+      expect((await fetch(`${baseUrl}/health/live`)).status).toBe(200);
+      const event = postEvent('post-draining');
+      expect((await deliver(baseUrl, event)).status).toBe(200);
+
+      expect(await service.exited).toBe(0);
+      expect(service.output()).toMatch(/Draining for 3000 ms/);
+      const client = new Client({ connectionString: db.url });
+      await client.connect();
+      const { rows } = await client.query('SELECT id FROM pozy_event WHERE id = $1', [event.id]);
+      await client.end();
+      expect(rows).toHaveLength(1);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+      await db.drop();
+    }
+  });
+
   it('exits 0 on SIGTERM after finishing with its database', async () => {
     const db = await createTestDatabase('process');
     const port = await freePort();

@@ -47,7 +47,7 @@ describe('job queue (graphile-worker inside the service)', () => {
       const { rows } = await service.pool.query('SELECT id, status FROM post');
       expect(rows).toEqual([{ id: postId, status: 'scheduled' }]);
       const ready = await fetch(`${service.baseUrl}/health/ready`);
-      expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'running' });
+      expect(await ready.json()).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, worker: { status: 'up', running: true } } });
     } finally {
       await service.close();
     }
@@ -95,7 +95,7 @@ describe('job queue (graphile-worker inside the service)', () => {
     try {
       await deliver(api.baseUrl, postEvent(postId));
       const ready = await fetch(`${api.baseUrl}/health/ready`);
-      expect(await ready.json()).toEqual({ status: 'ok', database: 'up', worker: 'disabled' });
+      expect(await ready.json()).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, worker: { status: 'up', role: 'api', running: false } } });
       expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual([`post:${postId}`]);
       expect(await queuedJobs(api.pool)).toEqual([]);
 

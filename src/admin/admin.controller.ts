@@ -1,6 +1,10 @@
 import { Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiInvalidRequestResponse } from '../common/error-body.dto';
+import { ApiAdminAuth } from '../http/openapi';
 import { AdminTokenGuard } from './admin-token.guard';
 import { ResourceIdParams } from './dto/resource-id.params';
+import { ResyncAcceptedResponse } from './dto/resync.response';
 import { ResyncService } from './resync.service';
 
 interface Accepted {
@@ -8,6 +12,8 @@ interface Accepted {
   reconcile: string;
 }
 
+@ApiTags('Admin: resync')
+@ApiAdminAuth()
 @Controller('admin')
 @UseGuards(AdminTokenGuard)
 export class AdminController {
@@ -15,12 +21,18 @@ export class AdminController {
 
   @Post('resync/posts/:id')
   @HttpCode(202)
+  @ApiOperation({ summary: 'Read this post from Pozy now.' })
+  @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
+  @ApiInvalidRequestResponse('`id` is not a 24-character hexadecimal Pozy id')
   async resyncPost(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('post', params.id) };
   }
 
   @Post('resync/profiles/:id/accounts')
   @HttpCode(202)
+  @ApiOperation({ summary: "Read this profile's accounts from Pozy now." })
+  @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
+  @ApiInvalidRequestResponse('`id` is not a 24-character hexadecimal Pozy id')
   async resyncProfile(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('profile', params.id) };
   }

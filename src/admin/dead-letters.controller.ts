@@ -1,14 +1,20 @@
 import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../common/api-error';
+import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse } from '../common/error-body.dto';
+import { ApiAdminAuth } from '../http/openapi';
 import { DeadLetter, DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationReplayService } from '../notifications/notification-replay.service';
 import { ResourceType } from '../queue/tasks';
 import { AdminTokenGuard } from './admin-token.guard';
 import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
+import { DeadLetterListResponse, DeadLetterReplayAllResponse, DeadLetterReplayResponse } from './dto/dead-letter.response';
 import { ResyncService } from './resync.service';
 import { AckSpool, SpooledEvent } from '../webhooks/ack-spool';
 import { isEventDataError } from '../webhooks/event-data-error';
 
+@ApiTags('Admin: dead letters')
+@ApiAdminAuth()
 @Controller('admin/dead-letters')
 @UseGuards(AdminTokenGuard)
 export class DeadLettersController {
@@ -24,6 +30,9 @@ export class DeadLettersController {
    * database never acknowledged, held in this replica's local spool (read without the database).
    */
   @Get()
+  @ApiOperation({ summary: 'List the dead letters of a queue, newest first.' })
+  @ApiOkResponse({ type: DeadLetterListResponse })
+  @ApiInvalidRequestResponse('`queue` is missing or not `delivery`/`ack`, or `limit` is not 1 to 500')
   async list(@Query() query: DeadLetterListQuery): Promise<{ data: DeadLetter[] | SpooledEvent[] }> {
     const limit = query.limit ?? 100;
     return { data: query.queue === 'ack' ? this.spool.dead(limit) : await this.deadLetters.list(limit) };
@@ -32,6 +41,11 @@ export class DeadLettersController {
   /** Replays every letter of the queue not replayed yet; with dryRun, only says how many that would be. */
   @Post('replay')
   @HttpCode(202)
+  @ApiOperation({ summary: 'Replay every letter of a queue not replayed yet (or, with dryRun, count them).' })
+  @ApiAcceptedResponse({ type: DeadLetterReplayAllResponse })
+  @ApiInvalidRequestResponse('`queue` is missing or not `delivery`/`ack`, or `dryRun` is not a boolean')
+  @ApiErrorResponse(422, '`invalid_event` (`queue=ack`): PostgreSQL refuses a spooled event.')
+  @ApiErrorResponse(503, '`database_unavailable` (`queue=ack`): the database still does not acknowledge.')
   async replayAll(
     @Query() query: DeadLetterReplayAllQuery,
   ): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
@@ -56,6 +70,16 @@ export class DeadLettersController {
    */
   @Post(':id/replay')
   @HttpCode(202)
+  @ApiOperation({ summary: 'Replay one dead letter: read its resource again, resend its notification, or insert its event.' })
+  @ApiAcceptedResponse({ type: DeadLetterReplayResponse })
+  @ApiInvalidRequestResponse('`id` is not a UUID')
+  @ApiNotFoundErrorResponse('no dead letter has this id')
+  @ApiErrorResponse(
+    409,
+    '`superseded`, `already_pending`, `subscription_deleted`, `not_replayable`: a notification letter that cannot be sent again.',
+  )
+  @ApiErrorResponse(422, '`invalid_event`: PostgreSQL refuses the spooled event.')
+  @ApiErrorResponse(503, '`database_unavailable`: an ack letter, and the database still does not acknowledge.')
   async replayOne(
     @Param() params: DeadLetterIdParams,
   ): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {

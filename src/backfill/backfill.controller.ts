@@ -1,10 +1,16 @@
 import { Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { ApiError } from '../common/api-error';
+import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse } from '../common/error-body.dto';
+import { ApiAdminAuth } from '../http/openapi';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
 import { BackfillService } from './backfill.service';
+import { BackfillRunResponse, BackfillStartedResponse } from './dto/backfill.response';
 import { RunIdParams } from './dto/run-id.params';
 
+@ApiTags('Admin: backfill and sweep')
+@ApiAdminAuth()
 @Controller('admin/backfill')
 @UseGuards(AdminTokenGuard)
 export class BackfillController {
@@ -16,6 +22,9 @@ export class BackfillController {
   /** Starts a run now; 409 while one is running (on any replica). */
   @Post()
   @HttpCode(202)
+  @ApiOperation({ summary: "Start a backfill from Pozy's delivery logs now." })
+  @ApiAcceptedResponse({ type: BackfillStartedResponse })
+  @ApiErrorResponse(409, '`backfill_running`: a backfill is already running on some replica; `details.runId` names it.')
   async start(): Promise<{ runId: string }> {
     const result = await this.backfill.start('admin');
     if (!result.started) {
@@ -26,6 +35,10 @@ export class BackfillController {
 
   /** A run's progress: rows scanned and events recovered so far, and how it ended. */
   @Get(':runId')
+  @ApiOperation({ summary: "A backfill run's progress and outcome." })
+  @ApiOkResponse({ type: BackfillRunResponse })
+  @ApiInvalidRequestResponse('`runId` is not a UUID')
+  @ApiNotFoundErrorResponse('no backfill run has this id')
   async get(@Param() params: RunIdParams): Promise<BackfillRun> {
     const run = await this.runs.get(params.runId);
     if (!run) throw new ApiError(404, 'not_found', `No backfill run ${params.runId}`);

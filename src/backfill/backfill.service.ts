@@ -4,6 +4,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 import { PozyClient } from '../pozy/pozy-client.service';
@@ -43,6 +44,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     private readonly webhooks: WebhooksService,
     private readonly runs: BackfillRunRepository,
     private readonly scheduler: SchedulerRegistry,
+    private readonly metrics: MetricsService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -103,12 +105,17 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       }
       await this.runs.progress(runId, progress);
       await this.runs.finish(runId, 'succeeded', null);
+      this.metrics.backfillRuns.inc({ status: 'succeeded' });
       if (progress.eventsRecovered > 0) this.logger.warn(`Backfill ${runId} recovered ${progress.eventsRecovered} events Pozy never delivered`);
     } catch (error) {
       const message = error instanceof WindowTooDeepError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
       this.logger.error(`Backfill ${runId} failed: ${message}`);
       await this.runs.progress(runId, progress).catch(() => undefined);
       await this.runs.finish(runId, 'failed', message).catch(() => undefined);
+      this.metrics.backfillRuns.inc({ status: 'failed' });
+    } finally {
+      // Recovered events are stored as they are found, so a failed run's count too.
+      this.metrics.backfillRecovered.inc(progress.eventsRecovered);
     }
   }
 

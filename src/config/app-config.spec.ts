@@ -73,6 +73,21 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({ ...minimal, ...env })).toEqual([expect.stringMatching(message)]);
   });
 
+  it('refuses an event retention shorter than a week, naming the variable and why', () => {
+    expect(problems({ ...minimal, EVENT_RETENTION_DAYS: '6' })).toEqual([
+      expect.stringMatching(/^EVENT_RETENTION_DAYS must be at least 7: .*redeliveries stay deduplicated/),
+    ]);
+  });
+
+  it('reads the retention settings, with their defaults', () => {
+    expect(AppConfig.fromEnvironment(minimal).retention).toEqual({ eventRetentionDays: 30, cron: '17 * * * *', batchSize: 1000 });
+    expect(
+      AppConfig.fromEnvironment({ ...minimal, EVENT_RETENTION_DAYS: '7', RETENTION_CRON: 'off', RETENTION_BATCH_SIZE: '10' }).retention,
+    ).toEqual({ eventRetentionDays: 7, cron: null, batchSize: 10 });
+    expect(problems({ ...minimal, RETENTION_CRON: 'hourly' })).toEqual([expect.stringMatching(/^RETENTION_CRON/)]);
+    expect(problems({ ...minimal, RETENTION_BATCH_SIZE: '5' })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE/)]);
+  });
+
   it('requires POZY_API_KEY', () => {
     expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
   });

@@ -40,6 +40,14 @@ export class AppConfig {
   readonly backfillOverlapMs: number;
   /** Schedule of the full sweep; null (the default): only on request. */
   readonly sweepCron: string | null;
+  readonly retention: {
+    /** Events, notification history, backfill runs, replayed dead letters and failed jobs older than this are pruned. */
+    readonly eventRetentionDays: number;
+    /** null: pruned only on request (`RETENTION_CRON=off`). */
+    readonly cron: string | null;
+    /** Rows deleted per statement, so pruning never holds many row locks for long. */
+    readonly batchSize: number;
+  };
   readonly spoolDir: string;
   /** The database must acknowledge an event's insert within this (Pozy waits 5 s), or the event is spooled. */
   readonly ackTimeoutMs: number;
@@ -50,6 +58,8 @@ export class AppConfig {
   readonly reconcileCoalesceWindowMs: number;
   readonly workerConcurrency: number;
   readonly shutdownGraceMs: number;
+  /** On SIGTERM, readiness fails this long before the server stops accepting, so load balancers move traffic away. */
+  readonly shutdownDrainMs: number;
   readonly notify: {
     /** Per attempt, from connecting to the end of the answer. */
     readonly timeoutMs: number;
@@ -87,6 +97,11 @@ export class AppConfig {
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;
+    this.retention = Object.freeze({
+      eventRetentionDays: env.EVENT_RETENTION_DAYS,
+      cron: env.RETENTION_CRON === 'off' ? null : env.RETENTION_CRON,
+      batchSize: env.RETENTION_BATCH_SIZE,
+    });
     this.spoolDir = env.SPOOL_DIR;
     this.ackTimeoutMs = env.ACK_TIMEOUT_MS;
     this.spoolRetryFirstMs = env.SPOOL_RETRY_FIRST_MS;
@@ -94,6 +109,7 @@ export class AppConfig {
     this.reconcileCoalesceWindowMs = env.RECONCILE_COALESCE_WINDOW_MS;
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.shutdownGraceMs = env.SHUTDOWN_GRACE_MS;
+    this.shutdownDrainMs = env.SHUTDOWN_DRAIN_MS;
     this.notify = Object.freeze({
       timeoutMs: env.NOTIFY_TIMEOUT_MS,
       concurrency: env.NOTIFY_CONCURRENCY,

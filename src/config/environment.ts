@@ -139,6 +139,24 @@ export class EnvironmentVariables {
   @Validate(CronExpression)
   SWEEP_CRON = 'off';
 
+  @toInt()
+  @IsInt()
+  @Min(7, {
+    message:
+      "EVENT_RETENTION_DAYS must be at least 7: Pozy's guide asks to keep event ids at least a few days, so that its redeliveries stay deduplicated",
+  })
+  @Max(3650)
+  EVENT_RETENTION_DAYS = 30;
+
+  @Validate(CronExpression)
+  RETENTION_CRON = '17 * * * *';
+
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(100_000)
+  RETENTION_BATCH_SIZE = 1_000;
+
   @IsString()
   @IsNotEmpty()
   SPOOL_DIR = '.data/spool';
@@ -184,6 +202,12 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(600_000)
   SHUTDOWN_GRACE_MS = 10_000;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  SHUTDOWN_DRAIN_MS = 1_000;
   @toInt()
   @IsInt()
   @Min(100)
@@ -241,6 +265,9 @@ export const VARIABLES = [
   'BACKFILL_CRON',
   'BACKFILL_OVERLAP_MS',
   'SWEEP_CRON',
+  'EVENT_RETENTION_DAYS',
+  'RETENTION_CRON',
+  'RETENTION_BATCH_SIZE',
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
   'ACK_TIMEOUT_MS',
@@ -249,6 +276,7 @@ export const VARIABLES = [
   'RECONCILE_COALESCE_WINDOW_MS',
   'WORKER_CONCURRENCY',
   'SHUTDOWN_GRACE_MS',
+  'SHUTDOWN_DRAIN_MS',
   'NOTIFY_TIMEOUT_MS',
   'NOTIFY_CONCURRENCY',
   'NOTIFY_RETRY_BASE_MS',

@@ -39,6 +39,11 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
   }
 
+  /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */
+  pendingMigrations(): Promise<string[]> {
+    return new Migrator(this.pool, MIGRATIONS_DIR).pending();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.prisma.$disconnect();
     await this.pool.end();

@@ -124,6 +124,17 @@ export class Migrator {
     }
   }
 
+  /** Migration files the database has not finished applying (for readiness: empty once this version's start-up ran). */
+  async pending(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ migration_name: string }>(
+      'SELECT migration_name FROM "_prisma_migrations" WHERE rolled_back_at IS NULL AND finished_at IS NOT NULL',
+    );
+    const applied = new Set(rows.map((r) => r.migration_name));
+    return readMigrations(this.directory)
+      .map((m) => m.name)
+      .filter((name) => !applied.has(name));
+  }
+
   /** Refuses to go on when the database and the migration files disagree about the past. */
   private checkApplied(migrations: MigrationFile[], rows: AppliedRow[]): Set<string> {
     const byName = new Map(migrations.map((m) => [m.name, m]));

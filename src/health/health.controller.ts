@@ -1,33 +1,74 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiError } from '../common/api-error';
+import { ApiErrorResponse } from '../common/error-body.dto';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import { WorkerService } from '../queue/worker.service';
+import { Draining } from './draining';
+import { HealthCheckResponse } from './dto/health.response';
 
+/** A readiness probe must answer well within an orchestrator's probe timeout (often 1 s), whatever the database does. */
+const DATABASE_CHECK_TIMEOUT_MS = 800;
+
+@ApiTags('Health')
 @Controller('health')
 export class HealthController {
   constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicators: HealthIndicatorService,
     private readonly database: DatabaseService,
     private readonly worker: WorkerService,
+    private readonly draining: Draining,
     private readonly config: AppConfig,
   ) {}
 
-  /** The process is up and serving HTTP. */
+  /** The process is up and serving HTTP: nothing else is checked, so a slow database never gets it restarted. */
   @Get('live')
-  live(): { status: 'ok' } {
-    return { status: 'ok' };
+  @HealthCheck({ swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Liveness: the process is up and serving HTTP.' })
+  @ApiOkResponse({ type: HealthCheckResponse })
+  live(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.indicators.check('process').up({ pid: process.pid })]);
   }
 
-  /** Ready for traffic: the database answers and, unless ROLE=api, the job worker runs. */
+  /** Ready for traffic: not shutting down, the database answers with every migration applied, and the worker runs. */
   @Get('ready')
-  async ready(): Promise<{ status: 'ok'; database: 'up'; worker: 'running' | 'disabled' }> {
-    const database = await this.database.pool.query('SELECT 1').then(
-      () => true,
-      () => false,
-    );
-    const worker = !this.config.runsWorker ? 'disabled' : this.worker.running ? 'running' : 'stopped';
-    if (!database || worker === 'stopped') {
-      throw new ServiceUnavailableException(`Not ready: database ${database ? 'up' : 'down'}, worker ${worker}`);
+  @HealthCheck({ swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Readiness: not draining, the database answers, migrations are applied, and (unless ROLE=api) the worker runs.' })
+  @ApiOkResponse({ type: HealthCheckResponse })
+  @ApiErrorResponse(503, '`not_ready`: `details` has each check (`draining`, `database`, `migrations`, `worker`) with its status.')
+  async ready(): Promise<HealthCheckResult> {
+    try {
+      return await this.health.check([
+        () => (this.draining.active ? this.indicators.check('draining').down('shutting down') : this.indicators.check('draining').up()),
+        async () => {
+          const database = this.indicators.check('database');
+          const started = Date.now();
+          const answered = await Promise.race([
+            this.database.pool.query('SELECT 1').then(() => true, () => false),
+            new Promise<false>((resolve) => setTimeout(() => resolve(false), DATABASE_CHECK_TIMEOUT_MS).unref()),
+          ]);
+          return answered ? database.up({ responseTimeMs: Date.now() - started }) : database.down('no answer to SELECT 1');
+        },
+        async () => {
+          const migrations = this.indicators.check('migrations');
+          const pending = await this.database.pendingMigrations();
+          return pending.length === 0 ? migrations.up() : migrations.down({ pending });
+        },
+        () => {
+          const worker = this.indicators.check('worker');
+          if (!this.config.runsWorker) return worker.up({ role: this.config.role, running: false });
+          return this.worker.running ? worker.up({ role: this.config.role, running: true }) : worker.down({ running: false });
+        },
+      ]);
+    } catch (error) {
+      // Terminus answers 503 with its own body; ours carries the same checks in `details`, like every other error.
+      if (!(error instanceof ServiceUnavailableException)) throw error;
+      const result = error.getResponse() as HealthCheckResult;
+      const failing = Object.keys(result.error ?? {});
+      throw new ApiError(503, 'not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}`, result.details);
     }
-    return { status: 'ok', database: 'up', worker };
   }
 }

@@ -1,8 +1,16 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { SyncStatusController } from './sync-status.controller';
 
-@Module({ imports: [WebhooksModule, NotificationsModule], controllers: [HealthController, SyncStatusController] })
+@Module({
+  // Terminus logs failed checks itself; the 503 body already says what failed.
+  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule],
+  controllers: [HealthController, SyncStatusController],
+  providers: [Draining],
+  exports: [Draining],
+})
 export class HealthModule {}

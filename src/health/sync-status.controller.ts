@@ -1,7 +1,10 @@
 import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponse } from '../common/error-body.dto';
 import { DatabaseService } from '../database/database.service';
 import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
 import { AckSpool } from '../webhooks/ack-spool';
+import { SyncStatusResponse } from './dto/sync-status.response';
 
 export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
@@ -53,6 +56,7 @@ SELECT
   (SELECT (extract(epoch FROM now() - min(created_at)) * 1000)::bigint FROM notification WHERE state = 'pending') AS oldest_notification_ms`;
 
 /** How far behind the mirror is, from the database alone. */
+@ApiTags('Health')
 @Controller('sync')
 export class SyncStatusController {
   constructor(
@@ -62,6 +66,9 @@ export class SyncStatusController {
   ) {}
 
   @Get('status')
+  @ApiOperation({ summary: 'How far behind the mirror is: pending reads, jobs, events, rows, backfill gaps, notifications.' })
+  @ApiOkResponse({ type: SyncStatusResponse })
+  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
   async status(): Promise<SyncStatus> {
     const [{ rows }, lastRun, gaps, subscriptions] = await Promise.all([
       this.database.pool.query<Record<string, number | string | Date | null>>(STATUS),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { NotificationSender } from './notification-sender';
 import { AttemptRecord, DueNotification, Lease, NotificationRepository } from './notification.repository';
 import { NotificationSignal } from './notification-signal';
@@ -13,13 +14,6 @@ const POLL_MS = 500;
  * for its attempts' timeout (its retries are then scheduled later), so it cannot starve the others.
  */
 const MAX_SUBSCRIBERS = 64;
-
-/** Counts since start, for metrics and the bench. */
-export interface DeliveryStats {
-  delivered: number;
-  retried: number;
-  dead: number;
-}
 
 /**
  * The delivery worker: sends the outbox's notifications to their subscribers, apart from the reconcile jobs (its own
@@ -41,13 +35,13 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
   private polling: Promise<void> | undefined;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
-  readonly stats: DeliveryStats = { delivered: 0, retried: 0, dead: 0 };
 
   constructor(
     private readonly repository: NotificationRepository,
     private readonly sender: NotificationSender,
     private readonly signal: NotificationSignal,
     private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
   ) {
     this.batchSize = config.notify.concurrency * 2;
     // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
@@ -163,10 +157,9 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
   }
 
   private count(lease: Lease, record: AttemptRecord): void {
-    if (record.outcome === 'delivered') this.stats.delivered += 1;
-    else if (record.outcome === 'retry') this.stats.retried += 1;
-    else {
-      this.stats.dead += 1;
+    this.metrics.notificationAttempts.inc({ outcome: record.outcome });
+    this.metrics.notificationDuration.observe(record.durationMs / 1000);
+    if (record.outcome === 'dead') {
       this.logger.warn(`Notification ${record.id} to subscription ${lease.id} moved to the delivery dead-letter queue: ${record.reason} (${record.error})`);
     }
   }

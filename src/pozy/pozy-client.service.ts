@@ -4,6 +4,7 @@ import { validateSync } from 'class-validator';
 import { Pool } from 'undici';
 import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
@@ -46,10 +47,10 @@ export class PozyClient implements OnModuleDestroy {
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly budget: RateBudget;
-  /** Requests sent, by route and status (0 = no answer), for the bench and metrics. */
-  readonly calls = new Map<string, number>();
-
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+  ) {
     const url = new URL(config.pozy.apiUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
@@ -179,8 +180,7 @@ export class PozyClient implements OnModuleDestroy {
   }
 
   private count(route: string, status: number): void {
-    const key = `${route} ${status}`;
-    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    this.metrics.pozyRequests.inc({ route, status: status === 0 ? 'none' : String(status) });
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
 import { PozyClient } from '../pozy/pozy-client.service';
@@ -10,15 +11,6 @@ import { ReadState, ResourceEvents, ResourceStateRepository } from './resource-s
 
 export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed';
 
-/** Counts of what reconciling did, for the bench, the demo and metrics. */
-export interface ReconcileCounters {
-  reads: number;
-  skipped: number;
-  written: number;
-  stale: number;
-  postponed: number;
-}
-
 /**
  * Events are hints: reconciling a resource reads its truth from Pozy and writes it whole, guarded, to the mirror.
  * A read is skipped when the last read of the resource began after every event received for it (less the
@@ -27,7 +19,6 @@ export interface ReconcileCounters {
 @Injectable()
 export class ReconcileService {
   private readonly logger = new Logger(ReconcileService.name);
-  readonly counters: ReconcileCounters = { reads: 0, skipped: 0, written: 0, stale: 0, postponed: 0 };
 
   constructor(
     private readonly pozy: PozyClient,
@@ -35,16 +26,16 @@ export class ReconcileService {
     private readonly accounts: AccountMirrorRepository,
     private readonly state: ResourceStateRepository,
     private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
   ) {}
 
   async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
     const [events, state] = await Promise.all([this.state.events(type, id), this.state.readState(key)]);
     if (this.alreadyReflected(events, state)) {
-      this.counters.skipped += 1;
+      this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
     }
-    this.counters.reads += 1;
     let outcome: ReconcileOutcome;
     let sentAt: Date;
     try {
@@ -53,12 +44,10 @@ export class ReconcileService {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
       await this.state.postpone(key, error.retryAfterMs);
-      this.counters.postponed += 1;
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
       return 'postponed';
     }
     await this.state.recordRead(key, sentAt);
-    this.counters[outcome === 'stale' ? 'stale' : 'written'] += 1;
     this.logger.debug(`${key}: ${outcome}`);
     return outcome;
   }

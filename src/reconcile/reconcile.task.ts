@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { JobHelpers } from 'graphile-worker';
 import { AppConfig } from '../config/app-config';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { MetricsService } from '../metrics/metrics.service';
 import { PozyProtocolError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
 import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
@@ -24,12 +25,14 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     private readonly state: ResourceStateRepository,
     private readonly deadLetters: DeadLetterRepository,
     private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
   ) {}
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
     const key = resourceJobKey(payload.resource, payload.id);
     try {
-      await this.reconciler.reconcile(payload.resource, payload.id);
+      const outcome = await this.reconciler.reconcile(payload.resource, payload.id);
+      this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome });
       await this.state.clearFailing(key);
     } catch (error) {
       if (error instanceof PozyProtocolError) {
@@ -42,6 +45,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
           return this.deadLetter(key, payload, reason, error, helpers, since);
         }
       }
+      this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'failed' });
       throw error;
     }
   }
@@ -63,6 +67,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
       firstFailureAt,
     });
     await this.state.clearFailing(key);
+    this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
     this.logger.warn(`${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`);
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryConfig } from 'pg';
 import { DatabaseService } from '../database/database.service';
+import { MetricsService } from '../metrics/metrics.service';
 
 export interface NewPozyEvent {
   id: string;
@@ -53,13 +54,17 @@ WITH input AS (
    WHERE r.due_at IS NULL
   RETURNING due_at
 )
-SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at`;
+SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at,
+       (SELECT count(*) FROM requested)::int AS requested`;
 
 const INSERT_TIMEOUT_MS = 3_000;
 
 @Injectable()
 export class PozyEventRepository {
-  constructor(private readonly database: DatabaseService) {}
+  constructor(
+    private readonly database: DatabaseService,
+    private readonly metrics: MetricsService,
+  ) {}
 
   /**
    * Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction.
@@ -89,7 +94,11 @@ export class PozyEventRepository {
         column((e) => e.recoveredBy),
       ],
     };
-    const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null }>(statement);
-    return { insertedIds: new Set(rows[0].inserted_ids), firstRequestDueAt: rows[0].first_due_at };
+    const { rows } = await this.database.pool.query<{ inserted_ids: string[]; first_due_at: Date | null; requested: number }>(statement);
+    const insertedIds = new Set(rows[0].inserted_ids);
+    // New events asking for a read that was already pending (or asked for twice in this batch) cost no read of their own.
+    const joined = events.filter((e) => e.reconcile && insertedIds.has(e.id)).length - rows[0].requested;
+    if (joined > 0) this.metrics.apiCallsSaved.inc({ reason: 'coalesced' }, joined);
+    return { insertedIds, firstRequestDueAt: rows[0].first_due_at };
   }
 }

@@ -1,8 +1,13 @@
 import { Body, Controller, Headers, HttpCode, Post } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponse } from '../common/error-body.dto';
+import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
+import { WebhookReceiptResponse } from './dto/webhook-receipt.response';
 import { WebhookReceipt, WebhooksService } from './webhooks.service';
 
 export const POZY_WEBHOOK_PATH = '/webhooks/pozy';
 
+@ApiTags('Webhooks')
 @Controller('webhooks')
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
@@ -10,6 +15,34 @@ export class WebhooksController {
   /** The body arrives unparsed (see http/body-parser.ts): the signature is checked over these exact bytes. */
   @Post('pozy')
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'Receive one Pozy webhook delivery; answered once the event is committed.',
+    description:
+      'The signature is checked over the raw bytes of the body before anything parses it. Test events and unknown event ' +
+      'types are stored (flagged) and change nothing. Every refusal stores nothing.',
+  })
+  @ApiConsumes('application/json')
+  @ApiBody({ type: PozyEventEnvelopeDto, description: 'The Pozy event envelope, at most 1 MiB; unknown fields are stored as sent.' })
+  @ApiHeader({
+    name: 'X-Pozy-Signature',
+    required: false,
+    description: 'Lower-case hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET. Required when that secret is set.',
+    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  })
+  @ApiHeader({ name: 'X-Pozy-Event-Id', required: true, description: "The event's id: must equal the body's `id`.", schema: { type: 'string', maxLength: 200 } })
+  @ApiHeader({ name: 'X-Pozy-Attempt', required: false, description: 'The delivery attempt: a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]{0,3}$', example: '1' } })
+  @ApiHeader({ name: 'X-Pozy-Delivery-Id', required: false, description: 'The delivery id, stored with the event.', schema: { type: 'string', maxLength: 200 } })
+  @ApiOkResponse({ type: WebhookReceiptResponse, description: 'Stored (or a duplicate, or safe in the local spool).' })
+  @ApiErrorResponse(
+    400,
+    '`malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp`, `post.id` (post events) or ' +
+      '`account.accountId`/`profileId` (account events). `invalid_headers`: X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer. ' +
+      "`event_id_mismatch`: X-Pozy-Event-Id differs from the body's `id`.",
+  )
+  @ApiErrorResponse(401, '`missing_signature`, `invalid_signature`: the secret is set and X-Pozy-Signature is absent or does not match the raw body.')
+  @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
+  @ApiErrorResponse(415, '`unsupported_media_type`: not `application/json`.')
+  @ApiErrorResponse(503, '`overloaded`: too many webhooks waiting for the database; retry later.')
   receive(
     @Body() rawBody: Buffer | undefined,
     @Headers() headers: Record<string, string | string[] | undefined>,

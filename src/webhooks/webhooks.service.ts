@@ -17,6 +17,8 @@ export interface WebhookReceipt {
   duplicate: boolean;
   /** Present when the database did not acknowledge in time: the event is safe in the local spool. */
   spooled?: true;
+  /** Present for Pozy's test events: stored, flagged, and nothing else. */
+  test?: true;
   /** The resource this new event asks to read again (`post:<id>`, `profile:<id>`); null for duplicates, tests, unknown types. */
   reconcile: string | null;
 }
@@ -106,6 +108,7 @@ export class WebhooksService implements OnModuleInit {
       received: true,
       eventId: envelope.id,
       duplicate: outcome === 'duplicate',
+      ...(test ? { test: true as const } : {}),
       reconcile: outcome === 'stored' ? (reconcile?.key ?? null) : null,
     };
   }

@@ -1,12 +1,19 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
 import { BooleanParam, IntParam } from '../../mirror/query-params';
 
 export const QUEUES = ['delivery', 'ack'] as const;
 
 export class DeadLetterListQuery {
+  @ApiProperty({
+    enum: [...QUEUES],
+    description: '`delivery`: reconciles and notifications given up on. `ack`: events the database never acknowledged, in this replica\'s spool.',
+    example: 'delivery',
+  })
   @IsIn(QUEUES)
   queue!: (typeof QUEUES)[number];
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'How many letters, newest first.', example: 100 })
   @IsOptional()
   @IntParam()
   @IsInt()
@@ -16,10 +23,12 @@ export class DeadLetterListQuery {
 }
 
 export class DeadLetterReplayAllQuery {
+  @ApiProperty({ enum: [...QUEUES], description: 'The queue whose letters not replayed yet are replayed.', example: 'delivery' })
   @IsIn(QUEUES)
   queue!: (typeof QUEUES)[number];
 
   /** Say how many would be replayed, and replay nothing. */
+  @ApiPropertyOptional({ type: Boolean, default: false, description: 'Only say how many would be replayed; replay nothing.', example: true })
   @IsOptional()
   @BooleanParam()
   @IsBoolean()
@@ -27,6 +36,7 @@ export class DeadLetterReplayAllQuery {
 }
 
 export class DeadLetterIdParams {
+  @ApiProperty({ format: 'uuid', description: 'A dead letter id, of either queue.', example: '0b7f8a52-4a0c-4c1e-9a59-3f1f2b7a6c11' })
   @IsUUID('4', { message: 'id must be a dead letter id (a UUID)' })
   id!: string;
 }

@@ -1,19 +1,30 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
+import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
 import { AccountsQuery, MirroredAccount } from './accounts.query';
+import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
 import { ListAccountsQuery } from './dto/list-accounts.query';
 
+@ApiTags('Mirror')
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly accounts: AccountsQuery) {}
 
   @Get()
+  @ApiOperation({ summary: 'List mirrored accounts, filtered, a page at a time (ordered by id).' })
+  @ApiOkResponse({ type: AccountPageResponse })
+  @ApiErrorResponse(400, BAD_QUERY)
   list(@Query() query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     return this.accounts.list(query);
   }
 
   /** A removed account is still answered (with `removedAt`); 404 means the mirror never saw it. */
   @Get(':id')
+  @ApiOperation({ summary: 'One mirrored account, removed ones included.' })
+  @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
+  @ApiOkResponse({ type: MirroredAccountResponse })
+  @ApiNotFoundErrorResponse('the mirror never saw this account')
   async get(@Param('id') id: string): Promise<MirroredAccount> {
     const account = await this.accounts.get(id);
     if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);

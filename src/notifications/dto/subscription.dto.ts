@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   ArrayNotEmpty,
@@ -20,20 +21,54 @@ const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-
 const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true };
 const URL_MESSAGE = 'url must be an http:// or https:// URL';
 
+// The documentation of the fields, shared by create and update.
+const DOC: Record<'url' | 'eventTypes' | 'profileIds' | 'platforms' | 'description' | 'active', ApiPropertyOptions> = {
+  url: { description: 'Where notifications are POSTed: an http:// or https:// URL.', format: 'uri', maxLength: 2048, example: 'https://example.com/hooks/pozy-sync' },
+  eventTypes: {
+    enum: [...NOTIFICATION_TYPES],
+    isArray: true,
+    minItems: 1,
+    uniqueItems: true,
+    description: 'The changes to be notified of.',
+    example: ['post.changed', 'post.deleted'],
+  },
+  profileIds: {
+    type: [String],
+    maxItems: 100,
+    description: 'Only posts and accounts of these profiles (each up to 200 characters); omitted or empty: all.',
+    example: ['66a9ffee00112233445566aa'],
+  },
+  platforms: {
+    type: [String],
+    maxItems: 50,
+    description: 'Only posts and accounts on these platforms (lower-case names); omitted or empty: all.',
+    example: ['instagram', 'linkedin'],
+  },
+  description: { type: String, maxLength: 500, description: 'For people.', example: 'CRM sync' },
+  active: { type: Boolean, description: 'Default true. An inactive subscription is sent nothing and queues nothing.', example: true },
+};
+
 /** `POST /admin/subscriptions`. */
 export class CreateSubscriptionDto {
   /** Where notifications are POSTed. */
+  @ApiProperty(DOC.url)
   @IsString({ message: URL_MESSAGE })
   @IsUrl(URL_OPTIONS, { message: URL_MESSAGE })
   @MaxLength(2048)
   url!: string;
 
   /** The signing secret (`whsec_` + base64 of 24 to 64 bytes). Generated when not given; answered once. */
+  @ApiPropertyOptional({
+    description: 'The signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once, on creation.',
+    pattern: SECRET.source,
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  })
   @IsOptional()
   @IsString()
   @Matches(SECRET, { message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes' })
   secret?: string;
 
+  @ApiProperty(DOC.eventTypes)
   @IsArray()
   @ArrayNotEmpty()
   @ArrayUnique()
@@ -41,6 +76,7 @@ export class CreateSubscriptionDto {
   eventTypes!: NotificationType[];
 
   /** Only posts and accounts of these profiles; omitted or empty: all. */
+  @ApiPropertyOptional(DOC.profileIds)
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
@@ -50,6 +86,7 @@ export class CreateSubscriptionDto {
   profileIds?: string[];
 
   /** Only posts and accounts on these platforms (e.g. `instagram`); omitted or empty: all. */
+  @ApiPropertyOptional(DOC.platforms)
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(50)
@@ -57,12 +94,14 @@ export class CreateSubscriptionDto {
   @Matches(/^[a-z][a-z0-9_-]{0,49}$/, { each: true, message: 'platforms must each be a platform name such as instagram' })
   platforms?: string[];
 
+  @ApiPropertyOptional(DOC.description)
   @IsOptional()
   @IsString()
   @MaxLength(500)
   description?: string;
 
   /** Default true. An inactive subscription is sent nothing and queues nothing. */
+  @ApiPropertyOptional(DOC.active)
   @IsOptional()
   @IsBoolean()
   active?: boolean;
@@ -70,12 +109,14 @@ export class CreateSubscriptionDto {
 
 /** `PATCH /admin/subscriptions/:id`: any of the fields, except the secret. */
 export class UpdateSubscriptionDto {
+  @ApiPropertyOptional(DOC.url)
   @IsOptional()
   @IsString({ message: URL_MESSAGE })
   @IsUrl(URL_OPTIONS, { message: URL_MESSAGE })
   @MaxLength(2048)
   url?: string;
 
+  @ApiPropertyOptional(DOC.eventTypes)
   @IsOptional()
   @IsArray()
   @ArrayNotEmpty()
@@ -83,6 +124,7 @@ export class UpdateSubscriptionDto {
   @IsIn(NOTIFICATION_TYPES, { each: true, message: `eventTypes must each be one of: ${NOTIFICATION_TYPES.join(', ')}` })
   eventTypes?: NotificationType[];
 
+  @ApiPropertyOptional(DOC.profileIds)
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
@@ -91,6 +133,7 @@ export class UpdateSubscriptionDto {
   @MaxLength(200, { each: true })
   profileIds?: string[];
 
+  @ApiPropertyOptional(DOC.platforms)
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(50)
@@ -98,17 +141,20 @@ export class UpdateSubscriptionDto {
   @Matches(/^[a-z][a-z0-9_-]{0,49}$/, { each: true, message: 'platforms must each be a platform name such as instagram' })
   platforms?: string[];
 
+  @ApiPropertyOptional(DOC.description)
   @IsOptional()
   @IsString()
   @MaxLength(500)
   description?: string;
 
+  @ApiPropertyOptional(DOC.active)
   @IsOptional()
   @IsBoolean()
   active?: boolean;
 }
 
 export class SubscriptionIdParams {
+  @ApiProperty({ format: 'uuid', description: 'A subscription id.', example: '2f6a1c9e-5b7d-4e3f-9a8b-1c2d3e4f5a6b' })
   @IsUUID('4', { message: 'id must be a subscription id (a UUID)' })
   id!: string;
 }

@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   IsBoolean,
@@ -12,7 +13,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { isJsonObject } from '../../common/validate-dto';
-import { isAccountEvent, isPostEvent } from '../pozy-events';
+import { ACCOUNT_EVENTS, isAccountEvent, isPostEvent, POST_EVENTS } from '../pozy-events';
 
 /** Only what routing needs; the rest of the block is stored as sent (events are hints, Pozy's API is the truth). */
 export class PozyPostBlockDto {
@@ -43,32 +44,60 @@ const needsBlock = (check: (type: unknown) => boolean) => (envelope: PozyEventEn
  * stored (forward compatibility); only what the receiver relies on is checked.
  */
 export class PozyEventEnvelopeDto {
+  @ApiProperty({ maxLength: 200, description: "The event's id: equal to the X-Pozy-Event-Id header.", example: 'evt_01J8Z6W2C5' })
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
   id!: string;
 
+  @ApiProperty({
+    maxLength: 100,
+    description: `The event type. Known ones: ${[...POST_EVENTS, ...ACCOUNT_EVENTS].join(', ')}. Others are stored (flagged) and change nothing.`,
+    example: 'post.published',
+  })
   @IsString()
   @IsNotEmpty()
   @MaxLength(100)
   event!: string;
 
+  @ApiProperty({ format: 'date-time', description: 'When the event happened: ISO 8601 with a time zone.', example: '2026-11-29T10:15:30.000Z' })
   @IsISO8601({ strict: true }, { message: 'timestamp must be an ISO 8601 date-time' })
   @Matches(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/, {
     message: 'timestamp must be an ISO 8601 date-time with a time zone',
   })
   timestamp!: string;
 
+  @ApiPropertyOptional({ type: Boolean, description: "Pozy's test event: stored (flagged), changes nothing, needs no block.", example: false })
   @IsOptional()
   @IsBoolean()
   test?: boolean;
 
+  // `required` lists the block's own required fields; `selfRequired: false`: the block itself is optional.
+  @ApiProperty({
+    type: 'object',
+    description: 'Post events (required unless `test`): the post, as Pozy sends it (stored as sent; only `id` is read).',
+    properties: { id: { type: 'string', maxLength: 200, description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' } },
+    required: ['id'],
+    selfRequired: false,
+    additionalProperties: true,
+  })
   @ValidateIf(needsBlock(isPostEvent))
   @IsObject({ message: 'post is required for post events' })
   @ValidateNested()
   @Type(() => PozyPostBlockDto)
   post?: PozyPostBlockDto;
 
+  @ApiProperty({
+    type: 'object',
+    description: 'Account events (required unless `test`): the account, as Pozy sends it (stored as sent; only `accountId` and `profileId` are read).',
+    properties: {
+      accountId: { type: 'string', maxLength: 200, description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' },
+      profileId: { type: 'string', maxLength: 200, description: "The account's profile: its accounts are read again.", example: '66a9ffee00112233445566aa' },
+    },
+    required: ['accountId', 'profileId'],
+    selfRequired: false,
+    additionalProperties: true,
+  })
   @ValidateIf(needsBlock(isAccountEvent))
   @IsObject({ message: 'account is required for account events' })
   @ValidateNested()

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { applyDecorators } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { ApiBearerAuth, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiErrorResponse } from '../common/error-body.dto';
+
+/** The security scheme of the admin endpoints: `Authorization: Bearer <ADMIN_TOKEN>`. */
+export const ADMIN_SECURITY = 'admin';
+
+/** Swagger UI; the document itself is at `/docs-json`. */
+export const DOCS_PATH = '/docs';
+export const DOCS_JSON_PATH = '/docs-json';
+
+/** On a controller guarded by AdminTokenGuard: the bearer token scheme, and the 401 and 403 each of its endpoints can answer. */
+export const ApiAdminAuth = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    ApiBearerAuth(ADMIN_SECURITY),
+    ApiErrorResponse(401, '`missing_token`: no `Authorization: Bearer <ADMIN_TOKEN>` header.'),
+    ApiErrorResponse(403, '`invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set.'),
+  );
+
+/** The version in package.json (one directory above src/ and dist/ alike). */
+function packageVersion(): string {
+  const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+  return version;
+}
+
+/**
+ * The OpenAPI document of every controller, built from their decorators, as JSON at `/docs-json` and as Swagger UI
+ * at `/docs` (its files served by @fastify/static). All are GET routes: the JSON body parser never sees them.
+ */
+export function setupOpenApi(app: NestFastifyApplication): void {
+  const config = new DocumentBuilder()
+    .setTitle('pozy-sync')
+    .setDescription("A PostgreSQL mirror of a Pozy workspace's posts and accounts, kept correct from Pozy's webhooks and API.")
+    .setVersion(packageVersion())
+    // An opaque token, not the JWT that DocumentBuilder's default bearerFormat says.
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'ADMIN_TOKEN' }, ADMIN_SECURITY)
+    .build();
+  const document = SwaggerModule.createDocument(app, config);
+  SwaggerModule.setup(DOCS_PATH, app, document, { jsonDocumentUrl: DOCS_JSON_PATH, raw: ['json'] });
+}

@@ -1,0 +1,29 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponse } from '../common/error-body.dto';
+import { AckSpool } from '../webhooks/ack-spool';
+import { MetricsService } from './metrics.service';
+
+@ApiTags('Metrics')
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly spool: AckSpool,
+  ) {}
+
+  /** Prometheus text format: this process's counters, the deployment's database gauges, this replica's spool. */
+  @Get()
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({ summary: 'Prometheus metrics: counters of this process, gauges of the deployment and of this replica.' })
+  @ApiOkResponse({
+    description: 'The Prometheus text exposition format (version 0.0.4).',
+    content: {
+      'text/plain': { schema: { type: 'string', example: '# TYPE pozy_sync_reconcile_pending gauge\npozy_sync_reconcile_pending 0\n' } },
+    },
+  })
+  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
+  render(): Promise<string> {
+    return this.metrics.render(this.spool.counts());
+  }
+}

@@ -1,0 +1,33 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class PruneCountsResponse {
+  @ApiProperty({ type: 'integer', description: 'Stored webhook events.', example: 1200 })
+  events!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Attempts of notifications that are kept.', example: 40 })
+  notificationAttempts!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Notifications (their remaining attempts go with them, not counted above).', example: 30 })
+  notifications!: number;
+
+  @ApiProperty({ type: 'integer', example: 2 })
+  backfillRuns!: number;
+
+  @ApiProperty({ type: 'integer', example: 0 })
+  deadLetters!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Permanently failed graphile-worker jobs.', example: 0 })
+  failedJobs!: number;
+}
+
+/** `200` of `POST /admin/retention`: the rows deleted, per table. */
+export class PruneResponse {
+  @ApiProperty({ type: String, format: 'date-time', description: 'Rows older than this were pruned.' })
+  cutoff!: Date;
+
+  @ApiProperty({ type: PruneCountsResponse })
+  deleted!: PruneCountsResponse;
+
+  @ApiProperty({ type: 'integer', example: 850 })
+  durationMs!: number;
+}
