@@ -2,6 +2,7 @@ import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
+import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
@@ -9,6 +10,7 @@ import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
 import { setupOpenApi } from './http/openapi';
 import { MetricsService } from './metrics/metrics.service';
 import { instrumentWebhookRoute } from './metrics/webhook-metrics';
+import { requestIdOf } from './logging/logging.module';
 import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
 
 export interface CreateAppOptions {
@@ -17,16 +19,25 @@ export interface CreateAppOptions {
 
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
 export async function createApp(config: AppConfig, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: true });
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    // The correlation id: the caller's X-Request-Id when it looks like one, else a UUID (pino logs request.id).
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+  });
   const fastify = adapter.getInstance<FastifyInstance>();
   registerJsonParser(fastify, [POZY_WEBHOOK_PATH]);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: options.logger,
+    // Held until pino takes over below, so start-up lines come out structured too.
+    bufferLogs: true,
     // Our own JSON parser (http/body-parser.ts) replaces Nest's.
     bodyParser: false,
     // Throw start-up errors to main.ts (which stops the embedded database and exits 1) instead of aborting.
     abortOnError: false,
   });
+  app.useLogger(app.get(Logger));
   setupOpenApi(app);
   // While closing, answer in-flight requests with `Connection: close`: otherwise their keep-alive connections
   // hold the server open (Node only closes the connections idle at the moment close begins).
@@ -35,7 +46,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     closing = true;
     done();
   });
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    void reply.header('x-request-id', request.id);
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });

@@ -9,6 +9,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
+import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { AccountsModule } from './mirror/accounts/accounts.module';
 import { PostsModule } from './mirror/posts/posts.module';
@@ -16,6 +17,7 @@ import { NotificationsModule } from './notifications/notifications.module';
 import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { RetentionModule } from './retention/retention.module';
+import { StatusPageModule } from './status-page/status-page.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
@@ -25,6 +27,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        LoggingModule,
         DatabaseModule,
         MetricsModule,
         QueueModule,
@@ -37,6 +40,7 @@ export class AppModule {
         BackfillModule,
         RetentionModule,
         HealthModule,
+        StatusPageModule,
         ScheduleModule.forRoot(),
       ],
       providers: [

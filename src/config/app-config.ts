@@ -1,5 +1,5 @@
 import { LogLevel } from '@nestjs/common';
-import { EnvironmentVariables, LOG_LEVELS, RoleName, validateEnvironment } from './environment';
+import { EnvironmentVariables, LOG_LEVELS, LogFormat, LogLevelName, RoleName, validateEnvironment } from './environment';
 
 /**
  * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
@@ -9,8 +9,10 @@ export class AppConfig {
   readonly port: number;
   readonly host: string;
   readonly role: RoleName;
+  readonly logLevel: LogLevelName;
   /** LOG_LEVEL and every level above it. */
   readonly logLevels: LogLevel[];
+  readonly logFormat: LogFormat;
   /** Unset means "start the embedded PostgreSQL"; main.ts then builds the config again with its URL. */
   readonly databaseUrl: string | undefined;
   readonly embeddedDatabasePort: number;
@@ -79,7 +81,9 @@ export class AppConfig {
     this.port = env.PORT;
     this.host = env.HOST;
     this.role = env.ROLE;
+    this.logLevel = env.LOG_LEVEL;
     this.logLevels = LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(env.LOG_LEVEL) + 1);
+    this.logFormat = env.LOG_FORMAT;
     this.databaseUrl = env.DATABASE_URL;
     this.embeddedDatabasePort = env.EMBEDDED_DATABASE_PORT;
     this.databasePoolSize = env.DATABASE_POOL_SIZE;

@@ -22,6 +22,10 @@ import { validateCronExpression } from 'cron';
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+/** `json`: one JSON object a line; `pretty`: readable lines; `auto`: pretty in a terminal, JSON otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /** `all`: HTTP and jobs; `api`: HTTP only (jobs wait for a worker); `worker`: jobs and schedules, no HTTP port. */
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type RoleName = (typeof ROLES)[number];
@@ -63,6 +67,9 @@ export class EnvironmentVariables {
 
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevelName = 'log';
+
+  @IsIn(LOG_FORMATS)
+  LOG_FORMAT: LogFormat = 'auto';
 
   @IsString()
   @IsNotEmpty()
@@ -250,6 +257,7 @@ export const VARIABLES = [
   'PORT',
   'HOST',
   'LOG_LEVEL',
+  'LOG_FORMAT',
   'ROLE',
   'DATABASE_URL',
   'EMBEDDED_DATABASE_PORT',

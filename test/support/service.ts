@@ -23,6 +23,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     POZY_API_KEY: 'sk_test_key',
     POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     DATABASE_POOL_SIZE: '10',
+    // Failures only: the tests' output is their own.
+    LOG_LEVEL: 'error',
     // Tests start a backfill when they mean to.
     BACKFILL_CRON: 'off',
     // A spool of its own: test files run in parallel.
