@@ -52,6 +52,13 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     done(null, payload);
   });
   instrumentWebhookRoute(fastify, app.get(MetricsService));
+  if (!config.servesHttp) {
+    // ROLE=worker: probes and scrapes only; webhooks and the API belong to the api replicas.
+    fastify.addHook('onRequest', (request, reply, done) => {
+      if (/^\/(health\/(live|ready)|metrics)$/.test(request.url.split('?')[0])) return done();
+      void reply.code(404).send({ statusCode: 404, error: 'not_found', message: 'ROLE=worker serves only /health/live, /health/ready and /metrics' });
+    });
+  }
   try {
     await app.init();
   } catch (error) {

@@ -39,12 +39,12 @@ async function main(): Promise<void> {
     }
     app = await createApp(config, { logger: config.logLevels });
     if (stopping) return;
-    if (config.servesHttp) {
-      await app.listen({ port: config.port, host: config.host });
-      logger.log(`pozy-sync listening on http://${config.host}:${config.port} (ROLE=${config.role})`);
-    } else {
-      logger.log('pozy-sync running jobs only (ROLE=worker)');
-    }
+    await app.listen({ port: config.port, host: config.host });
+    logger.log(
+      config.servesHttp
+        ? `pozy-sync listening on http://${config.host}:${config.port} (ROLE=${config.role})`
+        : `pozy-sync running jobs (ROLE=worker); http://${config.host}:${config.port} serves /health and /metrics only`,
+    );
   })();
 
   /** Closes the service (HTTP, then jobs, then the pool), then the embedded database, and exits. */

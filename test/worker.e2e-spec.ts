@@ -105,6 +105,12 @@ describe('job queue (graphile-worker inside the service)', () => {
         await waitFor('the worker replica to run the job', async () => (handle.mock.calls.length > 0 ? true : undefined));
         expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: postId }]);
         expect(await reconcileRequests(api.pool)).toEqual([]);
+        // A worker serves probes and scrapes, nothing else: webhooks and the API belong to api replicas.
+        expect((await fetch(`${worker.baseUrl}/health/ready`)).status).toBe(200);
+        expect(await (await fetch(`${worker.baseUrl}/metrics`)).text()).toMatch(/pozy_sync_reconcile_jobs_total\{resource="post",outcome="/);
+        const webhook = await fetch(`${worker.baseUrl}/webhooks/pozy`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        expect(webhook.status).toBe(404);
+        expect((await fetch(`${worker.baseUrl}/posts`)).status).toBe(404);
       } finally {
         await worker.close();
       }

@@ -135,7 +135,7 @@ export class AppConfig {
     return this.role !== 'api';
   }
 
-  /** Whether this process serves HTTP (roles `all` and `api`). */
+  /** Whether this process serves the API (roles `all` and `api`); a worker serves only health and metrics. */
   get servesHttp(): boolean {
     return this.role !== 'worker';
   }

@@ -1,7 +1,7 @@
 /**
  * npm run simulator: a Pozy simulator on loopback with a small seeded world.
  *
- *   SIMULATOR_PORT (4010), SIMULATOR_API_KEY (sk_sim_local), SIMULATOR_WEBHOOK_URL (unset: no deliveries),
+ *   SIMULATOR_PORT (4010), SIMULATOR_HOST (127.0.0.1; 0.0.0.0 in a container), SIMULATOR_API_KEY (sk_sim_local), SIMULATOR_WEBHOOK_URL (unset: no deliveries),
  *   SIMULATOR_WEBHOOK_SECRET, SIMULATOR_SEED (1), SIMULATOR_TIME_SCALE (1),
  *   SIMULATOR_ACTIVITY_MS (0: a still world; > 0: one random mutation every that many ms)
  */
@@ -28,7 +28,8 @@ async function main(): Promise<void> {
   const url = process.env.SIMULATOR_WEBHOOK_URL || undefined;
   const secret = process.env.SIMULATOR_WEBHOOK_SECRET || undefined;
 
-  const simulator = await PozySimulator.start({ port, apiKey, seed, timeScale, webhook: url ? { url, secret } : undefined });
+  const host = process.env.SIMULATOR_HOST || '127.0.0.1';
+  const simulator = await PozySimulator.start({ port, host, apiKey, seed, timeScale, webhook: url ? { url, secret } : undefined });
   simulator.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
   const activity = activityMs > 0 ? setInterval(() => simulator.world.randomStep(), activityMs) : undefined;
 

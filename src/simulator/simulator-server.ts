@@ -22,6 +22,8 @@ export interface SimulatorServerOptions {
   faults: () => Readonly<FaultConfig>;
   rateLimitPerMinute: number;
   port?: number;
+  /** Default 127.0.0.1; 0.0.0.0 in a container, for other containers to reach it. */
+  host?: string;
 }
 
 export interface ApiStats {
@@ -113,7 +115,7 @@ export class SimulatorServer {
   static async start(options: SimulatorServerOptions): Promise<SimulatorServer> {
     const server = new SimulatorServer(options);
     try {
-      await server.app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
+      await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
     } catch (error) {
       await server.app.close();
       throw error;

@@ -10,6 +10,8 @@ import { PozyWorld } from './world';
 export interface SimulatorOptions {
   /** 0 or absent: any free port. */
   port?: number;
+  /** Default 127.0.0.1 (loopback only). */
+  host?: string;
   apiKey: string;
   /** The single webhook subscription; without it events are not delivered (nor logged). */
   webhook?: { url: string; secret?: string };
@@ -79,6 +81,7 @@ export class PozySimulator {
         faults: () => faultsRef.current,
         rateLimitPerMinute: options.rateLimitPerMinute ?? 600,
         port: options.port,
+        host: options.host,
       });
     } catch (error) {
       await sender.close();
