@@ -9,6 +9,7 @@
  */
 /* eslint-disable no-console -- a command-line program */
 import { ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { Client, Pool } from 'pg';
@@ -115,6 +116,7 @@ async function main(): Promise<void> {
       // The demo runs the backfill itself, once the changes are done.
       BACKFILL_CRON: 'off',
       LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'pretty',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -184,6 +186,14 @@ async function main(): Promise<void> {
       failed = true;
       console.log(`  result                       MIRROR DIFFERS from truth in ${differences.length} rows:`);
       for (const difference of differences.slice(0, 10)) console.log(`    ${difference}`);
+    }
+    // What an operator's Prometheus would see now: pozy-sync's own series (not Node's, not histogram buckets).
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    mkdirSync('.data', { recursive: true });
+    writeFileSync(join('.data', 'demo-metrics.txt'), metrics);
+    console.log('\nMetrics (GET /metrics; all of it in .data/demo-metrics.txt)');
+    for (const line of metrics.split('\n')) {
+      if (/^pozy_sync_(?!process_|nodejs_)\w+(?<!_bucket)(\{|\s)/.test(line)) console.log(`  ${line}`);
     }
     if (settings.keepRunning) {
       console.log(`\nStill running (DEMO_KEEP_RUNNING=1): try curl ${baseUrl}/posts?limit=5 ; Ctrl-C to stop.`);
