@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { AppConfig } from './app-config';
-import { ConfigError } from './environment';
+import { ConfigError, VARIABLES } from './environment';
 
 const minimal = { POZY_API_KEY: 'sk_live_x' };
 
@@ -101,5 +103,13 @@ describe('AppConfig.fromEnvironment', () => {
   it('never echoes values it was not asked about', () => {
     const config = AppConfig.fromEnvironment({ ...minimal, AWS_SECRET_ACCESS_KEY: 'hunter2' });
     expect(JSON.stringify(config)).not.toContain('hunter2');
+  });
+});
+
+describe("README's configuration table", () => {
+  it('documents every variable the service reads', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Endpoints'));
+    expect(VARIABLES.filter((name) => !table.includes(`\`${name}\``))).toEqual([]);
   });
 });

@@ -5,12 +5,13 @@ import { WebhooksModule } from '../webhooks/webhooks.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { SyncStatusController } from './sync-status.controller';
+import { SyncStatusService } from './sync-status.service';
 
 @Module({
   // Terminus logs failed checks itself; the 503 body already says what failed.
   imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule],
   controllers: [HealthController, SyncStatusController],
-  providers: [Draining],
-  exports: [Draining],
+  providers: [Draining, SyncStatusService],
+  exports: [Draining, SyncStatusService],
 })
 export class HealthModule {}

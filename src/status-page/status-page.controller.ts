@@ -1,0 +1,34 @@
+import { randomBytes } from 'node:crypto';
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { ApiErrorResponse } from '../common/error-body.dto';
+import { StatusPageService } from './status-page.service';
+import { contentSecurityPolicy, renderStatusPage } from './status-page.template';
+
+/** The operator's status page: public and read-only (replaying needs the admin token, pasted into the page). */
+@ApiTags('Status page')
+@Controller()
+export class StatusPageController {
+  constructor(private readonly page: StatusPageService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'The status page (HTML): sync lag, events per minute, API calls saved, backfill gaps, dead letters, subscribers.' })
+  @ApiOkResponse({
+    description: `A server-rendered HTML page with an inline style and script (allowed by a per-response CSP nonce); it reloads every 15 s.`,
+    content: { 'text/html': { schema: { type: 'string', example: '<!doctype html><html lang="en">…</html>' } } },
+  })
+  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
+  async render(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    const data = await this.page.gather();
+    // A fresh nonce per response: an injected script could not guess it.
+    const nonce = randomBytes(16).toString('base64');
+    void reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', contentSecurityPolicy(nonce))
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .header('cache-control', 'no-store');
+    return renderStatusPage(data, nonce);
+  }
+}
