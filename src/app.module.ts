@@ -9,7 +9,6 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
-import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { AccountsModule } from './mirror/accounts/accounts.module';
 import { PostsModule } from './mirror/posts/posts.module';
@@ -27,7 +26,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggingModule,
         DatabaseModule,
         MetricsModule,
         QueueModule,

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
       });
       config = config.withDatabaseUrl(embedded.url);
     }
-    app = await createApp(config, { logger: config.logLevels });
+    app = await createApp(config);
     if (stopping) return;
     await app.listen({ port: config.port, host: config.host });
     logger.log(

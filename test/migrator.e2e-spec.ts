@@ -88,7 +88,7 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     await pool.query('UPDATE "_prisma_migrations" SET checksum = $1 WHERE id = $2', ['0'.repeat(64), first.id]);
 
     const config = AppConfig.fromEnvironment({ DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' });
-    await expect(createApp(config, { logger: false })).rejects.toThrow(
+    await expect(createApp(config)).rejects.toThrow(
       new RegExp(`Migration ${first.migration_name} was modified after it was applied`),
     );
   });

@@ -205,7 +205,9 @@ export async function runReceiveScenario(serverUrl: string): Promise<void> {
             ...pozy,
             POZY_WEBHOOK_SECRET: SECRET,
             HOST: '127.0.0.1',
-            LOG_LEVEL: 'warn',
+            // As deployed: the default level logs one JSON line per request (to the bench's /dev/null).
+            LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'log',
+            LOG_FORMAT: 'json',
             ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}),
             ...env,
           },

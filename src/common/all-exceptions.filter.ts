@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toErrorResponse } from './error-response';
 
 @Catch()
@@ -8,7 +8,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const { status, body, unexpected } = toErrorResponse(exception);
-    if (unexpected) this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    if (unexpected) {
+      const msg = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
+      this.logger.error({ msg, requestId: host.switchToHttp().getRequest<FastifyRequest>().id });
+    }
     void host.switchToHttp().getResponse<FastifyReply>().status(status).send(body);
   }
 }

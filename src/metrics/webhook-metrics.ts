@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { POZY_WEBHOOK_PATH } from '../webhooks/webhooks.controller';
-import { MetricsService, WebhookOutcome } from './metrics.service';
+import { MetricsService } from './metrics.service';
 
 /**
- * Counts every answer of POST /webhooks/pozy by outcome, and times it, at the HTTP layer: rejections by the body
- * parser (413, 415, malformed JSON) never reach the controller, yet are rejections Pozy saw.
+ * Counts the refusals of POST /webhooks/pozy by reason, and times every answer, at the HTTP layer: refusals by the
+ * body parser (413, 415, malformed JSON) never reach the controller, yet are refusals Pozy saw. Accepted deliveries
+ * are counted by WebhooksService, which knows their outcome without parsing the answer again.
  */
 export function instrumentWebhookRoute(fastify: FastifyInstance, metrics: MetricsService): void {
   fastify.addHook('onSend', (request, reply, payload, done) => {
-    if (request.routeOptions.url === POZY_WEBHOOK_PATH && request.method === 'POST') {
-      const { outcome, reason } = outcomeOf(reply.statusCode, payload);
-      metrics.webhooksReceived.inc({ outcome, reason });
+    if (reply.statusCode >= 400 && request.routeOptions.url === POZY_WEBHOOK_PATH && request.method === 'POST') {
+      metrics.webhooksReceived.inc({ outcome: 'rejected', reason: reasonOf(reply.statusCode, payload) });
     }
     done(null, payload);
   });
@@ -22,20 +22,13 @@ export function instrumentWebhookRoute(fastify: FastifyInstance, metrics: Metric
   });
 }
 
-function outcomeOf(status: number, payload: unknown): { outcome: WebhookOutcome; reason: string } {
-  const body = parse(payload);
-  if (status >= 400) return { outcome: 'rejected', reason: typeof body.error === 'string' ? body.error : String(status) };
-  if (body.spooled === true) return { outcome: 'spooled', reason: '' };
-  if (body.duplicate === true) return { outcome: 'duplicate', reason: '' };
-  if (body.test === true) return { outcome: 'test', reason: '' };
-  return { outcome: 'accepted', reason: '' };
-}
-
-function parse(payload: unknown): Record<string, unknown> {
+/** The error code of the JSON error body (see common/error-response.ts), or the status. */
+function reasonOf(status: number, payload: unknown): string {
   try {
-    const value: unknown = typeof payload === 'string' || Buffer.isBuffer(payload) ? JSON.parse(payload.toString()) : null;
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+    const body: unknown = typeof payload === 'string' || Buffer.isBuffer(payload) ? JSON.parse(payload.toString()) : null;
+    const code = (body as { error?: unknown } | null)?.error;
+    return typeof code === 'string' ? code : String(status);
   } catch {
-    return {};
+    return String(status);
   }
 }

@@ -11,7 +11,6 @@ import { validateSync } from 'class-validator';
 import { EventEmitter } from 'node:events';
 import { run, Runner, Task, TaskList, WorkerEvents } from 'graphile-worker';
 import { AppConfig } from '../config/app-config';
-import { withLogContext } from '../logging/log-context';
 import { DatabaseService } from '../database/database.service';
 import { graphileLogger } from './graphile-logger';
 import { JobHandler, TaskHandler } from './task-handler.decorator';
@@ -134,10 +133,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
           `Invalid ${name} payload: ${errors.map((e) => `${e.property} (${Object.values(e.constraints ?? {}).join('; ')})`).join(', ')}`,
         );
       }
-      // Every line the job logs says which job it was.
-      await withLogContext({ jobId: helpers.job.id, task: name }, () =>
-        handler.handle(payload as Parameters<JobHandler<N>['handle']>[0], helpers),
-      );
+      await handler.handle(payload as Parameters<JobHandler<N>['handle']>[0], helpers);
     };
   }
 }

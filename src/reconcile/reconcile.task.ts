@@ -68,6 +68,6 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     });
     await this.state.clearFailing(key);
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
-    this.logger.warn(`${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`);
+    this.logger.warn({ msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`, jobId: helpers.job.id, deadLetterId: id });
   }
 }

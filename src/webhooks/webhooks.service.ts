@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
 import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
@@ -32,6 +33,7 @@ export class WebhooksService implements OnModuleInit {
   constructor(
     private readonly config: AppConfig,
     private readonly ingester: EventIngester,
+    private readonly metrics: MetricsService,
   ) {}
 
   onModuleInit(): void {
@@ -61,7 +63,10 @@ export class WebhooksService implements OnModuleInit {
       );
     }
 
-    return this.store(envelope, text, { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null });
+    const receipt = await this.store(envelope, text, { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null });
+    const outcome = receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : receipt.test ? 'test' : 'accepted';
+    this.metrics.webhooksReceived.inc({ outcome, reason: '' });
+    return receipt;
   }
 
   /**

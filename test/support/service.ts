@@ -31,7 +31,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-spool-')),
     ...env,
   });
-  const app = await createApp(config, { logger: ['error'] });
+  const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.getHttpServer().address();
   if (typeof address !== 'object' || !address) throw new Error('service is not listening');

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { LoggerService } from '@nestjs/common';
+import type { FastifyInstance } from 'fastify';
+import pino, { DestinationStream, Logger as Pino } from 'pino';
+import { AppConfig } from '../config/app-config';
+import { LogLevelName } from '../config/environment';
+
+const PINO_LEVELS: Record<LogLevelName, pino.Level> = { error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
+
+/** A caller's X-Request-Id is kept when it looks like an id; anything else (or none) gets a fresh UUID. */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Fastify's `genReqId`: the correlation id that request lines carry and the response answers back. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * The one pino logger of the process: JSON lines, or readable ones in a terminal (LOG_FORMAT). Nothing logs headers
+ * or bodies; these paths are censored anyway, wherever a future line might carry them.
+ */
+export function createPinoLogger(config: AppConfig, destination?: DestinationStream): Pino {
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+  const options: pino.LoggerOptions = {
+    level: PINO_LEVELS[config.logLevel],
+    redact: { paths: ['*.authorization', '*.cookie', '*.secret', '*.apiKey', '*["x-pozy-signature"]', '*["webhook-signature"]'], censor: '[redacted]' },
+    base: { pid: process.pid },
+    // Request lines are built field by field in logRequests; Fastify's default serializers would drop fields.
+    serializers: { req: (req: unknown) => req, res: (res: unknown) => res },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  if (destination) return pino(options, destination);
+  if (pretty) return pino({ ...options, transport: { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' } } });
+  return pino(options);
+}
+
+/**
+ * One line per request, written when the answer is sent, with the request's id (Fastify's child logger binds it as
+ * `requestId`). Fastify's own two lines per request are turned off in app.factory.ts. Probes and scrapes are
+ * logged at debug: they come every few seconds.
+ */
+export function logRequests(fastify: FastifyInstance): void {
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const status = reply.statusCode;
+    const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : /^\/(health|metrics)/.test(request.url) ? 'debug' : 'info';
+    // Fastify's child of the pino logger given to it in app.factory.ts.
+    if ((request.log as Pino).isLevelEnabled(level)) {
+      const eventId = request.headers['x-pozy-event-id'];
+      request.log[level](
+        {
+          req: {
+            id: request.id,
+            method: request.method,
+            url: request.url,
+            remoteAddress: request.ip,
+            userAgent: request.headers['user-agent'],
+            ...(typeof eventId === 'string' ? { eventId, deliveryId: request.headers['x-pozy-delivery-id'] } : {}),
+          },
+          res: { statusCode: status },
+          responseTime: Math.round(reply.elapsedTime),
+        },
+        'request completed',
+      );
+    }
+    done();
+  });
+}
+
+/**
+ * Nest's LoggerService on pino: every `new Logger(Class.name)` line becomes a JSON line with its `context`. A message
+ * may be an object, whose fields (e.g. `jobId`) become fields of the line; its `msg` is the message.
+ */
+export class PinoNestLogger implements LoggerService {
+  constructor(private readonly pino: Pino) {}
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+
+  error(message: unknown, ...params: unknown[]): void {
+    // Nest passes (message, stack, context) for errors.
+    const stack = params.length > 1 && typeof params[0] === 'string' ? params[0] : undefined;
+    this.write('error', message, params, stack);
+  }
+
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+
+  private write(level: pino.Level, message: unknown, params: unknown[], stack?: string): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    const last = params.at(-1);
+    const context = typeof last === 'string' && (params.length > 1 || stack === undefined) ? last : undefined;
+    if (message instanceof Error) {
+      this.pino[level]({ context, err: message }, message.message);
+    } else if (typeof message === 'object' && message !== null) {
+      const { msg, ...fields } = message as { msg?: unknown };
+      this.pino[level]({ context, ...fields, ...(stack ? { stack } : {}) }, typeof msg === 'string' ? msg : '');
+    } else {
+      this.pino[level]({ context, ...(stack ? { stack } : {}) }, String(message));
+    }
+  }
+}
