@@ -5,7 +5,8 @@
  * pozy-sync runs twice: as deployed by default (ROLE=all: the receiver and the worker that drains its reconcile
  * requests share the process and the database) and as an api-only replica (ROLE=api: the receive path alone).
  *
- *   BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 50), BENCH_POSTS (distinct posts, default 1000)
+ *   BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 50), BENCH_POSTS (distinct posts, default 1000),
+ *   BENCH_LOG_LEVEL (pozy-sync's LOG_LEVEL; default log, as deployed: one log line per request)
  */
 /* eslint-disable no-console -- a command-line report */
 import { randomUUID } from 'node:crypto';
