@@ -75,8 +75,9 @@ export class SubscriptionsController {
 
   /** Closes the circuit breaker of a paused subscription: what waited is sent now. */
   @Post(':id/resume')
+  @HttpCode(200)
   @ApiOperation({ summary: "Close a paused subscription's circuit breaker: what waited is sent now." })
-  @ApiCreatedResponse({ type: SubscriptionResponse, description: 'Resumed; the subscription as it is now.' })
+  @ApiOkResponse({ type: SubscriptionResponse, description: 'Resumed; the subscription as it is now.' })
   @ApiInvalidRequestResponse(BAD_ID)
   @ApiNotFoundErrorResponse(NO_SUBSCRIPTION)
   resume(@Param() params: SubscriptionIdParams): Promise<Subscription> {
