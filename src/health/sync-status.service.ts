@@ -20,7 +20,8 @@ export interface SyncStatus {
   notifications: {
     pending: number;
     oldestPendingAgeMs: number | null;
-    subscribers: Array<Pick<Subscription, 'id' | 'url' | 'active' | 'health'>>;
+    /** `origin` only (scheme, host, port): this is public, and a URL's path or query may hold a subscriber's token. */
+    subscribers: Array<Pick<Subscription, 'id' | 'active' | 'health'> & { origin: string }>;
   };
 }
 
@@ -91,7 +92,7 @@ export class SyncStatusService {
       notifications: {
         pending: Number(r.pending_notifications),
         oldestPendingAgeMs: r.oldest_notification_ms === null ? null : Number(r.oldest_notification_ms),
-        subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, url, active, health })),
+        subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, origin: new URL(url).origin, active, health })),
       },
     };
   }

@@ -130,7 +130,7 @@ function subscribers(list: StatusPageData['status']['notifications']['subscriber
   const rows = list.map(
     (s) => html`
       <tr data-subscriber="${s.id}">
-        <td class="mono">${s.url}</td>
+        <td class="mono">${s.origin}</td>
         <td><span class="badge ${s.health.state}">${s.health.state}</span>${s.health.pausedReason ? html`<div class="detail">${s.health.pausedReason}</div>` : ''}</td>
         <td class="num">${count(s.health.pending)}</td>
         <td class="num">${count(s.health.deadLetters)}</td>

@@ -99,8 +99,8 @@ export class SubscriberStatusResponse {
   @ApiProperty({ format: 'uuid' })
   id!: string;
 
-  @ApiProperty({ example: 'https://example.com/hooks/pozy-sync' })
-  url!: string;
+  @ApiProperty({ example: 'https://example.com', description: "The endpoint's origin only: its path and query may hold a token, and this is public." })
+  origin!: string;
 
   @ApiProperty()
   active!: boolean;
