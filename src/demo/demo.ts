@@ -15,6 +15,7 @@ import { Logger } from '@nestjs/common';
 import { Client, Pool } from 'pg';
 import { freePort, waitForHttp } from '../bench/net';
 import { EmbeddedDatabase } from '../database/embedded-postgres';
+import { startDemoSubscriber } from './demo-subscriber';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from '../simulator/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
@@ -121,6 +122,7 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const pool = new Pool({ connectionString: databaseUrl, max: 2 });
+  const subscriber = await startDemoSubscriber();
   const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
   sim.world.onEvent((event) => {
     if (event.post) seen.postIds.add(event.post.id);
@@ -133,6 +135,13 @@ async function main(): Promise<void> {
     console.log(`service    ${baseUrl}  (GET /posts, /accounts, /sync/status)`);
     console.log(`simulator  ${sim.url}  (Pozy API, key ${sim.apiKey})\n`);
     sim.setWebhookUrl(`${baseUrl}/webhooks/pozy`);
+    // A team's endpoint, told of every change to the mirror.
+    const subscribed = await fetch(`${baseUrl}/admin/subscriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: subscriber.url, secret: subscriber.secret, eventTypes: ['post.changed', 'post.deleted', 'account.changed', 'account.removed'] }),
+    });
+    if (subscribed.status !== 201) throw new Error(`subscribing answered ${subscribed.status}`);
 
     sim.world.seedWorld({ profiles: 3, accountsPerProfile: 4, posts: 20 });
     const rng = new Rng(settings.seed);
@@ -159,6 +168,12 @@ async function main(): Promise<void> {
     const deadline = Date.now() + 60_000;
     while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
     const caughtUpMs = Date.now() - started;
+    while ((await pool.query("SELECT 1 FROM notification WHERE state = 'pending' LIMIT 1")).rowCount && Date.now() < deadline) await sleep(50);
+    // The subscriber's newest version of every resource must be the mirror's current one.
+    const { rows: versions } = await pool.query<{ key: string; sequence: number }>(
+      "SELECT 'post:' || id AS key, sequence FROM post UNION ALL SELECT 'account:' || id, sequence FROM account",
+    );
+    const behind = versions.filter((v) => (subscriber.latest.get(v.key) ?? 0) !== v.sequence).length;
 
     const c = await counts(pool);
     const webhooks = sim.stats().webhooks;
@@ -180,6 +195,11 @@ async function main(): Promise<void> {
       `(${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
     console.log(`  mirrored                     ${c.posts} posts (${truth.deletedPostIds.length} deleted in Pozy), ${c.accounts} accounts`);
     console.log(`  caught up                    ${(caughtUpMs / 1000).toFixed(1)} s after the first change`);
+    console.log(
+      `  change notifications         ${subscriber.received} received by a subscriber (${subscriber.repeated} repeated ids), ` +
+        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? 'its newest version of every post and account is the mirror\'s' : `${behind} resources behind the mirror`}`,
+    );
+    if (behind > 0 || subscriber.badSignatures > 0) failed = true;
     if (differences.length === 0) {
       console.log('  result                       mirror equals truth');
     } else {
@@ -204,6 +224,7 @@ async function main(): Promise<void> {
     console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     await pool.end();
+    await subscriber.close();
     await stopChild(service);
     await sim.stop();
     await database.stop();
