@@ -328,6 +328,36 @@ describe('change notifications: signed fan-out to subscribers', () => {
     expect(await refused.json()).toMatchObject({ error: 'superseded', details: { newer: newest.id } });
   });
 
+  it('resolves a dead-lettered version once a newer one of the resource is delivered', async () => {
+    const endpoint = await subscriber();
+    endpoint.answer([422], 204);
+    const { profileId, accounts } = await profileWithAccounts(['threads']);
+    const subscription = await subscribe({ url: endpoint.url, eventTypes: ['post.changed'], profileIds: [profileId] });
+    const post = world().createPost({ content: 'refused once', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const [first] = await notificationsOf(subscription.id);
+    await waitFor('the dead letter', async () => ((await detail(first.id)).state === 'dead' ? true : undefined));
+    type Letter = { id: string; payload: { notificationId: string }; replayedAt: string | null; resolvedAt: string | null; resolution: string | null };
+    const letterOf = async () =>
+      ((await (await api('/admin/dead-letters?queue=delivery', { headers: ADMIN })).json()) as { data: Letter[] }).data.find(
+        (l) => l.payload.notificationId === first.id,
+      )!;
+    expect(await letterOf()).toMatchObject({ replayedAt: null, resolvedAt: null });
+
+    // The subscriber accepts the next version: the refused one is obsolete, and no longer waits for an operator.
+    await edit(post._id, 'refused once, then edited');
+    await settled(harness);
+    const [, second] = await notificationsOf(subscription.id);
+    await waitFor('the newer version delivered', async () => ((await detail(second.id)).state === 'delivered' ? true : undefined));
+    const letter = await letterOf();
+    expect(letter).toMatchObject({ replayedAt: null, resolution: 'superseded: the subscriber received a newer version' });
+    expect(letter.resolvedAt).toEqual(expect.any(String));
+    expect((await detail(first.id)).state).toBe('superseded');
+    const replay = await api(`/admin/dead-letters/${letter.id}/replay`, { method: 'POST', headers: ADMIN });
+    expect(replay.status).toBe(409);
+    expect(endpoint.acknowledged.map((r) => r.json.data.sequence)).toEqual([2]);
+  });
+
   it('notifies account changes and removals', async () => {
     const endpoint = await subscriber();
     const { profileId, accounts } = await profileWithAccounts(['instagram', 'twitter']);

@@ -15,12 +15,15 @@ export interface DeadLetter {
   lastFailureAt: Date;
   createdAt: Date;
   replayedAt: Date | null;
+  /** Set when no replay is needed any more (e.g. a newer version of the notification was delivered), with why. */
+  resolvedAt: Date | null;
+  resolution: string | null;
   replayCount: number;
 }
 
 const COLUMNS = `id, queue, kind, resource_key AS "resourceKey", payload, reason, error, attempts,
   first_failure_at AS "firstFailureAt", last_failure_at AS "lastFailureAt", created_at AS "createdAt",
-  replayed_at AS "replayedAt", replay_count AS "replayCount"`;
+  replayed_at AS "replayedAt", replay_count AS "replayCount", resolved_at AS "resolvedAt", resolution`;
 
 @Injectable()
 export class DeadLetterRepository {
@@ -51,10 +54,10 @@ export class DeadLetterRepository {
     return rows[0];
   }
 
-  /** Those never replayed: what a bulk replay takes. */
+  /** Those neither replayed nor resolved: what a bulk replay takes. */
   async unreplayed(): Promise<DeadLetter[]> {
     const { rows } = await this.database.pool.query<DeadLetter>(
-      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL ORDER BY created_at`,
+      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL AND resolved_at IS NULL ORDER BY created_at`,
     );
     return rows;
   }

@@ -48,7 +48,7 @@ SELECT
   (SELECT count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM post)::int AS deleted_posts,
   (SELECT count(*) FILTER (WHERE removed_at IS NULL) FROM account)::int AS accounts,
   (SELECT count(*) FILTER (WHERE removed_at IS NOT NULL) FROM account)::int AS removed_accounts,
-  (SELECT count(*) FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL)::int AS dead_delivery,
+  (SELECT count(*) FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_delivery,
   greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at,
   (SELECT count(*) FROM notification WHERE state = 'pending')::int AS pending_notifications,
   (SELECT (extract(epoch FROM now() - min(created_at)) * 1000)::bigint FROM notification WHERE state = 'pending') AS oldest_notification_ms`;

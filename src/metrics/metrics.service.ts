@@ -11,8 +11,8 @@ const DATABASE_GAUGES = `
 SELECT
   (SELECT (extract(epoch FROM now() - min(requested_at)))::float8 FROM reconcile_request WHERE due_at IS NOT NULL) AS reconcile_lag,
   (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)::int AS reconcile_pending,
-  (SELECT count(*) FROM dead_letter WHERE kind = 'reconcile' AND replayed_at IS NULL)::int AS dead_reconcile,
-  (SELECT count(*) FROM dead_letter WHERE kind = 'notification' AND replayed_at IS NULL)::int AS dead_notification,
+  (SELECT count(*) FROM dead_letter WHERE kind = 'reconcile' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_reconcile,
+  (SELECT count(*) FROM dead_letter WHERE kind = 'notification' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_notification,
   (SELECT count(*) FROM notification WHERE state = 'pending')::int AS notifications_pending,
   (SELECT (extract(epoch FROM now() - min(created_at)))::float8 FROM notification WHERE state = 'pending') AS notification_lag,
   (SELECT count(*) FROM subscription WHERE paused_at IS NOT NULL AND deleted_at IS NULL)::int AS paused_subscriptions`;
@@ -101,7 +101,7 @@ export class MetricsService {
 
   private readonly mirrorLag = this.gauge('pozy_sync_mirror_lag_seconds', 'Age of the oldest pending reconcile read (0 when none): how far behind Pozy the mirror may be');
   private readonly pendingReads = this.gauge('pozy_sync_reconcile_pending', 'Resources waiting for a read from Pozy');
-  private readonly deadLetters = this.gauge('pozy_sync_dead_letters', 'Dead letters not replayed, by queue and kind (ack: this replica\'s spool)', ['queue', 'kind']);
+  private readonly deadLetters = this.gauge('pozy_sync_dead_letters', 'Dead letters neither replayed nor resolved, by queue and kind (ack: this replica\'s spool)', ['queue', 'kind']);
   private readonly spooled = this.gauge('pozy_sync_spool_events', "Events in this replica's acknowledgment spool waiting for the database", []);
   private readonly notificationsPending = this.gauge('pozy_sync_notifications_pending', 'Change notifications waiting to be delivered');
   private readonly notificationLag = this.gauge('pozy_sync_notification_lag_seconds', 'Age of the oldest pending change notification (0 when none)');

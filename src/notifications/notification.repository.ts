@@ -99,6 +99,17 @@ WITH r AS (
          r.reason, r.error, n.attempts + 1, coalesce(n.failing_since, r.attempted_at), r.attempted_at
     FROM r JOIN updated u ON u.id = r.id JOIN notification n ON n.id = r.id
    WHERE r.outcome = 'dead'
+), obsolete AS (
+  -- A newer version of the resource reached the subscriber: its older dead-lettered ones need no replay any more.
+  UPDATE notification o SET state = 'superseded'
+    FROM r JOIN updated u ON u.id = r.id JOIN notification n ON n.id = r.id
+   WHERE r.outcome = 'delivered' AND o.subscription_id = n.subscription_id AND o.resource_key = n.resource_key
+     AND o.sequence < n.sequence AND o.state = 'dead'
+  RETURNING o.id
+), resolved AS (
+  UPDATE dead_letter SET resolved_at = now(), resolution = 'superseded: the subscriber received a newer version'
+   WHERE kind = 'notification' AND replayed_at IS NULL AND resolved_at IS NULL
+     AND payload ->> 'notificationId' IN (SELECT id FROM obsolete)
 ), outcome AS (
   SELECT max(attempted_at) FILTER (WHERE outcome = 'delivered') AS last_success,
          min(attempted_at) FILTER (WHERE outcome <> 'delivered') AS first_failure,

@@ -63,7 +63,7 @@ DELETE FROM backfill_run WHERE id IN (
    LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   deadLetters: `
 DELETE FROM dead_letter WHERE id IN (
-  SELECT id FROM dead_letter WHERE replayed_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+  SELECT id FROM dead_letter WHERE coalesce(replayed_at, resolved_at) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   // graphile-worker deletes the jobs that succeed, never those out of attempts. It does not touch updated_at when a
   // job fails, but a failure moves run_at past its own time: both before the cutoff means the last failure was too.
   failedJobs: `

@@ -36,6 +36,8 @@ export interface PageDeadLetter {
   attempts: number;
   deadAt: Date;
   replayedAt: Date | null;
+  /** Why the letter needs no replay any more (a newer version was delivered), if so. */
+  resolution: string | null;
 }
 
 export interface StatusPageData {
@@ -78,6 +80,7 @@ export class StatusPageService {
         attempts: l.attempts,
         deadAt: l.createdAt,
         replayedAt: l.replayedAt,
+        resolution: l.resolvedAt ? l.resolution : null,
       })),
       ...this.spool.dead(PAGE_DEAD_LETTERS).map((l) => ({
         id: l.id,
@@ -89,6 +92,7 @@ export class StatusPageService {
         attempts: l.attempts,
         deadAt: l.deadAt ?? l.spooledAt,
         replayedAt: null,
+        resolution: null,
       })),
     ];
     letters.sort((a, b) => b.deadAt.getTime() - a.deadAt.getTime());

@@ -91,7 +91,13 @@ function deadLetterRow(letter: PageDeadLetter): Html {
       <td>${letter.reason}<div class="error-text mono">${letter.error}</div></td>
       <td class="num">${letter.attempts}</td>
       <td>${time(letter.deadAt)}</td>
-      <td class="state">${letter.replayedAt ? html`<span class="badge healthy">replayed</span> ${time(letter.replayedAt)}` : html`<span class="badge failing">waiting</span>`}</td>
+      <td class="state">${
+        letter.replayedAt
+          ? html`<span class="badge healthy">replayed</span> ${time(letter.replayedAt)}`
+          : letter.resolution
+            ? html`<span class="badge healthy">resolved</span> ${letter.resolution}`
+            : html`<span class="badge failing">waiting</span>`
+      }</td>
       <td class="actions">
         <button type="button" class="replay" data-letter-id="${letter.id}" disabled>Replay</button>
         <span class="result" data-result role="status"></span>
@@ -176,7 +182,7 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
     ${card('Events, last hour', 'events-last-hour', count(status.events.lastHour), `${count(status.events.received)} stored in all`)}
     ${card('Pozy API calls saved', 'api-calls-saved', count(saved), html`${count(apiCalls.coalesced)} coalesced, ${count(apiCalls.skipped)} skipped; since this process started (${time(apiCalls.countingSince)})`)}
     ${card('Pozy reads made', 'pozy-reads', count(apiCalls.pozyReads), html`post and account reads, retries included; ${count(apiCalls.pozyRequests)} Pozy requests in all since this process started`)}
-    ${card('Dead letters', 'dead-letter-count', count(unreplayed), `not replayed: ${count(status.deadLetters.delivery)} delivery, ${count(status.deadLetters.ack)} ack`, unreplayed > 0 ? 'bad' : '')}
+    ${card('Dead letters', 'dead-letter-count', count(unreplayed), `waiting for a replay: ${count(status.deadLetters.delivery)} delivery, ${count(status.deadLetters.ack)} ack`, unreplayed > 0 ? 'bad' : '')}
     ${card('Notifications pending', 'notifications-pending', count(status.notifications.pending), status.notifications.oldestPendingAgeMs === null ? 'none waiting' : `oldest waiting ${duration(status.notifications.oldestPendingAgeMs)}`)}
   </section>
 

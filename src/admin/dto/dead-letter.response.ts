@@ -48,6 +48,17 @@ export class DeadLetterResponse {
 
   @ApiProperty({ type: 'integer', example: 0 })
   replayCount!: number;
+
+  @ApiProperty({ ...DATE_TIME, nullable: true, description: 'Set when no replay is needed any more; null otherwise.' })
+  resolvedAt!: Date | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: 'superseded: the subscriber received a newer version',
+    description: 'Why no replay is needed any more.',
+  })
+  resolution!: string | null;
 }
 
 /** A letter of the `ack` queue: an event the database never acknowledged, held in this replica's spool. */
