@@ -1,6 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance } from 'fastify';
+import { FastifyInstance, LogController } from 'fastify';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
@@ -20,11 +20,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     loggerInstance: logger,
-    // logRequests writes one line per request instead of Fastify's two.
-    disableRequestLogging: true,
+    // logRequests writes one line per request instead of Fastify's two; request lines carry `requestId`.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     // The correlation id: the caller's X-Request-Id when it looks like one, else a UUID.
     requestIdHeader: false,
-    requestIdLogLabel: 'requestId',
     genReqId: requestIdOf,
   });
   const fastify = adapter.getInstance<FastifyInstance>();
