@@ -1,15 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
-import { IntParam } from './query-params';
+import { IsOptional, IsString } from 'class-validator';
+import { LimitParam } from './query-params';
 
 /** `limit` and `cursor`, shared by every list endpoint of the mirror. */
 export class PageQuery {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50, description: 'Rows per page.', example: 50 })
-  @IsOptional()
-  @IntParam()
-  @IsInt()
-  @Min(1)
-  @Max(500)
+  @LimitParam(50, 'Rows per page.')
   limit?: number;
 
   /** `nextCursor` of the previous page, as given. */

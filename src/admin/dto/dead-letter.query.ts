@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
-import { BooleanParam, IntParam } from '../../mirror/query-params';
+import { IsBoolean, IsIn, IsOptional, IsUUID } from 'class-validator';
+import { BooleanParam, LimitParam } from '../../mirror/query-params';
 
 export const QUEUES = ['delivery', 'ack'] as const;
 
@@ -13,12 +13,7 @@ export class DeadLetterListQuery {
   @IsIn(QUEUES)
   queue!: (typeof QUEUES)[number];
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'How many letters, newest first.', example: 100 })
-  @IsOptional()
-  @IntParam()
-  @IsInt()
-  @Min(1)
-  @Max(500)
+  @LimitParam(100, 'How many letters, newest first.')
   limit?: number;
 }
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsISO8601, IsInt, IsOptional, IsUUID, Matches, Max, Min } from 'class-validator';
-import { BooleanParam, IntParam } from '../../mirror/query-params';
+import { IsBoolean, IsIn, IsISO8601, IsOptional, IsUUID, Matches } from 'class-validator';
+import { BooleanParam, LimitParam } from '../../mirror/query-params';
 
 export const NOTIFICATION_STATES = ['pending', 'delivered', 'superseded', 'dead', 'cancelled'] as const;
 export type NotificationState = (typeof NOTIFICATION_STATES)[number];
@@ -20,12 +20,7 @@ export class ListNotificationsQuery {
   @IsIn(NOTIFICATION_STATES)
   state?: NotificationState;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'How many, newest first.', example: 100 })
-  @IsOptional()
-  @IntParam()
-  @IsInt()
-  @Min(1)
-  @Max(500)
+  @LimitParam(100, 'How many, newest first.')
   limit?: number;
 }
 
