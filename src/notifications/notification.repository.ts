@@ -125,19 +125,21 @@ WITH r AS (
                    ELSE s.failing_since END AS failing_since
     FROM outcome o, subscription s
    WHERE s.id = $2
+), breaker AS (
+  SELECT h.*, s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond' AS trips
+    FROM health h, subscription s
+   WHERE s.id = $2
 )
 UPDATE subscription s
    SET last_success_at = coalesce(h.last_success, s.last_success_at),
        last_failure_at = coalesce(h.last_failure, s.last_failure_at),
        last_error = coalesce(h.last_error, s.last_error),
        failing_since = h.failing_since,
-       paused_at = CASE WHEN s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond'
-                        THEN now() ELSE s.paused_at END,
-       paused_reason = CASE WHEN s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond'
-                            THEN 'every attempt failed since ' || ${isoSql('h.failing_since')} || ': ' || h.last_error
+       paused_at = CASE WHEN h.trips THEN now() ELSE s.paused_at END,
+       paused_reason = CASE WHEN h.trips THEN 'every attempt failed since ' || ${isoSql('h.failing_since')} || ': ' || h.last_error
                             ELSE s.paused_reason END,
        lease_until = CASE WHEN s.lease_owner = $3 THEN now() + $5 * interval '1 millisecond' ELSE s.lease_until END
-  FROM health h
+  FROM breaker h
  WHERE s.id = $2
 RETURNING s.paused_at AS "pausedAt", s.lease_owner = $3 AND s.active AND s.deleted_at IS NULL AS "leaseHeld"`;
 
