@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { BackfillRunRepository } from '../src/backfill/backfill-run.repository';
-import { PruneCounts, RETENTION_LOCK_KEY } from '../src/retention/retention.service';
+import { LockKey } from '../src/database/advisory-lock';
+import { PruneCounts } from '../src/retention/retention.service';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
@@ -223,7 +224,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const other = new Client({ connectionString: db.url });
     await other.connect();
     try {
-      await other.query('SELECT pg_advisory_lock($1)', [RETENTION_LOCK_KEY]);
+      await other.query('SELECT pg_advisory_lock($1)', [LockKey.Retention]);
       const { status, body } = await prune();
       expect(status).toBe(409);
       expect(body.error).toBe('retention_running');

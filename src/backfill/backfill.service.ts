@@ -5,7 +5,7 @@ import { CronJob } from 'cron';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { tryAdvisoryLock } from '../database/advisory-lock';
+import { LockKey, tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
@@ -13,8 +13,6 @@ import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
 
-/** One backfill at a time across every replica. */
-const BACKFILL_LOCK_KEY = 7_262_001;
 const PAGE_SIZE = 100;
 /** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */
 const MAX_SKIP = 10_000;
@@ -67,7 +65,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    * Resolves once the run is recorded, so its id can be followed at once.
    */
   async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
-    const lock = await tryAdvisoryLock(this.database.pool, BACKFILL_LOCK_KEY);
+    const lock = await tryAdvisoryLock(this.database.pool, LockKey.Backfill);
     if (!lock) return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
     let runId: string;
     let scanFrom: Date | null;

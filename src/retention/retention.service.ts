@@ -2,11 +2,9 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
-import { tryAdvisoryLock } from '../database/advisory-lock';
+import { LockKey, tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 
-/** One prune at a time across every replica: two would race for the same rows and could deadlock. */
-export const RETENTION_LOCK_KEY = 7_262_003;
 const DAY_MS = 86_400_000;
 
 /** Rows deleted, per table. */
@@ -105,7 +103,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
 
   /** Prunes now unless a prune is running on any replica (then null). */
   async pruneExclusive(now = new Date()): Promise<PruneResult | null> {
-    const lock = await tryAdvisoryLock(this.database.pool, RETENTION_LOCK_KEY);
+    const lock = await tryAdvisoryLock(this.database.pool, LockKey.Retention);
     if (!lock) return null;
     const run = this.prune(now).finally(() => lock.release());
     this.running = run.catch(() => undefined);
