@@ -1,10 +1,13 @@
 import { join } from 'node:path';
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import { AppConfig } from '../config/app-config';
 import { PrismaClient } from '../generated/prisma/client';
 import { Migrator } from './migrator';
+
+/** Where a repository's statement runs: the pool, or a caller's client inside its transaction. */
+export type Queryable = Pool | PoolClient;
 
 /** prisma/migrations, from src/database (tests) and dist/database (the built service) alike. */
 export const MIGRATIONS_DIR = join(__dirname, '..', '..', 'prisma', 'migrations');

@@ -25,14 +25,19 @@ notified AS (
   RETURNING 1
 )`;
 
-/** The statement's answer once CTEs `written` (the rows the guarded write touched), `changes` and `notified` exist. */
+/**
+ * The statement's answer once CTEs `written` (the rows the guarded write touched, with an `inserted` column),
+ * `changes` and `notified` exist.
+ */
 export const FAN_OUT_RESULT = `
-SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FROM changes)::int AS changed,
-       (SELECT count(*) FROM notified)::int AS notified`;
+SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FILTER (WHERE inserted) FROM written)::int AS created,
+       (SELECT count(*) FROM changes)::int AS changed, (SELECT count(*) FROM notified)::int AS notified`;
 
 export interface FanOutResult {
   /** Rows the guarded write replaced (a stale read replaces none). */
   written: number;
+  /** Of those, rows the mirror did not hold before. */
+  created: number;
   /** Resources whose mirrored state this write changed. */
   changed: number;
   /** Notifications it queued. */

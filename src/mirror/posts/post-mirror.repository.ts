@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../../database/database.service';
+import { DatabaseService, Queryable } from '../../database/database.service';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
@@ -17,8 +17,10 @@ export type WriteOutcome = 'written' | 'stale';
 
 export interface PostWriteResult {
   outcome: WriteOutcome;
-  /** Whether the mirrored state changed (a re-read of the same version writes, yet changes nothing). */
-  changed: boolean;
+  /** Posts the mirror did not hold before. */
+  created: number;
+  /** Posts whose mirrored state changed, created ones included (a re-read of the same version writes, yet changes nothing). */
+  changed: number;
   /** Change notifications queued for subscribers, in the same statement. */
   notified: number;
 }
@@ -54,12 +56,21 @@ IS DISTINCT FROM
 // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
 // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever seen
 // as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
-const WRITE_POST = `
-WITH written AS (
+// $1: the posts as JSON rows (one read's answer: a post, or a page of the list); $2, $3: the read's start and id.
+const WRITE_POSTS = `
+WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS t(id text, status text, content text, scheduled_for timestamptz,
+    published_at timestamptz, platforms jsonb, account_ids text[], platform_names text[], pozy_created_at timestamptz,
+    pozy_updated_at timestamptz, last_event_at timestamptz)
+), written AS (
 INSERT INTO post AS p (id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
                        pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at,
                        sequence, changed_by)
-VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, now(), $12, $13, NULL, 1, $13)
+SELECT id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names, pozy_created_at,
+       pozy_updated_at, last_event_at, now(), $2::timestamptz, $3::uuid, NULL, 1, $3::uuid
+  FROM input
+ -- One lock order for every writer, so two pages or a page and a job never deadlock.
+ ORDER BY id
 ON CONFLICT (id) DO UPDATE
    SET status = excluded.status, content = excluded.content, scheduled_for = excluded.scheduled_for,
        published_at = excluded.published_at, platforms = excluded.platforms, account_ids = excluded.account_ids,
@@ -71,7 +82,7 @@ ON CONFLICT (id) DO UPDATE
  WHERE (excluded.pozy_updated_at, excluded.read_started_at)
        > (coalesce(p.pozy_updated_at, '-infinity'::timestamptz), p.read_started_at)
    AND (p.deleted_at IS NULL OR excluded.read_started_at > p.read_started_at)
-RETURNING p.*
+RETURNING p.*, (p.xmax = 0) AS inserted
 ), ${CHANGES}, ${fanOutCte('changes')}
 ${FAN_OUT_RESULT}`;
 
@@ -88,7 +99,7 @@ ON CONFLICT (id) DO UPDATE
        sequence = p.sequence + CASE WHEN p.deleted_at IS NULL THEN 1 ELSE 0 END,
        changed_by = CASE WHEN p.deleted_at IS NULL THEN excluded.read_id ELSE p.changed_by END
  WHERE excluded.read_started_at >= p.read_started_at
-RETURNING p.*
+RETURNING p.*, (p.xmax = 0) AS inserted
 ), ${CHANGES}, ${fanOutCte('changes')}
 ${FAN_OUT_RESULT}`;
 
@@ -103,42 +114,61 @@ export class PostMirrorRepository {
    * Writes the whole post as Pozy answered it, unless the mirror already holds a newer state; when that changes
    * the mirrored post, the matching subscribers' notifications are queued in the same statement.
    */
-  async write(post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
-    const platforms = post.platforms.map((target) => ({
-      platform: target.platform,
-      accountId: target.accountId,
-      status: target.status,
-      platformPostId: target.platformPostId ?? null,
-      platformPostUrl: target.platformPostUrl ?? null,
-      publishedAt: target.publishedAt ?? null,
-      errorMessage: target.errorMessage ?? null,
-    }));
-    const { rows } = await this.database.pool.query<FanOutResult>(WRITE_POST, [
-      post._id,
-      post.status,
-      post.content ?? null,
-      post.scheduledFor ?? null,
-      post.publishedAt ?? null,
-      JSON.stringify(platforms),
-      [...new Set(platforms.map((p) => p.accountId))],
-      [...new Set(platforms.map((p) => p.platform))],
-      post.createdAt,
-      post.updatedAt,
-      read.lastEventAt,
-      read.startedAt,
-      read.readId,
-    ]);
-    return this.result(rows[0]);
+  write(post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
+    return this.writeMany([post], read);
+  }
+
+  /**
+   * Writes the posts one read answered (a page of Pozy's list) in one statement, each under the same guard as a
+   * single post. With `client`, it runs inside the caller's transaction, and the caller tells the
+   * NotificationSignal once it commits.
+   */
+  async writeMany(posts: readonly PozyPostDto[], read: PostRead, client?: Queryable): Promise<PostWriteResult> {
+    const rows = posts.map((post) => {
+      const platforms = post.platforms.map((target) => ({
+        platform: target.platform,
+        accountId: target.accountId,
+        status: target.status,
+        platformPostId: target.platformPostId ?? null,
+        platformPostUrl: target.platformPostUrl ?? null,
+        publishedAt: target.publishedAt ?? null,
+        errorMessage: target.errorMessage ?? null,
+      }));
+      return {
+        id: post._id,
+        status: post.status,
+        content: post.content ?? null,
+        scheduled_for: post.scheduledFor ?? null,
+        published_at: post.publishedAt ?? null,
+        platforms,
+        account_ids: [...new Set(platforms.map((p) => p.accountId))],
+        platform_names: [...new Set(platforms.map((p) => p.platform))],
+        pozy_created_at: post.createdAt,
+        pozy_updated_at: post.updatedAt,
+        last_event_at: read.lastEventAt?.toISOString() ?? null,
+      };
+    });
+    const { rows: result } = await (client ?? this.database.pool).query<FanOutResult>(WRITE_POSTS, [JSON.stringify(rows), read.startedAt, read.readId]);
+    return this.result(result[0], !client);
+  }
+
+  /** The mirror's version of each of these posts it holds: Pozy's updatedAt, and whether it is marked deleted. */
+  async versions(ids: string[]): Promise<Map<string, { pozyUpdatedAt: Date | null; deleted: boolean }>> {
+    const { rows } = await this.database.pool.query<{ id: string; pozy_updated_at: Date | null; deleted: boolean }>(
+      'SELECT id, pozy_updated_at, deleted_at IS NOT NULL AS deleted FROM post WHERE id = ANY($1::text[])',
+      [ids],
+    );
+    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozy_updated_at, deleted: r.deleted }]));
   }
 
   /** Pozy answered 404: the post is marked deleted (kept, not dropped). */
   async markDeleted(postId: string, read: PostRead): Promise<PostWriteResult> {
     const { rows } = await this.database.pool.query<FanOutResult>(MARK_DELETED, [postId, read.lastEventAt, read.startedAt, read.readId]);
-    return this.result(rows[0]);
+    return this.result(rows[0], true);
   }
 
-  private result(row: FanOutResult): PostWriteResult {
-    this.signal.queued(row.notified);
-    return { outcome: row.written > 0 ? 'written' : 'stale', changed: row.changed > 0, notified: row.notified };
+  private result(row: FanOutResult, committed: boolean): PostWriteResult {
+    if (committed) this.signal.queued(row.notified);
+    return { outcome: row.written > 0 ? 'written' : 'stale', created: row.created, changed: row.changed, notified: row.notified };
   }
 }
