@@ -54,6 +54,7 @@ describe('SIGKILL in the middle of a load of webhooks', () => {
       POZY_RATE_LIMIT_PER_MINUTE: '100000',
       SPOOL_DIR: spoolDir,
       BACKFILL_CRON: 'off',
+      INITIAL_IMPORT: 'off',
       LOG_LEVEL: 'warn',
     };
     const baseUrl = `http://127.0.0.1:${port}`;

@@ -46,6 +46,7 @@ describe('structured logs of the built service', () => {
         ADMIN_TOKEN,
         LOG_FORMAT: 'json',
         BACKFILL_CRON: 'off',
+        INITIAL_IMPORT: 'off',
         SHUTDOWN_DRAIN_MS: '0',
       },
       tmpdir(),

@@ -103,6 +103,8 @@ describe('job queue (graphile-worker inside the service)', () => {
       const handle = jest.spyOn(worker.app.get(ReconcileTask), 'handle');
       try {
         await waitFor('the worker replica to run the job', async () => (handle.mock.calls.length > 0 ? true : undefined));
+        // Started is not finished: the job's counters are written when it ends.
+        await handle.mock.results[0].value;
         expect(handle.mock.calls.map(([payload]) => payload)).toEqual([{ resource: 'post', id: postId }]);
         expect(await reconcileRequests(api.pool)).toEqual([]);
         // A worker serves probes and scrapes, nothing else: webhooks and the API belong to api replicas.

@@ -90,6 +90,21 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({ ...minimal, RETENTION_BATCH_SIZE: '5' })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE/)]);
   });
 
+  it('reads the shared Pozy budget and the import switch, with their defaults', () => {
+    expect(AppConfig.fromEnvironment(minimal)).toMatchObject({
+      pozy: { rateLimitPerMinute: 600, rateLimitWindowMs: 60_000, rateLimitReserve: 0.2 },
+      initialImport: true,
+    });
+    expect(
+      AppConfig.fromEnvironment({ ...minimal, POZY_RATE_LIMIT_RESERVE: '0.35', POZY_RATE_LIMIT_WINDOW_MS: '3000', INITIAL_IMPORT: 'off' }),
+    ).toMatchObject({ pozy: { rateLimitWindowMs: 3000, rateLimitReserve: 0.35 }, initialImport: false });
+    expect(AppConfig.fromEnvironment({ ...minimal, POZY_RATE_LIMIT_RESERVE: '0%' }).pozy.rateLimitReserve).toBe(0);
+    for (const reserve of ['95%', '1.5', 'twenty', '-5%']) {
+      expect(problems({ ...minimal, POZY_RATE_LIMIT_RESERVE: reserve })).toEqual([expect.stringMatching(/^POZY_RATE_LIMIT_RESERVE/)]);
+    }
+    expect(problems({ ...minimal, INITIAL_IMPORT: 'yes' })).toEqual([expect.stringMatching(/^INITIAL_IMPORT must be auto or off/)]);
+  });
+
   it('requires POZY_API_KEY', () => {
     expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
   });

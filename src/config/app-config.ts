@@ -1,5 +1,5 @@
 import { LogLevel } from '@nestjs/common';
-import { EnvironmentVariables, LOG_LEVELS, LogFormat, LogLevelName, RoleName, validateEnvironment } from './environment';
+import { EnvironmentVariables, LOG_LEVELS, LogFormat, LogLevelName, reserveShare, RoleName, validateEnvironment } from './environment';
 
 /**
  * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
@@ -23,8 +23,12 @@ export class AppConfig {
     readonly webhookSecret: string | undefined;
     /** Per request, from connecting to the last byte. */
     readonly timeoutMs: number;
-    /** Requests a minute this process may make (Pozy's limit is 60 to 1,200 by plan). */
+    /** Requests per window the whole deployment may make, all replicas together (Pozy's limit is 60 to 1,200 by plan). */
     readonly rateLimitPerMinute: number;
+    /** The window the budget is counted over: Pozy's sliding minute (shorter only in tests). */
+    readonly rateLimitWindowMs: number;
+    /** Share of Pozy's advertised limit left to the key's other users while they use it. */
+    readonly rateLimitReserve: number;
     /** Retries of one request (429, 5xx, resets, timeouts) before the job itself fails and retries later. */
     readonly maxRetries: number;
   };
@@ -42,6 +46,8 @@ export class AppConfig {
   readonly backfillOverlapMs: number;
   /** Schedule of the full sweep; null (the default): only on request. */
   readonly sweepCron: string | null;
+  /** Import the whole workspace on the first start against a database that has never completed one. */
+  readonly initialImport: boolean;
   readonly retention: {
     /** Events, notification history, backfill runs, replayed dead letters and failed jobs older than this are pruned. */
     readonly eventRetentionDays: number;
@@ -93,6 +99,8 @@ export class AppConfig {
       webhookSecret: env.POZY_WEBHOOK_SECRET,
       timeoutMs: env.POZY_TIMEOUT_MS,
       rateLimitPerMinute: env.POZY_RATE_LIMIT_PER_MINUTE,
+      rateLimitWindowMs: env.POZY_RATE_LIMIT_WINDOW_MS,
+      rateLimitReserve: reserveShare(env.POZY_RATE_LIMIT_RESERVE),
       maxRetries: env.POZY_MAX_RETRIES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
@@ -101,6 +109,7 @@ export class AppConfig {
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;
+    this.initialImport = env.INITIAL_IMPORT === 'auto';
     this.retention = Object.freeze({
       eventRetentionDays: env.EVENT_RETENTION_DAYS,
       cron: env.RETENTION_CRON === 'off' ? null : env.RETENTION_CRON,

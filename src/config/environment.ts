@@ -42,6 +42,22 @@ class CronExpression implements ValidatorConstraintInterface {
   }
 }
 
+/** `20%` or `0.2`: a share of Pozy's advertised limit, as a fraction. */
+export function reserveShare(value: string): number {
+  return value.endsWith('%') ? Number(value.slice(0, -1)) / 100 : Number(value);
+}
+
+@ValidatorConstraint({ name: 'atMostNinetyPercent' })
+class AtMostNinetyPercent implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && reserveShare(value) <= 0.9;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return `${args.property} must leave pozy-sync at least 10% of Pozy's limit (at most 90%)`;
+  }
+}
+
 /** Empty strings count as unset, as in a shell (`FOO= node ...`) or a compose file. */
 const emptyAsUnset = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 const toInt = () =>
@@ -110,6 +126,21 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(100_000)
   POZY_RATE_LIMIT_PER_MINUTE = 600;
+
+  @toInt()
+  @IsInt()
+  @Min(1_000)
+  @Max(3_600_000)
+  POZY_RATE_LIMIT_WINDOW_MS = 60_000;
+
+  @Matches(/^(\d{1,2}(\.\d+)?%|0(\.\d+)?)$/, {
+    message: 'POZY_RATE_LIMIT_RESERVE must be a percentage from 0% to 90% (e.g. 20%) or a fraction from 0 to 0.9',
+  })
+  @Validate(AtMostNinetyPercent)
+  POZY_RATE_LIMIT_RESERVE = '20%';
+
+  @IsIn(['auto', 'off'], { message: 'INITIAL_IMPORT must be auto or off' })
+  INITIAL_IMPORT: 'auto' | 'off' = 'auto';
 
   @toInt()
   @IsInt()
@@ -266,6 +297,9 @@ export const VARIABLES = [
   'POZY_WEBHOOK_SECRET',
   'POZY_TIMEOUT_MS',
   'POZY_RATE_LIMIT_PER_MINUTE',
+  'POZY_RATE_LIMIT_WINDOW_MS',
+  'POZY_RATE_LIMIT_RESERVE',
+  'INITIAL_IMPORT',
   'POZY_MAX_RETRIES',
   'RECONCILE_CLOCK_SKEW_MS',
   'DEAD_LETTER_AFTER_MS',

@@ -99,6 +99,34 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly budgetWait = new Histogram({
+    name: 'pozy_sync_pozy_budget_wait_seconds',
+    help: "Time a request to Pozy waited for the deployment's shared budget, by lane (realtime, operator, backfill, bulk)",
+    labelNames: ['lane'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+
+  readonly budgetPauses = new Counter({
+    name: 'pozy_sync_pozy_rate_limit_pauses_total',
+    help: 'Times Pozy answered 429 and every replica paused its requests until Retry-After',
+    registers: [this.registry],
+  });
+
+  readonly sweepItems = new Counter({
+    name: 'pozy_sync_sweep_items_total',
+    help: 'Posts and accounts the import and the full sweep compared with Pozy, by run kind, resource and outcome (created, changed, deleted, unchanged)',
+    labelNames: ['kind', 'resource', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sweepPages = new Counter({
+    name: 'pozy_sync_sweep_pages_total',
+    help: 'List pages the import and the full sweep read from Pozy, by run kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   private readonly mirrorLag = this.gauge('pozy_sync_mirror_lag_seconds', 'Age of the oldest pending reconcile read (0 when none): how far behind Pozy the mirror may be');
   private readonly pendingReads = this.gauge('pozy_sync_reconcile_pending', 'Resources waiting for a read from Pozy');
   private readonly deadLetters = this.gauge('pozy_sync_dead_letters', 'Dead letters neither replayed nor resolved, by queue and kind (ack: this replica\'s spool)', ['queue', 'kind']);

@@ -1,15 +1,16 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { Pool } from 'undici';
+import { Dispatcher, Pool } from 'undici';
 import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
+import { Lane } from './budget/budget-policy';
+import { PozyBudget } from './budget/pozy-budget.service';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
-import { RateBudget } from './rate-budget';
 
 /** A Retry-After longer than this is not waited out in the job: the job fails and retries after it instead. */
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
@@ -23,6 +24,14 @@ export interface AccountsAnswer {
   sentAt: Date;
 }
 
+/** One page of `GET /v1/posts`, oldest created first. */
+export interface PostsPage {
+  posts: PozyPostDto[];
+  /** Posts Pozy says the whole list holds now, when it says. */
+  total: number | undefined;
+  sentAt: Date;
+}
+
 export interface WebhookLogsPage {
   logs: PozyWebhookLogDto[];
   hasMore: boolean;
@@ -32,24 +41,28 @@ export interface WebhookLogsPage {
 interface Attempt {
   status: number;
   body: unknown;
+  headers: Dispatcher.ResponseData['headers'];
   retryAfterMs?: number;
   sentAt: Date;
 }
 
+/** The largest page `GET /v1/posts` serves. */
+export const POSTS_PAGE_LIMIT = 500;
+
 /**
  * Pozy's API, as pozy-sync reads it: Bearer auth over a keep-alive pool, a timeout per request, retries of 429
- * (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, one rate budget for
- * the whole process, and answers validated before anything uses them.
+ * (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, every request paid from
+ * the deployment's shared budget in its caller's lane, and answers validated before anything uses them.
  */
 @Injectable()
 export class PozyClient implements OnModuleDestroy {
   private readonly logger = new Logger(PozyClient.name);
   private readonly pool: Pool;
   private readonly basePath: string;
-  private readonly budget: RateBudget;
   constructor(
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly budget: PozyBudget,
   ) {
     const url = new URL(config.pozy.apiUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -59,7 +72,6 @@ export class PozyClient implements OnModuleDestroy {
       headersTimeout: config.pozy.timeoutMs,
       bodyTimeout: config.pozy.timeoutMs,
     });
-    this.budget = new RateBudget(config.pozy.rateLimitPerMinute);
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -67,8 +79,8 @@ export class PozyClient implements OnModuleDestroy {
   }
 
   /** `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). */
-  async getPost(postId: string): Promise<PostAnswer> {
-    const { status, body, sentAt } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404]);
+  async getPost(postId: string, lane: Lane): Promise<PostAnswer> {
+    const { status, body, sentAt } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404], lane);
     if (status === 404) return { found: false, sentAt };
     const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
     if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
@@ -79,32 +91,39 @@ export class PozyClient implements OnModuleDestroy {
    * `GET /v1/accounts?profileId=`: every account of the profile. `includeOverLimit`: Pozy leaves accounts over the
    * plan's limit out by default, and an account left out would be taken for a removed one.
    */
-  async listAccounts(profileId: string): Promise<AccountsAnswer> {
-    const answer = await this.accounts(`profileId=${encodeURIComponent(profileId)}&includeOverLimit=true`);
+  async listAccounts(profileId: string, lane: Lane): Promise<AccountsAnswer> {
+    const answer = await this.accounts(`profileId=${encodeURIComponent(profileId)}&includeOverLimit=true`, lane);
     const stranger = answer.accounts.find((account) => account.profileId !== profileId);
     if (stranger) throw new PozyProtocolError(`Pozy listed account ${stranger._id} of profile ${stranger.profileId} for ${profileId}`);
     return answer;
   }
 
-  /** `GET /v1/accounts`: every account of every profile of the workspace (the full sweep). */
-  listAllAccounts(): Promise<AccountsAnswer> {
-    return this.accounts('includeOverLimit=true');
+  /**
+   * `GET /v1/accounts` without paging: every account of every profile in one answer, which is a consistent
+   * snapshot (pages of a list that changes between them are not).
+   */
+  listAllAccounts(lane: Lane): Promise<AccountsAnswer> {
+    return this.accounts('includeOverLimit=true', lane);
   }
 
-  /** One page of `GET /v1/posts`, oldest created first, so that posts created meanwhile land on later pages. */
-  async listPosts(page: number, limit: number): Promise<{ posts: PozyPostDto[]; pages: number; sentAt: Date }> {
-    const { body, sentAt } = await this.get(`/v1/posts?page=${page}&limit=${limit}&sortBy=created-asc`, 'GET /v1/posts', [200]);
-    const { posts, pagination } = (body ?? {}) as { posts?: unknown; pagination?: { pages?: unknown } };
+  /**
+   * One page of `GET /v1/posts` from `offset`, oldest created first, so that posts created meanwhile land after the
+   * cursor; hidden posts included, since `GET /v1/posts/{id}` answers them too.
+   */
+  async listPostsPage(offset: number, limit: number, lane: Lane): Promise<PostsPage> {
+    const query = `offset=${offset}&limit=${limit}&sortBy=created-asc&includeHidden=true`;
+    const { body, sentAt } = await this.get(`/v1/posts?${query}`, 'GET /v1/posts', [200], lane);
+    const { posts, pagination } = (body ?? {}) as { posts?: unknown; pagination?: { total?: unknown } };
     if (!Array.isArray(posts)) throw new PozyProtocolError('Pozy answered posts without a `posts` array');
     return {
       posts: posts.map((post, i) => validated(PozyPostDto, post, `posts[${i}]`)),
-      pages: typeof pagination?.pages === 'number' ? pagination.pages : page,
+      total: typeof pagination?.total === 'number' ? pagination.total : undefined,
       sentAt,
     };
   }
 
-  private async accounts(query: string): Promise<AccountsAnswer> {
-    const { body, sentAt } = await this.get(`/v1/accounts?${query}`, 'GET /v1/accounts', [200]);
+  private async accounts(query: string, lane: Lane): Promise<AccountsAnswer> {
+    const { body, sentAt } = await this.get(`/v1/accounts?${query}`, 'GET /v1/accounts', [200], lane);
     const list = (body as { accounts?: unknown } | null)?.accounts;
     if (!Array.isArray(list)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
     return { accounts: list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`)), sentAt };
@@ -114,7 +133,7 @@ export class PozyClient implements OnModuleDestroy {
   async listWebhookLogs(query: { limit: number; skip: number; event?: string }): Promise<WebhookLogsPage> {
     const params = new URLSearchParams({ limit: String(query.limit), skip: String(query.skip) });
     if (query.event) params.set('event', query.event);
-    const { body } = await this.get(`/v1/webhooks/logs?${params.toString()}`, 'GET /v1/webhooks/logs', [200]);
+    const { body } = await this.get(`/v1/webhooks/logs?${params.toString()}`, 'GET /v1/webhooks/logs', [200], 'backfill');
     const { logs, pagination } = (body ?? {}) as { logs?: unknown; pagination?: { hasMore?: unknown; total?: unknown } };
     if (!Array.isArray(logs)) throw new PozyProtocolError('Pozy answered webhook logs without a `logs` array');
     return {
@@ -124,12 +143,12 @@ export class PozyClient implements OnModuleDestroy {
     };
   }
 
-  private async get(path: string, route: string, expected: number[]): Promise<Attempt> {
+  private async get(path: string, route: string, expected: number[], lane: Lane): Promise<Attempt> {
     const { maxRetries } = this.config.pozy;
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
-      if (attempt > 0) await sleep(lastError ? backoff(attempt) : 0);
-      await this.budget.take();
+      if (attempt > 0 && lastError) await sleep(backoff(attempt));
+      await this.budget.take(lane);
       let result: Attempt;
       try {
         result = await this.send(path);
@@ -140,13 +159,14 @@ export class PozyClient implements OnModuleDestroy {
         continue;
       }
       this.count(route, result.status);
+      this.budget.observe(result.headers);
       if (expected.includes(result.status)) return result;
       if (result.status === 429) {
-        const wait = result.retryAfterMs ?? backoff(attempt + 1);
-        // Every caller in this process waits, not just this one: the limit is the workspace's.
-        this.budget.holdFor(wait);
+        const wait = result.retryAfterMs ?? resetMs(result.headers) ?? backoff(attempt + 1);
+        // Every caller of every replica waits, not just this one: the limit is the API key's.
+        await this.budget.pause(wait);
         if (wait > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait);
-        await sleep(wait);
+        // The next take waits the pause out.
         lastError = undefined;
         continue;
       }
@@ -176,7 +196,7 @@ export class PozyClient implements OnModuleDestroy {
       if (response.statusCode < 500) throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
       body = text;
     }
-    return { status: response.statusCode, body, retryAfterMs: retryAfterMs(response.headers), sentAt };
+    return { status: response.statusCode, body, headers: response.headers, retryAfterMs: retryAfterMs(response.headers), sentAt };
   }
 
   private count(route: string, status: number): void {
@@ -195,6 +215,13 @@ function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, w
     throw new PozyProtocolError(`Pozy answered a malformed ${what} (${detail})`);
   }
   return dto;
+}
+
+/** `X-RateLimit-Reset` (Unix seconds when Pozy's next slot frees up), as a wait from now. */
+function resetMs(headers: Dispatcher.ResponseData['headers']): number | undefined {
+  const value = headers['x-ratelimit-reset'];
+  const seconds = Number(Array.isArray(value) ? value[0] : value);
+  return value === undefined || !Number.isFinite(seconds) ? undefined : Math.max(0, seconds * 1000 - Date.now());
 }
 
 const backoff = (attempt: number) => fullJitterBackoff(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS);

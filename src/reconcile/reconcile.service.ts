@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
+import { Lane } from '../pozy/budget/budget-policy';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
@@ -36,10 +37,12 @@ export class ReconcileService {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
     }
+    // An operator's resync (or dead-letter replay) not yet answered by a read rides its own lane; events come first.
+    const lane: Lane = state.forcedAt && (!state.lastReadAt || state.lastReadAt <= state.forcedAt) ? 'operator' : 'realtime';
     let outcome: ReconcileOutcome;
     let sentAt: Date;
     try {
-      ({ outcome, sentAt } = type === 'post' ? await this.reconcilePost(id, events) : await this.reconcileProfile(id, events));
+      ({ outcome, sentAt } = type === 'post' ? await this.reconcilePost(id, events, lane) : await this.reconcileProfile(id, events, lane));
     } catch (error) {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
@@ -59,8 +62,8 @@ export class ReconcileService {
     return lastReadAt.getTime() > events.latest.getTime() + this.config.reconcileClockSkewMs;
   }
 
-  private async reconcilePost(id: string, events: ResourceEvents): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
-    const answer = await this.pozy.getPost(id);
+  private async reconcilePost(id: string, events: ResourceEvents, lane: Lane): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
+    const answer = await this.pozy.getPost(id, lane);
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: events.latest };
     if (!answer.found) {
@@ -70,8 +73,8 @@ export class ReconcileService {
     return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt: answer.sentAt };
   }
 
-  private async reconcileProfile(profileId: string, events: ResourceEvents): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
-    const { accounts, sentAt } = await this.pozy.listAccounts(profileId);
+  private async reconcileProfile(profileId: string, events: ResourceEvents, lane: Lane): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
+    const { accounts, sentAt } = await this.pozy.listAccounts(profileId, lane);
     const written = await this.accounts.writeProfile(profileId, accounts, {
       readId: randomUUID(),
       startedAt: sentAt,

@@ -25,8 +25,9 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     DATABASE_POOL_SIZE: '10',
     // Failures only: the tests' output is their own.
     LOG_LEVEL: 'error',
-    // Tests start a backfill when they mean to.
+    // Tests start a backfill, or an import, when they mean to.
     BACKFILL_CRON: 'off',
+    INITIAL_IMPORT: 'off',
     // A spool of its own: test files run in parallel.
     SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-spool-')),
     ...env,

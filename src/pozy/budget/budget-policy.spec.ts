@@ -1,0 +1,108 @@
+import { BudgetSettings, BudgetState, decide, effectiveLimit, emptyState, Lane, pauseUntil, readState, TakeRequest, usedInWindow } from './budget-policy';
+
+const settings: BudgetSettings = { perWindow: 600, windowMs: 60_000, reserve: 0.2 };
+const take = (lane: Lane, extra: Partial<TakeRequest> = {}): TakeRequest => ({ lane, want: 1, waitedMs: 0, ...extra });
+
+/** Takes one token at a time for `lane` from `now` on, as fast as granted, for `ms`; the grant times. */
+function drain(state: BudgetState, lane: Lane, from: number, ms: number, options: BudgetSettings = settings): { state: BudgetState; grants: number[] } {
+  const grants: number[] = [];
+  for (let now = from; now < from + ms; ) {
+    const decision = decide(state, take(lane), now, options);
+    state = decision.state;
+    if (decision.granted > 0) grants.push(now);
+    else now += decision.waitMs;
+  }
+  return { state, grants };
+}
+
+describe('the shared Pozy budget', () => {
+  it('starts with a burst of a tenth of the limit, then spreads requests at the limit\'s pace', () => {
+    const { grants } = drain(emptyState(), 'bulk', 1_000_000, 10_000);
+
+    // 60 at once, then one every 100 ms.
+    expect(grants.filter((t) => t === 1_000_000)).toHaveLength(60);
+    expect(grants.length).toBeGreaterThanOrEqual(60 + 98);
+    expect(grants.length).toBeLessThanOrEqual(60 + 101);
+  });
+
+  it('never grants more than the limit in any window, whatever the pace asked', () => {
+    const small = { ...settings, perWindow: 30, windowMs: 3_000 };
+    const { grants } = drain(emptyState(), 'realtime', 5_000_000, 20_000, small);
+
+    for (const start of grants) {
+      expect(grants.filter((t) => t >= start && t < start + small.windowMs).length).toBeLessThanOrEqual(30);
+    }
+    // And it is not much below it either: the budget is spent.
+    expect(grants.length).toBeGreaterThan(30 * (20_000 / 3_000) * 0.85);
+  });
+
+  it('refuses a lower lane while a higher one waits, then lets it through once the higher one is served', () => {
+    let state = emptyState();
+    for (let d = decide(state, take('bulk'), 0, settings); d.granted > 0; d = decide(state, take('bulk'), 0, settings)) state = d.state;
+    // The burst is spent: the realtime lane has to wait for the next token, and says so.
+    const denied = decide(state, take('realtime'), 0, settings);
+    expect(denied).toMatchObject({ granted: 0, reason: 'tokens', waitMs: 100 });
+    state = denied.state;
+
+    // The token frees up: the bulk lane asks first, and is refused for the waiting realtime lane.
+    const bulk = decide(state, take('bulk'), 100, settings);
+    expect(bulk).toMatchObject({ granted: 0, reason: 'priority' });
+    const realtime = decide(bulk.state, take('realtime'), 100, settings);
+    expect(realtime.granted).toBe(1);
+
+    // Once the realtime lane's mark has lapsed, bulk goes again.
+    const later = decide(realtime.state, take('bulk'), 100 + bulk.waitMs, settings);
+    expect(later.granted).toBe(1);
+  });
+
+  it('lets a starving lower lane through once per sixth of the window', () => {
+    let state = drain(emptyState(), 'bulk', 0, 1_000).state;
+    let now = 1_000;
+    let starvedGrants = 0;
+    // The realtime lane wants a token all the time, for a whole window.
+    while (now < 61_000) {
+      const bulk = decide(state, take('bulk', { waitedMs: now - 1_000 }), now, settings);
+      state = bulk.state;
+      if (bulk.granted > 0) starvedGrants += 1;
+      state = decide(state, take('realtime'), now, settings).state;
+      now += 20;
+    }
+    expect(starvedGrants).toBeGreaterThanOrEqual(5);
+    expect(starvedGrants).toBeLessThanOrEqual(7);
+  });
+
+  it('pauses everyone after a 429, until the time Pozy said', () => {
+    const state = pauseUntil(emptyState(), 30_000);
+
+    expect(decide(state, take('realtime'), 10_000, settings)).toMatchObject({ granted: 0, reason: 'paused', waitMs: 20_000 });
+    expect(decide(state, take('realtime'), 30_000, settings).granted).toBe(1);
+  });
+
+  it("leaves others the reserve of Pozy's advertised limit once its headers show them using the key", () => {
+    let state = drain(emptyState(), 'bulk', 0, 10_000).state;
+    const ours = usedInWindow(state, 10_000, settings);
+    // Pozy counts 400 more requests than ours: another client uses the key.
+    const observed = decide(state, take('bulk', { observation: { limit: 600, remaining: 600 - ours - 400, at: 10_000 } }), 10_000, settings);
+    state = observed.state;
+
+    expect(state.remote).toMatchObject({ limit: 600, others: 400 });
+    // 600 less a 20 % reserve less the other client's 400.
+    expect(effectiveLimit(state, 10_000, settings)).toBe(80);
+    expect(usedInWindow(state, 10_000, settings)).toBeGreaterThan(80);
+    expect(decide(state, take('realtime'), 10_001, settings)).toMatchObject({ granted: 0, reason: 'window' });
+  });
+
+  it('ignores what others use once the observation is older than the window', () => {
+    const state: BudgetState = { ...emptyState(), remote: { limit: 600, others: 500, at: 0 } };
+
+    expect(effectiveLimit(state, 30_000, settings)).toBe(12);
+    expect(effectiveLimit(state, 60_001, settings)).toBe(600);
+  });
+
+  it('reads a stored state back, and starts afresh from anything unreadable', () => {
+    const { state } = drain(emptyState(), 'bulk', 0, 500);
+    expect(readState(JSON.parse(JSON.stringify(state)))).toEqual(state);
+    expect(readState('nonsense')).toEqual(emptyState());
+    expect(readState({ tokens: null, slots: 'x' })).toEqual(emptyState());
+  });
+});

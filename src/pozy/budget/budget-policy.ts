@@ -1,0 +1,209 @@
+/**
+ * The rules of the Pozy API budget that every replica spends from, as a pure function of the shared state, so they
+ * can be read (and tested) apart from the database that holds the state.
+ *
+ * - Pozy counts requests per API key over a sliding window (a minute). The deployment's own limit
+ *   (POZY_RATE_LIMIT_PER_MINUTE) is enforced over the same window by counting grants in slots of a sixtieth of it:
+ *   no window ever holds more grants than the limit. A token bucket (a tenth of the limit) spreads them out.
+ * - Pozy's `X-RateLimit-*` headers tell how much of the key's limit is used: what is not ours is another client's
+ *   (the team's own product). While others use the key, the deployment keeps to the advertised limit less the
+ *   reserve left to them, less what they use, never below a trickle.
+ * - A 429 pauses everyone until Pozy's Retry-After or Reset.
+ * - Lanes: a waiter denied for want of a token marks its lane as waiting; a lower lane is refused while a higher one
+ *   waits, so it delays a higher one by at most the request it already holds. A lower lane waiting longer than a
+ *   sixth of the window is let through once per such period, so it is never starved forever.
+ */
+
+/** Highest priority first. */
+export const LANES = ['realtime', 'operator', 'backfill', 'bulk'] as const;
+export type Lane = (typeof LANES)[number];
+
+export interface BudgetSettings {
+  /** Requests the deployment may make per window. */
+  perWindow: number;
+  windowMs: number;
+  /** Share of Pozy's advertised limit left to the key's other users while they use it (0 to 0.9). */
+  reserve: number;
+}
+
+/** What one answer's `X-RateLimit-*` headers said, dated on the budget's clock. */
+export interface Observation {
+  limit: number;
+  remaining: number;
+  at: number;
+  /** When Pozy said its next slot frees up (`X-RateLimit-Reset`), if it said. */
+  resetAt?: number;
+}
+
+export interface BudgetState {
+  /** Token bucket, as of `at`. */
+  tokens: number;
+  at: number;
+  /** Nobody sends before this (a 429). */
+  pausedUntil: number;
+  /** Grants per slot (`[slot index, count]`), for the slots still inside the window. */
+  slots: Array<[number, number]>;
+  /** Per lane (by index in LANES): until when a waiter of that lane is known to wait somewhere. */
+  demandUntil: number[];
+  /** Per lane: when a starving waiter of it was last let past a higher lane. */
+  starvedGrantAt: number[];
+  /** Pozy's view, from the newest observation: its limit, and how much of it others were using. */
+  remote: { limit: number; others: number; at: number } | null;
+}
+
+export interface TakeRequest {
+  lane: Lane;
+  /** Tokens wanted (a replica with several waiters takes several at once). */
+  want: number;
+  /** How long the first waiter of that lane has waited already. */
+  waitedMs: number;
+  observation?: Observation;
+}
+
+export type DenyReason = 'paused' | 'window' | 'tokens' | 'priority';
+
+export interface Decision {
+  state: BudgetState;
+  granted: number;
+  /** When nothing was granted: how long to wait before asking again. */
+  waitMs: number;
+  reason?: DenyReason;
+}
+
+const SLOTS = 60;
+/** Others' use below this share of Pozy's limit is noise (requests in flight are counted at grant time). */
+const NOISE_SHARE = 0.01;
+/** However much others use, the deployment keeps this share of Pozy's limit, so events still get read. */
+const TRICKLE_SHARE = 0.02;
+
+export function emptyState(): BudgetState {
+  return { tokens: Number.NaN, at: 0, pausedUntil: 0, slots: [], demandUntil: perLane([]), starvedGrantAt: perLane([]), remote: null };
+}
+
+/** One number per lane, 0 where none is stored. */
+function perLane(value: unknown): number[] {
+  return LANES.map((_, i) => (Array.isArray(value) && typeof value[i] === 'number' ? (value[i]) : 0));
+}
+
+/** The state as stored, or a fresh one for anything unreadable: the budget must never wedge on a bad row. */
+export function readState(value: unknown): BudgetState {
+  const v = (typeof value === 'object' && value !== null ? value : {}) as Partial<BudgetState>;
+  return {
+    tokens: typeof v.tokens === 'number' ? v.tokens : Number.NaN,
+    at: typeof v.at === 'number' ? v.at : 0,
+    pausedUntil: typeof v.pausedUntil === 'number' ? v.pausedUntil : 0,
+    slots: Array.isArray(v.slots) ? v.slots.filter((s): s is [number, number] => Array.isArray(s) && s.length === 2) : [],
+    demandUntil: perLane(v.demandUntil),
+    starvedGrantAt: perLane(v.starvedGrantAt),
+    remote: v.remote && typeof v.remote.limit === 'number' ? v.remote : null,
+  };
+}
+
+const slotMs = (settings: BudgetSettings) => settings.windowMs / SLOTS;
+
+/**
+ * Grants counted against the window ending at `now`: every slot that overlaps it, and one slot more, so that a
+ * request granted at a slot's end and reaching Pozy a little later is still counted (conservative, never under).
+ */
+export function usedInWindow(state: BudgetState, now: number, settings: BudgetSettings): number {
+  return countedSlots(state, now, settings).reduce((sum, [, count]) => sum + count, 0);
+}
+
+function countedSlots(state: BudgetState, now: number, settings: BudgetSettings): Array<[number, number]> {
+  const oldest = Math.floor((now - settings.windowMs) / slotMs(settings)) - 1;
+  return state.slots.filter(([slot, count]) => count > 0 && slot >= oldest && slot * slotMs(settings) <= now);
+}
+
+/** What the deployment may use per window now: its own limit, within Pozy's, less what others use and their reserve. */
+export function effectiveLimit(state: BudgetState, now: number, settings: BudgetSettings): number {
+  let limit = settings.perWindow;
+  const remote = state.remote;
+  if (remote && now - remote.at < settings.windowMs) {
+    limit = Math.min(limit, remote.limit);
+    if (remote.others > Math.max(1, remote.limit * NOISE_SHARE)) {
+      const trickle = Math.max(1, Math.floor(remote.limit * TRICKLE_SHARE));
+      limit = Math.min(limit, Math.max(trickle, Math.floor(remote.limit * (1 - settings.reserve)) - remote.others));
+    }
+  }
+  return Math.max(1, limit);
+}
+
+function observe(state: BudgetState, observation: Observation, settings: BudgetSettings): void {
+  if (state.remote && observation.at <= state.remote.at) return;
+  // Ours are the grants counted over the window the answer describes; the rest of the use is someone else's.
+  const ours = usedInWindow(state, observation.at, settings);
+  const others = Math.max(0, observation.limit - observation.remaining - ours);
+  state.remote = { limit: observation.limit, others, at: observation.at };
+  if (observation.remaining <= 0 && observation.resetAt !== undefined) {
+    state.pausedUntil = Math.max(state.pausedUntil, observation.resetAt);
+  }
+}
+
+/** Decides one take at `now` (the budget's clock, milliseconds); returns the new state to store. */
+export function decide(previous: BudgetState, request: TakeRequest, now: number, settings: BudgetSettings): Decision {
+  const state: BudgetState = {
+    ...previous,
+    slots: previous.slots.filter(([slot]) => slot * slotMs(settings) > now - 2 * settings.windowMs),
+    demandUntil: [...previous.demandUntil],
+    starvedGrantAt: [...previous.starvedGrantAt],
+  };
+  if (request.observation) observe(state, request.observation, settings);
+
+  const limit = effectiveLimit(state, now, settings);
+  const capacity = Math.max(1, Math.floor(limit / 10));
+  const perMs = limit / settings.windowMs;
+  state.tokens = Number.isNaN(state.tokens) ? capacity : Math.min(capacity, state.tokens + Math.max(0, now - state.at) * perMs);
+  state.at = Math.max(state.at, now);
+
+  const lane = LANES.indexOf(request.lane);
+  const used = usedInWindow(state, now, settings);
+  let reason: DenyReason | undefined;
+  let waitMs = 0;
+  if (now < state.pausedUntil) {
+    reason = 'paused';
+    waitMs = state.pausedUntil - now;
+  } else if (used >= limit) {
+    reason = 'window';
+    // The oldest counted slot stops counting once the window (and the one slot of margin) has passed it.
+    const oldest = Math.min(...countedSlots(state, now, settings).map(([slot]) => slot));
+    waitMs = (oldest + 2) * slotMs(settings) + settings.windowMs - now;
+  } else if (state.tokens < 1) {
+    reason = 'tokens';
+    waitMs = (1 - state.tokens) / perMs;
+  }
+
+  // A lane below a waiting one goes only once it has starved for a sixth of the window, and then once per sixth.
+  const starveMs = settings.windowMs / 6;
+  const higherWaits = state.demandUntil.slice(0, lane).some((until) => until > now);
+  const starving = request.waitedMs >= starveMs && now - state.starvedGrantAt[lane] >= starveMs;
+  if (!reason && higherWaits && !starving) {
+    reason = 'priority';
+    waitMs = Math.max(...state.demandUntil.slice(0, lane)) - now;
+  }
+
+  if (reason) {
+    waitMs = Math.max(1, Math.ceil(waitMs));
+    // Known to wait until it is served: lower lanes keep off what frees up in the meantime.
+    state.demandUntil[lane] = Math.max(state.demandUntil[lane], now + waitMs + demandTtl(limit, settings));
+    return { state, granted: 0, waitMs, reason };
+  }
+
+  const granted = Math.max(1, Math.min(request.want, Math.floor(state.tokens), limit - used));
+  state.tokens -= granted;
+  const slot = Math.floor(now / slotMs(settings));
+  const current = state.slots.find(([s]) => s === slot);
+  if (current) current[1] += granted;
+  else state.slots.push([slot, granted]);
+  if (higherWaits) state.starvedGrantAt[lane] = now;
+  return { state, granted, waitMs: 0 };
+}
+
+/** How long a denied lane stays marked as waiting past its expected turn: a couple of token intervals. */
+function demandTtl(limit: number, settings: BudgetSettings): number {
+  return Math.max(100, (2 * settings.windowMs) / limit);
+}
+
+/** A 429: nobody sends before `until`. */
+export function pauseUntil(previous: BudgetState, until: number): BudgetState {
+  return { ...previous, pausedUntil: Math.max(previous.pausedUntil, until) };
+}

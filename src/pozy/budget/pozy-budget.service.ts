@@ -1,0 +1,187 @@
+import { Logger, OnModuleDestroy } from '@nestjs/common';
+import type { Dispatcher } from 'undici';
+import { BudgetSettings, decide, Decision, Lane, LANES, Observation, pauseUntil, TakeRequest } from './budget-policy';
+import { BudgetRepository } from './budget.repository';
+
+interface Waiter {
+  lane: number;
+  since: number;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/** What the newest answer's headers said, dated on this process's clock. */
+interface LocalObservation {
+  limit: number;
+  remaining: number;
+  resetAtMs: number | undefined;
+  receivedAt: number;
+}
+
+/** A take that lost the race to another replica's is read and decided again, this many times at most. */
+const MAX_CONFLICTS = 20;
+/** A waiter sleeping on a long pause still looks again this often (a pause can be lifted, a lane can empty). */
+const MAX_SLEEP_MS = 1_000;
+
+export interface BudgetOptions {
+  /** False: one line in arrival order, whatever the lane (the baseline the bench compares the lanes with). */
+  lanes: boolean;
+  /** Told how long each granted caller waited, and of each pause. */
+  waited?(lane: Lane, ms: number): void;
+  paused?(): void;
+}
+
+/**
+ * This process's side of the deployment's one Pozy budget: callers wait here, highest lane first, and one loop
+ * takes tokens for them from the shared state in PostgreSQL (budget-policy.ts has the rules), several at a time
+ * when many wait and the budget is large.
+ */
+export class PozyBudget implements OnModuleDestroy {
+  private readonly logger = new Logger(PozyBudget.name);
+  private readonly queues: Waiter[][] = LANES.map(() => []);
+  private readonly maxBatch: number;
+  private pumping = false;
+  private closed = false;
+  private wake: (() => void) | undefined;
+  private sleepingFor: number | undefined;
+  private observation: LocalObservation | undefined;
+
+  constructor(
+    private readonly repository: BudgetRepository,
+    private readonly settings: BudgetSettings,
+    private readonly options: BudgetOptions = { lanes: true },
+  ) {
+    // A tenth of a second's worth per take: one at a time at Pozy's usual budgets, fewer round trips at large ones.
+    this.maxBatch = Math.min(20, Math.max(1, Math.floor((settings.perWindow * 100) / settings.windowMs)));
+  }
+
+  onModuleDestroy(): void {
+    this.closed = true;
+    this.wake?.();
+    for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(new Error('The service is stopping'));
+  }
+
+  /** Resolves when the caller may send one request to Pozy. */
+  take(lane: Lane): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('The service is stopping'));
+    const index = this.options.lanes ? LANES.indexOf(lane) : 0;
+    return new Promise<void>((resolve, reject) => {
+      const started = Date.now();
+      this.queues[index].push({
+        lane: index,
+        since: started,
+        resolve: () => {
+          this.options.waited?.(lane, Date.now() - started);
+          resolve();
+        },
+        reject,
+      });
+      // A waiter above the one being asked for must be asked for instead, at once.
+      if (this.sleepingFor !== undefined && index < this.sleepingFor) this.wake?.();
+      if (!this.pumping) void this.pump();
+    });
+  }
+
+  /** Reads an answer's `X-RateLimit-*` headers: the next take tells the shared state. */
+  observe(headers: Dispatcher.ResponseData['headers']): void {
+    const limit = numberHeader(headers['x-ratelimit-limit']);
+    const remaining = numberHeader(headers['x-ratelimit-remaining']);
+    if (limit === undefined || remaining === undefined || limit <= 0) return;
+    const reset = numberHeader(headers['x-ratelimit-reset']);
+    this.observation = { limit, remaining, resetAtMs: reset === undefined ? undefined : reset * 1000, receivedAt: Date.now() };
+  }
+
+  /** Pozy answered 429: every replica waits `ms` before its next request. */
+  async pause(ms: number): Promise<void> {
+    for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
+      const stored = await this.repository.read();
+      if (await this.repository.write(pauseUntil(stored.state, stored.now + ms), stored.version)) {
+        this.options.paused?.();
+        this.logger.warn(`Pozy answered 429: every replica pauses its requests for ${Math.ceil(ms / 1000)} s`);
+        return;
+      }
+    }
+  }
+
+  private head(): Waiter | undefined {
+    for (const queue of this.queues) if (queue.length > 0) return queue[0];
+    return undefined;
+  }
+
+  private waiting(): number {
+    return this.queues.reduce((sum, queue) => sum + queue.length, 0);
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      for (let head = this.head(); head && !this.closed; head = this.head()) {
+        let decision: Decision;
+        try {
+          decision = await this.takeShared({ lane: LANES[head.lane], want: Math.min(this.waiting(), this.maxBatch), waitedMs: Date.now() - head.since });
+        } catch (error) {
+          // Without the database there is no budget: these callers fail (their jobs retry), later ones try again.
+          for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(error as Error);
+          this.logger.warn(`Taking from the Pozy budget failed: ${(error as Error).message}`);
+          break;
+        }
+        for (let n = 0; n < decision.granted; n += 1) this.next()?.resolve();
+        if (decision.granted === 0) await this.sleep(head.lane, Math.min(decision.waitMs, MAX_SLEEP_MS));
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private next(): Waiter | undefined {
+    for (const queue of this.queues) if (queue.length > 0) return queue.shift();
+    return undefined;
+  }
+
+  private sleep(lane: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        this.sleepingFor = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepingFor = lane;
+      this.wake = done;
+    });
+  }
+
+  /** One decision against the shared state, read and written again if another replica wrote it meanwhile. */
+  private async takeShared(request: Omit<TakeRequest, 'observation'>): Promise<Decision> {
+    for (let conflict = 0; ; conflict += 1) {
+      const stored = await this.repository.read();
+      const told = this.observation;
+      const observation = told && toSharedClock(told, stored.now);
+      const decision = decide(stored.state, { ...request, observation }, stored.now, this.settings);
+      if (await this.repository.write(decision.state, stored.version)) {
+        // Told once; a newer answer that came meanwhile is told next time.
+        if (this.observation === told) this.observation = undefined;
+        return decision;
+      }
+      if (conflict >= MAX_CONFLICTS) throw new Error(`the shared Pozy budget was contended ${MAX_CONFLICTS} times in a row`);
+    }
+  }
+}
+
+/** The observation on the shared clock: as old there as it is here. */
+function toSharedClock(local: LocalObservation, sharedNow: number): Observation {
+  const localNow = Date.now();
+  return {
+    limit: local.limit,
+    remaining: local.remaining,
+    at: sharedNow - (localNow - local.receivedAt),
+    resetAt: local.resetAtMs === undefined ? undefined : sharedNow + (local.resetAtMs - localNow),
+  };
+}
+
+function numberHeader(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || !/^\d+(\.\d+)?$/.test(text.trim())) return undefined;
+  return Number(text);
+}
