@@ -17,6 +17,7 @@ import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { RetentionModule } from './retention/retention.module';
 import { StatusPageModule } from './status-page/status-page.module';
+import { SweepModule } from './sweep/sweep.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
@@ -36,6 +37,7 @@ export class AppModule {
         NotificationsModule,
         AdminModule,
         BackfillModule,
+        SweepModule,
         RetentionModule,
         HealthModule,
         StatusPageModule,

@@ -3,22 +3,34 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
 import { waitFor } from './support/service';
 
-interface Report {
+interface Run {
+  id: string;
+  kind: string;
+  status: string;
   dryRun: boolean;
   posts: { created: number; changed: number; deleted: number; unchanged: number };
   accounts: { created: number; changed: number; deleted: number; unchanged: number };
+  error: string | null;
 }
 
 describe('POST /admin/sweep: the full sweep', () => {
   let db: TestDatabase;
   let harness: Harness;
 
-  const sweep = async (query = ''): Promise<{ status: number; body: Report }> => {
-    const response = await fetch(`${harness.service.baseUrl}/admin/sweep${query}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` },
+  const admin = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
+  const start = async (query = ''): Promise<{ status: number; body: { runId?: string; error?: string } }> => {
+    const response = await fetch(`${harness.service.baseUrl}/admin/sweep${query}`, { method: 'POST', headers: admin });
+    return { status: response.status, body: (await response.json()) as { runId?: string } };
+  };
+  /** Starts a sweep and follows it to its end through GET /admin/sweep/:runId. */
+  const sweep = async (query = ''): Promise<{ status: number; body: Run }> => {
+    const started = await start(query);
+    expect(started.status).toBe(202);
+    const body = await waitFor('the sweep to end', async () => {
+      const run = (await (await fetch(`${harness.service.baseUrl}/admin/sweep/${started.body.runId}`, { headers: admin })).json()) as Run;
+      return run.status === 'running' ? undefined : run;
     });
-    return { status: response.status, body: (await response.json()) as Report };
+    return { status: started.status, body };
   };
   /** Everything the world holds, delivered or not: the sweep does not need events. */
   const everything = () => {
@@ -48,12 +60,14 @@ describe('POST /admin/sweep: the full sweep', () => {
 
     const { status, body } = await sweep('?dryRun=true');
 
-    expect(status).toBe(200);
-    expect(body).toEqual({
+    expect(status).toBe(202);
+    expect(body).toMatchObject({
+      kind: 'sweep',
+      status: 'succeeded',
       dryRun: true,
       posts: { created: 12, changed: 0, deleted: 0, unchanged: 0 },
       accounts: { created: 6, changed: 0, deleted: 0, unchanged: 0 },
-      durationMs: expect.any(Number),
+      error: null,
     });
     expect(await rowCount()).toEqual(before);
   });
@@ -80,14 +94,25 @@ describe('POST /admin/sweep: the full sweep', () => {
     expect(await mirrorDifferences(harness.service.pool, world, everything())).toEqual([]);
   });
 
-  it('refuses without the admin token, and a bad dryRun', async () => {
+  it('refuses without the admin token, with a wrong one, and a bad dryRun or run id', async () => {
+    const runCount = async () => (await harness.service.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sweep_run')).rows[0].n;
     const before = await rowCount();
+    const runsBefore = await runCount();
     const anonymous = await fetch(`${harness.service.baseUrl}/admin/sweep`, { method: 'POST' });
-    const bad = await sweep('?dryRun=perhaps');
+    const wrong = await fetch(`${harness.service.baseUrl}/admin/sweep`, { method: 'POST', headers: { authorization: 'Bearer nope' } });
+    const bad = await start('?dryRun=perhaps');
+    const unknown = await start('?dryRun=true&everything=1');
+    const badId = await fetch(`${harness.service.baseUrl}/admin/sweep/not-a-uuid`, { headers: admin });
+    const missing = await fetch(`${harness.service.baseUrl}/admin/sweep/3f1c9e52-7a0b-4d6e-9c11-2b8e5f0a7d34`, { headers: admin });
 
     expect(anonymous.status).toBe(401);
-    expect(bad.status).toBe(400);
+    expect(wrong.status).toBe(403);
+    expect(bad).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    expect(unknown).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    expect(badId.status).toBe(400);
+    expect(missing.status).toBe(404);
     expect(await rowCount()).toEqual(before);
+    expect(await runCount()).toBe(runsBefore);
   });
 });
 

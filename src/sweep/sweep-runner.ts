@@ -1,0 +1,427 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { DatabaseService, Queryable } from '../database/database.service';
+import { MetricsService } from '../metrics/metrics.service';
+import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
+import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
+import { NotificationSignal } from '../notifications/notification-signal';
+import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
+import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
+import { PostsPage, POSTS_PAGE_LIMIT, PozyClient } from '../pozy/pozy-client.service';
+import { PozyRateLimitedError, PozyUnavailableError } from '../pozy/pozy-errors';
+import { postsSeenIn, RunProgress, SweepCounts, SweepRun, SweepRunRepository } from './sweep-run.repository';
+
+/**
+ * Each page is read from `offset - OVERLAP`: its first post must be one already seen, or posts deleted behind the
+ * cursor have shifted the list and the page would skip some; then the run steps back. Offset paging is all Pozy has.
+ */
+const OVERLAP = 10;
+/** Pages requested ahead of the one being written, so the budget, not the round trips, sets the pace. */
+const PREFETCH = 3;
+/** Accounts written per transaction (Pozy lists them all in one answer). */
+const ACCOUNT_BATCH = 500;
+/**
+ * Listings of the posts at most: another is made when the last one ends with Pozy counting fewer posts than it saw
+ * (some were deleted after it saw them, without an event) or more (it missed some).
+ */
+const MAX_PASSES = 3;
+/** A progress line every this many pages. */
+const LOG_EVERY_PAGES = 10;
+const MAX_PATIENCE_MS = 60_000;
+
+/** The run was asked to stop (the service is shutting down): it stays `running`, for the next start to resume. */
+export class StopRequested extends Error {
+  constructor() {
+    super('stopping');
+    this.name = 'StopRequested';
+  }
+}
+
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+const settle = <T>(promise: Promise<T>): Promise<Settled<T>> =>
+  promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+const unwrap = <T>(settled: Settled<T>): T => {
+  if (!settled.ok) throw settled.error;
+  return settled.value;
+};
+
+const count = (counts: Partial<SweepCounts>, outcome: keyof SweepCounts, n: number) => {
+  if (n > 0) counts[outcome] = (counts[outcome] ?? 0) + n;
+};
+
+/** One run being executed: what it is, who owns it, and whether it must stop. */
+class Execution {
+  pagesSinceLog = 0;
+  waiting = false;
+  /** List requests made since the last checkpoint (pages read ahead included). */
+  requested = 0;
+  /** Set once the run has ended one way or another: what it still has in flight stops at its next step. */
+  ended = false;
+  private readonly stopped: Promise<never>;
+
+  constructor(
+    public run: SweepRun,
+    readonly owner: string,
+    private readonly stop: AbortSignal,
+  ) {
+    this.stopped = new Promise<never>((_, reject) => stop.addEventListener('abort', () => reject(new StopRequested()), { once: true }));
+    // Only ever raced against other work; never left to reject unobserved.
+    this.stopped.catch(() => undefined);
+  }
+
+  checkStop(): void {
+    if (this.ended || this.stop.aborted) throw new StopRequested();
+  }
+
+  /** `work`, unless the run is asked to stop first (a request waiting for the budget can wait long). */
+  orStop<T>(work: Promise<T>): Promise<T> {
+    return Promise.race([work, this.stopped]);
+  }
+
+  sleep(ms: number): Promise<void> {
+    return this.orStop(new Promise((resolve) => setTimeout(resolve, ms).unref()));
+  }
+}
+
+/**
+ * Executes an import or sweep run from its checkpoint to its end: lists every account, then every post (oldest
+ * created first, a page at a time, each page written through the same guarded statements as reconcile jobs, with
+ * its checkpoint, in one transaction), then walks the mirror for what Pozy no longer lists. Memory holds a few
+ * pages, whatever the workspace's size: what the run has seen is kept in the database (`sweep_seen`).
+ * Pozy being unavailable or rate limiting only makes it wait; its requests go in the budget's lowest lane.
+ */
+@Injectable()
+export class SweepRunner {
+  private readonly logger = new Logger(SweepRunner.name);
+
+  constructor(
+    private readonly pozy: PozyClient,
+    private readonly runs: SweepRunRepository,
+    private readonly posts: PostMirrorRepository,
+    private readonly accounts: AccountMirrorRepository,
+    private readonly database: DatabaseService,
+    private readonly signal: NotificationSignal,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** Runs `run` (claimed by `owner`) to its end and finishes it; throws StopRequested when `stop` aborts first. */
+  async execute(run: SweepRun, owner: string, stop: AbortSignal): Promise<void> {
+    const x = new Execution(run, owner, stop);
+    const started = Date.now();
+    try {
+      if (run.phase === 'accounts') await this.listAccounts(x);
+      if (x.run.phase === 'posts') await this.listPosts(x);
+      if (x.run.phase === 'missing-accounts') await this.walkMissingAccounts(x);
+      if (x.run.phase === 'missing-posts') await this.walkMissingPosts(x);
+    } finally {
+      x.ended = true;
+    }
+    await this.runs.finish(run.id, owner, 'succeeded', null);
+    const done = (await this.runs.get(run.id)) ?? x.run;
+    this.logger.log(
+      `${title(done)} ${done.id} done in ${Math.round((Date.now() - started) / 1000)} s: posts ${JSON.stringify(done.posts)}, ` +
+        `accounts ${JSON.stringify(done.accounts)}, ${done.pagesRead} list pages`,
+    );
+  }
+
+  // ---- accounts: one answer lists them all ----
+
+  private async listAccounts(x: Execution): Promise<void> {
+    const answer = await this.patient(x, 'listing accounts', () => this.pozy.listAllAccounts('bulk'));
+    const { accounts, sentAt } = answer;
+    await this.commit(x, { accountsListedFrom: sentAt, accountsTotal: accounts.length, pagesRead: 1 });
+    this.metrics.sweepPages.inc({ kind: x.run.kind });
+    for (let i = 0; i < accounts.length || i === 0; i += ACCOUNT_BATCH) {
+      x.checkStop();
+      const batch = accounts.slice(i, i + ACCOUNT_BATCH);
+      const last = i + ACCOUNT_BATCH >= accounts.length;
+      await this.writeAccounts(x, batch, sentAt, last ? { phase: 'posts' } : {});
+    }
+  }
+
+  private async writeAccounts(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
+    const seen = await this.runs.seen(x.run.id, 'account', batch.map((a) => a._id));
+    const fresh = unique(batch.filter((a) => !seen.has(a._id)), (a) => a._id);
+    const unchanged = fresh.length > 0 ? await this.accounts.unchanged(fresh) : new Set<string>();
+    const differing = fresh.filter((a) => !unchanged.has(a._id));
+    const counts: Partial<SweepCounts> = {};
+    count(counts, 'unchanged', unchanged.size);
+    await this.transaction(x, async (client) => {
+      if (x.run.dryRun) {
+        const known = await this.accounts.existing(differing.map((a) => a._id));
+        count(counts, 'created', differing.filter((a) => !known.has(a._id)).length);
+        count(counts, 'changed', differing.filter((a) => known.has(a._id)).length);
+      } else if (differing.length > 0) {
+        const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: new Map<string, Date>() };
+        const written = await this.accounts.writeAccounts(differing, read, client);
+        count(counts, 'created', written.created);
+        count(counts, 'changed', written.changed - written.created);
+        // Listed differently, yet not written: the mirror already holds a newer read.
+        count(counts, 'unchanged', differing.length - written.changed);
+        return written.notified;
+      }
+      return 0;
+    }, async (client) => {
+      await this.runs.markSeen(client, x.run.id, 'account', fresh.map((a) => a._id));
+      await this.runs.advance(client, x.run.id, x.owner, { ...progress, accountsDone: fresh.length, accounts: counts });
+    });
+    this.countItems(x, 'account', counts);
+    if (progress.phase) x.run = { ...x.run, phase: progress.phase };
+  }
+
+  // ---- posts: offset pages, oldest created first ----
+
+  private async listPosts(x: Execution): Promise<void> {
+    let ahead = new Map<number, Promise<Settled<PostsPage>>>();
+    const fetch = (offset: number) => {
+      if (!ahead.has(offset)) {
+        x.requested += 1;
+        ahead.set(offset, settle(this.patient(x, `listing posts from ${offset}`, () => this.pozy.listPostsPage(offset, POSTS_PAGE_LIMIT, 'bulk'))));
+      }
+      return ahead.get(offset)!;
+    };
+    let offset = x.run.postsOffset;
+    for (;;) {
+      x.checkStop();
+      const readAt = Math.max(0, offset - OVERLAP);
+      for (let j = 0; j < PREFETCH; j += 1) void fetch(readAt + j * (POSTS_PAGE_LIMIT - OVERLAP));
+      const page = unwrap(await fetch(readAt));
+      ahead.delete(readAt);
+      this.metrics.sweepPages.inc({ kind: x.run.kind });
+      const tag = postsSeenIn(x.run.pass);
+      const seen = await this.runs.seen(x.run.id, tag, page.posts.map((p) => p._id));
+      if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {
+        // Posts deleted behind the cursor moved the list by more than the overlap: read an earlier page again.
+        this.logger.debug(`${title(x.run)} ${x.run.id}: the list moved under the cursor at ${readAt}; stepping back`);
+        ahead = new Map();
+        offset = Math.max(0, readAt - (POSTS_PAGE_LIMIT - OVERLAP)) + OVERLAP;
+        continue;
+      }
+      const end = page.posts.length < POSTS_PAGE_LIMIT;
+      const fresh = unique(page.posts.filter((p) => !seen.has(p._id)), (p) => p._id);
+      const seenInPass = x.run.postsDone + fresh.length;
+      // Pozy's count at the end says whether this pass saw exactly the posts there are.
+      const again = end && page.total !== undefined && page.total !== seenInPass && x.run.pass < MAX_PASSES;
+      const counts = await this.writePosts(x, fresh, page.sentAt, {
+        phase: end && !again ? 'missing-accounts' : undefined,
+        missingCursor: end && !again ? null : undefined,
+        nextPass: again ? true : undefined,
+        postsOffset: readAt + page.posts.length,
+        postsListedFrom: page.sentAt,
+        postsTotal: page.total,
+        postsDone: fresh.length,
+        pagesRead: x.requested,
+      });
+      x.requested = 0;
+      offset = readAt + page.posts.length;
+      this.countItems(x, 'post', counts);
+      this.progress(x, fresh.length, page.total);
+      if (!end) continue;
+      if (again) {
+        this.logger.warn(
+          `${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts where this listing saw ${seenInPass} (posts deleted after ` +
+            `it saw them, without an event): listing them again to find which (pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
+        );
+        x.run = { ...x.run, pass: x.run.pass + 1, postsOffset: 0, postsDone: 0, postsDoneAtResume: 0, postsListedFrom: null, resumedAt: new Date() };
+        ahead = new Map();
+        offset = 0;
+        continue;
+      }
+      if (page.total !== undefined && page.total !== seenInPass) {
+        this.logger.warn(`${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts where the last listing saw ${seenInPass}; the next sweep finds the rest`);
+      }
+      x.run = { ...x.run, phase: 'missing-accounts', missingCursor: null };
+      return;
+    }
+  }
+
+  private async writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
+    const mirrored = await this.posts.versions(fresh.map((p) => p._id));
+    const differing = fresh.filter((post) => {
+      const row = mirrored.get(post._id);
+      return !row || row.deleted || row.pozyUpdatedAt?.getTime() !== Date.parse(post.updatedAt);
+    });
+    const counts: Partial<SweepCounts> = {};
+    // A post listed again in a later pass was counted by the first.
+    const firstPass = x.run.pass === 1;
+    if (firstPass) count(counts, 'unchanged', fresh.length - differing.length);
+    await this.transaction(x, async (client) => {
+      if (x.run.dryRun) {
+        count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
+        count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
+        return 0;
+      }
+      if (differing.length === 0) return 0;
+      const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, client);
+      count(counts, 'created', written.created);
+      count(counts, 'changed', written.changed - written.created);
+      // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
+      if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
+      return written.notified;
+    }, async (client) => {
+      await this.runs.markSeen(client, x.run.id, postsSeenIn(x.run.pass), fresh.map((p) => p._id));
+      await this.runs.advance(client, x.run.id, x.owner, { ...progress, posts: counts });
+    });
+    return counts;
+  }
+
+  // ---- what Pozy no longer lists ----
+
+  private async walkMissingAccounts(x: Execution): Promise<void> {
+    const listedFrom = x.run.accountsListedFrom ?? x.run.startedAt;
+    for (let cursor = x.run.missingCursor; ; ) {
+      x.checkStop();
+      const chunk = await this.runs.missingAccounts(x.run.id, cursor, listedFrom);
+      const counts: Partial<SweepCounts> = {};
+      // A profile's own list says which of its accounts are gone; it is read once for all of them.
+      const byProfile = new Map<string, string[]>();
+      for (const { id, profileId } of chunk.missing) byProfile.set(profileId, [...(byProfile.get(profileId) ?? []), id]);
+      for (const [profileId, ids] of byProfile) {
+        const answer = await this.patient(x, `listing the accounts of profile ${profileId}`, () => this.pozy.listAccounts(profileId, 'bulk'));
+        const listed = new Set(answer.accounts.map((a) => a._id));
+        if (x.run.dryRun) {
+          count(counts, 'deleted', ids.filter((id) => !listed.has(id)).length);
+          continue;
+        }
+        const outcome = await this.accounts.writeProfile(profileId, answer.accounts, { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: new Map() });
+        count(counts, 'deleted', outcome.removed);
+      }
+      const done = chunk.last === null;
+      await this.commit(x, done ? { phase: 'missing-posts', missingCursor: null, accounts: counts } : { missingCursor: chunk.last, accounts: counts });
+      this.countItems(x, 'account', counts);
+      if (done) {
+        x.run = { ...x.run, phase: 'missing-posts', missingCursor: null };
+        return;
+      }
+      cursor = chunk.last;
+    }
+  }
+
+  private async walkMissingPosts(x: Execution): Promise<void> {
+    const listedFrom = x.run.postsListedFrom ?? x.run.startedAt;
+    for (let cursor = x.run.missingCursor; ; ) {
+      x.checkStop();
+      const chunk = await this.runs.missingPosts(x.run.id, x.run.pass, cursor, listedFrom);
+      const counts: Partial<SweepCounts> = {};
+      // Each one's own answer says whether it is gone, or was only missed by the list.
+      for (const id of chunk.missing) {
+        const answer = await this.patient(x, `reading post ${id}`, () => this.pozy.getPost(id, 'bulk'));
+        const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: null };
+        if (!answer.found) {
+          count(counts, 'deleted', 1);
+          if (!x.run.dryRun) await this.posts.markDeleted(id, read);
+          continue;
+        }
+        const row = (await this.posts.versions([id])).get(id);
+        const same = row?.pozyUpdatedAt?.getTime() === Date.parse(answer.post.updatedAt);
+        count(counts, same ? 'unchanged' : 'changed', 1);
+        if (!same && !x.run.dryRun) await this.posts.write(answer.post, read);
+      }
+      const done = chunk.last === null;
+      await this.commit(x, done ? { phase: 'done', posts: counts } : { missingCursor: chunk.last, posts: counts });
+      this.countItems(x, 'post', counts);
+      if (done) return;
+      cursor = chunk.last;
+    }
+  }
+
+  // ---- machinery ----
+
+  /**
+   * Pozy unavailable or rate limiting: the run waits (longer each time, or as long as Pozy said) and tries again,
+   * showing why in `lastError`. Anything else ends the run.
+   */
+  private async patient<T>(x: Execution, what: string, call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      x.checkStop();
+      try {
+        const value = await x.orStop(call());
+        if (x.waiting) {
+          x.waiting = false;
+          await this.runs.noteError(x.run.id, x.owner, null);
+        }
+        return value;
+      } catch (error) {
+        x.checkStop();
+        if (!(error instanceof PozyUnavailableError) && !(error instanceof PozyRateLimitedError)) throw error;
+        const waitMs = error instanceof PozyRateLimitedError ? error.retryAfterMs : Math.min(MAX_PATIENCE_MS, 1_000 * 2 ** (attempt - 1));
+        const message = `${what}: ${error.message}; trying again in ${Math.ceil(waitMs / 1000)} s`;
+        this.logger.warn(`${title(x.run)} ${x.run.id}: ${message}`);
+        x.waiting = true;
+        await this.runs.noteError(x.run.id, x.owner, message);
+        await x.sleep(waitMs);
+      }
+    }
+  }
+
+  /** Progress with nothing else to write. */
+  private async commit(x: Execution, progress: RunProgress): Promise<void> {
+    await this.runs.advance(this.database.pool, x.run.id, x.owner, progress);
+  }
+
+  /**
+   * One transaction: the mirror write (which answers how many notifications it queued) and the run's bookkeeping,
+   * so that a crash never leaves a page written without its checkpoint or the other way round.
+   */
+  private async transaction(
+    x: Execution,
+    write: (client: Queryable) => Promise<number>,
+    bookkeeping: (client: Queryable) => Promise<void>,
+  ): Promise<void> {
+    const client = await this.database.pool.connect();
+    let notified = 0;
+    try {
+      await client.query('BEGIN');
+      notified = await write(client);
+      await bookkeeping(client);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+    this.signal.queued(notified);
+    x.checkStop();
+  }
+
+  private countItems(x: Execution, resource: 'post' | 'account', counts: Partial<SweepCounts>): void {
+    for (const [outcome, n] of Object.entries(counts)) this.metrics.sweepItems.inc({ kind: x.run.kind, resource, outcome }, n);
+  }
+
+  private progress(x: Execution, added: number, total: number | undefined): void {
+    x.run = { ...x.run, postsDone: x.run.postsDone + added, postsTotal: total ?? x.run.postsTotal };
+    x.pagesSinceLog += 1;
+    if (x.pagesSinceLog < LOG_EVERY_PAGES) return;
+    x.pagesSinceLog = 0;
+    const { done, total: all, perSecond, etaSeconds } = postProgress(x.run, new Date());
+    this.logger.log(
+      `${title(x.run)} ${x.run.id}: ${done.toLocaleString('en')}${all === null ? '' : ` of ${all.toLocaleString('en')}`} posts` +
+        `${perSecond === null ? '' : `, ${Math.round(perSecond)} posts/s`}${etaSeconds === null ? '' : `, about ${etaSeconds} s left`}`,
+    );
+  }
+}
+
+/** How far a run's post listing has come, how fast since it (re)started, and how long the rest should take. */
+export function postProgress(
+  run: Pick<SweepRun, 'postsDone' | 'postsTotal' | 'postsDoneAtResume' | 'resumedAt' | 'status' | 'phase'>,
+  now: Date,
+): { done: number; total: number | null; perSecond: number | null; etaSeconds: number | null } {
+  const seconds = (now.getTime() - run.resumedAt.getTime()) / 1000;
+  const sinceResume = run.postsDone - run.postsDoneAtResume;
+  const perSecond = run.status === 'running' && seconds >= 1 && sinceResume > 0 ? sinceResume / seconds : null;
+  const total = run.postsTotal === null ? null : Math.max(run.postsTotal, run.postsDone);
+  const listing = run.phase === 'accounts' || run.phase === 'posts';
+  const etaSeconds = listing && perSecond && total !== null ? Math.ceil((total - run.postsDone) / perSecond) : null;
+  return { done: run.postsDone, total, perSecond, etaSeconds };
+}
+
+const title = (run: Pick<SweepRun, 'kind' | 'dryRun'>) => (run.kind === 'import' ? 'Import' : run.dryRun ? 'Sweep (dry run)' : 'Sweep');
+
+function unique<T>(items: T[], key: (item: T) => string): T[] {
+  const seen = new Set<string>();
+  return items.filter((item) => (seen.has(key(item)) ? false : (seen.add(key(item)), true)));
+}
