@@ -55,6 +55,15 @@ describe('the shared Pozy budget', () => {
     expect(later.granted).toBe(1);
   });
 
+  it('leaves the last twentieth of a window the bulk lane filled to the realtime lane', () => {
+    const small = { ...settings, perWindow: 40, windowMs: 2_000 };
+    const bulk = drain(emptyState(), 'bulk', 0, 2_000, small);
+
+    expect(bulk.grants).toHaveLength(38);
+    const realtime = decide(bulk.state, take('realtime'), 2_000 - 1, small);
+    expect(realtime.granted).toBe(1);
+  });
+
   it('lets a starving lower lane through once per sixth of the window', () => {
     let state = drain(emptyState(), 'bulk', 0, 1_000).state;
     let now = 1_000;

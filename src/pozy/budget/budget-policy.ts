@@ -11,7 +11,9 @@
  * - A 429 pauses everyone until Pozy's Retry-After or Reset.
  * - Lanes: a waiter denied for want of a token marks its lane as waiting; a lower lane is refused while a higher one
  *   waits, so it delays a higher one by at most the request it already holds. A lower lane waiting longer than a
- *   sixth of the window is let through once per such period, so it is never starved forever.
+ *   sixth of the window is let through once per such period, so it is never starved forever. The backfill and bulk
+ *   lanes also leave the last twentieth of each window unspent, so a window they filled still has room for an
+ *   event's read.
  */
 
 /** Highest priority first. */
@@ -75,6 +77,10 @@ const SLOTS = 60;
 const NOISE_SHARE = 0.01;
 /** However much others use, the deployment keeps this share of Pozy's limit, so events still get read. */
 const TRICKLE_SHARE = 0.02;
+/** Share of each window only the realtime and operator lanes may spend. */
+const HEADROOM_SHARE = 0.05;
+/** The lanes that must leave that headroom. */
+const BACKGROUND_LANES: readonly Lane[] = ['backfill', 'bulk'];
 
 export function emptyState(): BudgetState {
   return { tokens: Number.NaN, at: 0, pausedUntil: 0, slots: [], demandUntil: perLane([]), starvedGrantAt: perLane([]), remote: null };
@@ -157,12 +163,13 @@ export function decide(previous: BudgetState, request: TakeRequest, now: number,
 
   const lane = LANES.indexOf(request.lane);
   const used = usedInWindow(state, now, settings);
+  const laneLimit = BACKGROUND_LANES.includes(request.lane) ? Math.max(1, limit - Math.max(1, Math.floor(limit * HEADROOM_SHARE))) : limit;
   let reason: DenyReason | undefined;
   let waitMs = 0;
   if (now < state.pausedUntil) {
     reason = 'paused';
     waitMs = state.pausedUntil - now;
-  } else if (used >= limit) {
+  } else if (used >= laneLimit) {
     reason = 'window';
     // The oldest counted slot stops counting once the window (and the one slot of margin) has passed it.
     const oldest = Math.min(...countedSlots(state, now, settings).map(([slot]) => slot));
@@ -188,7 +195,7 @@ export function decide(previous: BudgetState, request: TakeRequest, now: number,
     return { state, granted: 0, waitMs, reason };
   }
 
-  const granted = Math.max(1, Math.min(request.want, Math.floor(state.tokens), limit - used));
+  const granted = Math.max(1, Math.min(request.want, Math.floor(state.tokens), laneLimit - used));
   state.tokens -= granted;
   const slot = Math.floor(now / slotMs(settings));
   const current = state.slots.find(([s]) => s === slot);
