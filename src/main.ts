@@ -78,7 +78,8 @@ async function main(): Promise<void> {
     }
     await stop(0);
   };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
+  // SIGHUP too: a closed terminal would otherwise end the process without stopping its embedded PostgreSQL.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
 
   try {
     await startup;

@@ -110,9 +110,24 @@ describe('AppConfig.fromEnvironment', () => {
   });
 
   it('requires POZY_WEBHOOK_SECRET in production', () => {
-    expect(problems({ ...minimal, NODE_ENV: 'production' })).toEqual([
+    expect(problems({ ...minimal, NODE_ENV: 'production', DATABASE_URL: 'postgresql://u:p@db:5432/pozy' })).toEqual([
       expect.stringMatching(/^POZY_WEBHOOK_SECRET is required when NODE_ENV=production/),
     ]);
+  });
+
+  it('refuses production data on the embedded PostgreSQL unless EMBEDDED_DATABASE=allow chooses it', () => {
+    const production = { ...minimal, NODE_ENV: 'production', POZY_WEBHOOK_SECRET: 'whsec' };
+
+    expect(problems(production)).toEqual([
+      expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/),
+    ]);
+    expect(AppConfig.fromEnvironment({ ...production, EMBEDDED_DATABASE: 'allow' }).databaseUrl).toBeUndefined();
+    expect(AppConfig.fromEnvironment({ ...production, DATABASE_URL: 'postgresql://u:p@db:5432/pozy' }).databaseUrl).toBe(
+      'postgresql://u:p@db:5432/pozy',
+    );
+    // Outside production the embedded PostgreSQL needs no choice.
+    expect(AppConfig.fromEnvironment(minimal).databaseUrl).toBeUndefined();
+    expect(problems({ ...production, EMBEDDED_DATABASE: 'yes' })).toContainEqual(expect.stringMatching(/^EMBEDDED_DATABASE must be "allow" or unset/));
   });
 
   it('never echoes values it was not asked about', () => {

@@ -102,6 +102,12 @@ export class EnvironmentVariables {
   @Max(65535)
   EMBEDDED_DATABASE_PORT = 54329;
 
+  /** `allow`: with NODE_ENV=production and no DATABASE_URL, keep production data in the embedded PostgreSQL anyway. */
+  @IsOptional()
+  @emptyAsUnset()
+  @IsIn(['allow'], { message: 'EMBEDDED_DATABASE must be "allow" or unset' })
+  EMBEDDED_DATABASE?: 'allow';
+
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   POZY_API_URL = 'https://api.pozy.ai';
 
@@ -292,6 +298,7 @@ export const VARIABLES = [
   'ROLE',
   'DATABASE_URL',
   'EMBEDDED_DATABASE_PORT',
+  'EMBEDDED_DATABASE',
   'POZY_API_URL',
   'POZY_API_KEY',
   'POZY_WEBHOOK_SECRET',
@@ -352,6 +359,11 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
   const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
   if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {
     problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production (unsigned webhooks would be accepted)');
+  }
+  if (parsed.NODE_ENV === 'production' && !parsed.DATABASE_URL && parsed.EMBEDDED_DATABASE !== 'allow') {
+    problems.push(
+      'DATABASE_URL is required when NODE_ENV=production (unset, production data would live in an embedded PostgreSQL under .data/postgres); set EMBEDDED_DATABASE=allow to choose that',
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return parsed;

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
+import { ownerFlags, recoverLeftoverPostgres } from './leftover-postgres';
 
 export interface EmbeddedDatabaseOptions {
   /** Cluster data directory; created and initialised on first use, reused afterwards. */
@@ -24,6 +25,7 @@ type EmbeddedPostgresClass = new (options: {
   user: string;
   password: string;
   persistent: boolean;
+  postgresFlags: string[];
   onLog: (message: unknown) => void;
   onError: (error: unknown) => void;
 }) => EmbeddedPostgresCluster;
@@ -71,10 +73,12 @@ export class EmbeddedDatabase {
       user: USER,
       password: PASSWORD,
       persistent: true,
+      postgresFlags: ownerFlags(),
       onLog: (message: unknown) => logger.verbose(String(message).trim()),
       onError: (error: unknown) => logger.error(String(error)),
     });
     prepareDataDir(dataDir);
+    await recoverLeftoverPostgres(dataDir, logger);
     if (!existsSync(join(dataDir, 'PG_VERSION'))) {
       logger.log(`Initialising embedded PostgreSQL in ${dataDir}`);
       await cluster.initialise();

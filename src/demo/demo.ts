@@ -10,6 +10,7 @@
 /* eslint-disable no-console -- a command-line program */
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { Client, Pool } from 'pg';
@@ -81,55 +82,100 @@ async function counts(pool: Pool): Promise<{ events: number; posts: number; acco
 }
 
 function stopChild(child: ChildProcess): Promise<unknown> {
-  if (child.exitCode !== null) return Promise.resolve();
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
   return exited;
 }
 
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
 async function main(): Promise<void> {
   Logger.overrideLogger(['error', 'warn']);
-  console.log(`pozy-sync demo: seed ${settings.seed}, ${settings.steps} changes in a simulated Pozy workspace\n`);
-  const database = await EmbeddedDatabase.start({ dataDir: '.data/postgres', port: settings.databasePort, database: 'postgres' });
-  const databaseUrl = await recreateDatabase(database.url, 'pozy_sync_demo');
-  const sim = await PozySimulator.start({
-    apiKey: 'sk_sim_demo',
-    seed: settings.seed,
-    // Pozy's retry ladder (10 s, 100 s, ...) runs 100 times faster.
-    timeScale: 100,
-    faults: MILD_FAULTS,
-    rateLimitPerMinute: 6_000,
-    // Deliveries start once the service listens (setWebhookUrl below).
-    webhook: { url: 'http://127.0.0.1:9/not-yet', secret: SECRET },
-  });
-  const port = settings.port || (await freePort());
-  const service = spawn(process.execPath, [join(__dirname, '..', 'main.js')], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      POZY_API_URL: sim.url,
-      POZY_API_KEY: sim.apiKey,
-      POZY_WEBHOOK_SECRET: SECRET,
-      POZY_RATE_LIMIT_PER_MINUTE: '6000',
-      ADMIN_TOKEN,
-      // The demo runs the backfill itself, once the changes are done.
-      BACKFILL_CRON: 'off',
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'pretty',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const pool = new Pool({ connectionString: databaseUrl, max: 2 });
-  const subscriber = await startDemoSubscriber();
-  const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
-  sim.world.onEvent((event) => {
-    if (event.post) seen.postIds.add(event.post.id);
-    if (event.account?.profileId) seen.profileIds.add(event.account.profileId);
-  });
+  let signalled: NodeJS.Signals | undefined;
   let failed = false;
+  // With DEMO_KEEP_RUNNING the run is over and a signal is the expected way to end it.
+  let ranToEnd = false;
+  // Stops of what has started, run in reverse order at the end or on a signal.
+  const stops: (() => Promise<unknown>)[] = [];
+  const start = async <T>(what: () => Promise<T>, stop: (started: T) => Promise<unknown>): Promise<T> => {
+    if (signalled) throw new Error(`${signalled} received`);
+    const started = await what();
+    stops.push(() => stop(started));
+    return started;
+  };
+  console.log(`pozy-sync demo: seed ${settings.seed}, ${settings.steps} changes in a simulated Pozy workspace\n`);
+  const resources = (async () => {
+    const database = await start(
+      () => EmbeddedDatabase.start({ dataDir: '.data/postgres', port: settings.databasePort, database: 'postgres' }),
+      (db) => db.stop(),
+    );
+    const databaseUrl = await recreateDatabase(database.url, 'pozy_sync_demo');
+    const sim = await start(
+      () =>
+        PozySimulator.start({
+          apiKey: 'sk_sim_demo',
+          seed: settings.seed,
+          // Pozy's retry ladder (10 s, 100 s, ...) runs 100 times faster.
+          timeScale: 100,
+          faults: MILD_FAULTS,
+          rateLimitPerMinute: 6_000,
+          // Deliveries start once the service listens (setWebhookUrl below).
+          webhook: { url: 'http://127.0.0.1:9/not-yet', secret: SECRET },
+        }),
+      (simulator) => simulator.stop(),
+    );
+    const port = settings.port || (await freePort());
+    const spawnService = async () =>
+      spawn(process.execPath, [join(__dirname, '..', 'main.js')], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: databaseUrl,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          POZY_API_URL: sim.url,
+          POZY_API_KEY: sim.apiKey,
+          POZY_WEBHOOK_SECRET: SECRET,
+          POZY_RATE_LIMIT_PER_MINUTE: '6000',
+          ADMIN_TOKEN,
+          // The demo runs the backfill itself, once the changes are done.
+          BACKFILL_CRON: 'off',
+          // No load balancer to move traffic away first: stopping need not wait.
+          SHUTDOWN_DRAIN_MS: '0',
+          LOG_LEVEL: 'warn',
+          LOG_FORMAT: 'pretty',
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+    await start(spawnService, stopChild);
+    const pool = await start(async () => new Pool({ connectionString: databaseUrl, max: 2 }), (p) => p.end());
+    const subscriber = await start(startDemoSubscriber, (s) => s.close());
+    return { sim, port, pool, subscriber };
+  })();
+  let finishing: Promise<never> | undefined;
+  const finish = () =>
+    (finishing ??= (async () => {
+      // A start under way (initdb takes seconds) completes, then is stopped like the rest.
+      await resources.catch(() => undefined);
+      for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error(`stopping: ${String(error)}`));
+      process.exit(signalled && !ranToEnd ? 128 + constants.signals[signalled] : failed ? 1 : 0);
+    })());
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      if (signalled) return;
+      signalled = signal;
+      console.log(`\n${signal}: stopping the service, the simulator and PostgreSQL`);
+      void finish();
+    });
+  }
+
   try {
+    const { sim, port, pool, subscriber } = await resources;
+    const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
+    sim.world.onEvent((event) => {
+      if (event.post) seen.postIds.add(event.post.id);
+      if (event.account?.profileId) seen.profileIds.add(event.account.profileId);
+    });
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitForHttp(`${baseUrl}/health/ready`, 60_000);
     console.log(`service    ${baseUrl}  (GET /posts, /accounts, /sync/status)`);
@@ -216,20 +262,17 @@ async function main(): Promise<void> {
       if (/^pozy_sync_(?!process_|nodejs_)\w+(?<!_bucket)(\{|\s)/.test(line)) console.log(`  ${line}`);
     }
     if (settings.keepRunning) {
+      ranToEnd = true;
       console.log(`\nStill running (DEMO_KEEP_RUNNING=1): try curl ${baseUrl}/posts?limit=5 ; Ctrl-C to stop.`);
-      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+      // Until a signal: its handler stops everything.
+      return;
     }
   } catch (error) {
     failed = true;
-    console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
-  } finally {
-    await pool.end();
-    await subscriber.close();
-    await stopChild(service);
-    await sim.stop();
-    await database.stop();
+    // Interrupted, what failed is only what the stops cut short.
+    if (!signalled) console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  process.exit(failed ? 1 : 0);
+  await finish();
 }
 
 void main();
