@@ -1,13 +1,22 @@
 /**
- * The Pozy API over the simulated world, on loopback (pozy-api.md §1–§6): Bearer auth, X-Request-Id, a per-minute
- * sliding-window rate limit with its headers, and the API faults drawn per authenticated request.
+ * The Pozy API over the simulated world, on loopback: Bearer auth, X-Request-Id, a per-minute sliding-window rate
+ * limit per API key with its headers, and the API faults drawn per authenticated request.
+ *
+ * - `GET /v1/posts`: `{posts, pagination: {page, limit, total, pages}}`, plain offset paging (`page` 1-based,
+ *   `limit` 1–500, default 10, above 500 a 400; `offset` wins over `page`): a post deleted before the cursor
+ *   shifts later ones a place left, a post created lands wherever its order puts it. An unknown parameter is a 400.
+ * - `GET /v1/accounts`: `{accounts, hasAnalyticsAccess}`, plus `pagination` only when `page` and `limit` (at most
+ *   100) are both sent; one without the other is a 400.
+ * - Rate limit: at most `rateLimitPerMinute` requests in any sliding minute, per API key. Every answer carries
+ *   `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the next slot frees up); a full window
+ *   answers 429 with `Retry-After` (seconds).
  */
 import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FaultConfig, Rng } from './faults';
 import { WebhookSender } from './webhook-sender';
-import { Post, POST_STATUSES, PozyWorld } from './world';
+import { POST_SORTS, POST_STATUSES, PozyWorld } from './world';
 
 export interface SimulatorServerOptions {
   world: PozyWorld;
@@ -61,7 +70,6 @@ const POST_LIST_PARAMS = [
 ] as const;
 const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
 const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
-const SORTS = ['scheduled-desc', 'scheduled-asc', 'created-desc', 'created-asc', 'status', 'platform'] as const;
 
 /** The last `limit` accepted request times; a request is accepted while fewer than `limit` fall in the last minute. */
 class SlidingWindow {
@@ -321,40 +329,18 @@ class Routes {
     const to = dateParam(query, single(query, 'toDate') !== undefined ? 'toDate' : 'dateTo', 'end');
     const search = single(query, 'search')?.toLowerCase();
     enumParam(query, 'includeHidden', ['true', 'false'] as const);
-    const sortBy = enumParam(query, 'sortBy', SORTS) ?? 'scheduled-desc';
+    const sortBy = enumParam(query, 'sortBy', POST_SORTS) ?? 'scheduled-desc';
     const source = enumParam(query, 'source', ['pozy', 'external'] as const) ?? 'pozy';
 
-    const world = this.options.world;
-    const accountIdOf = (target: Post['platforms'][number]) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
-    // A post without scheduledFor (a draft) is placed in time by its creation.
-    const when = (post: Post) => Date.parse(post.scheduledFor ?? post.createdAt);
-    const matches = (post: Post) =>
-      (status === undefined || post.status === status) &&
-      (platform === undefined || post.platforms.some((t) => t.platform === platform)) &&
-      (profileId === undefined || post.platforms.some((t) => world.profileOfAccount(accountIdOf(t)) === profileId)) &&
-      (accountId === undefined || post.platforms.some((t) => accountIdOf(t) === accountId)) &&
-      (createdBy === undefined || post.userId === createdBy) &&
-      (from === undefined || when(post) >= from) &&
-      (to === undefined || when(post) <= to) &&
-      (search === undefined || post.content.toLowerCase().includes(search));
-    // The simulator holds only posts made through Pozy: none come from outside.
-    const posts = source === 'external' ? [] : world.listPosts().filter(matches);
-
-    const created = (post: Post) => Date.parse(post.createdAt);
-    const order: Record<(typeof SORTS)[number], (a: Post, b: Post) => number> = {
-      'scheduled-desc': (a, b) => when(b) - when(a),
-      'scheduled-asc': (a, b) => when(a) - when(b),
-      'created-desc': (a, b) => created(b) - created(a),
-      'created-asc': (a, b) => created(a) - created(b),
-      status: (a, b) => a.status.localeCompare(b.status),
-      platform: (a, b) => (a.platforms[0]?.platform ?? '').localeCompare(b.platforms[0]?.platform ?? ''),
-    };
-    posts.sort((a, b) => order[sortBy](a, b) || created(b) - created(a) || a._id.localeCompare(b._id));
-
     const start = offset ?? (page - 1) * limit;
+    // The simulator holds only posts made through Pozy: none come from outside.
+    const { posts, total } =
+      source === 'external'
+        ? { posts: [], total: 0 }
+        : this.options.world.queryPosts({ status, platform, profileId, accountId, createdBy, from, to, search, sortBy, offset: start, limit });
     return {
-      posts: posts.slice(start, start + limit),
-      pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total: posts.length, pages: Math.ceil(posts.length / limit) },
+      posts,
+      pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total, pages: Math.ceil(total / limit) },
     };
   }
 
@@ -371,22 +357,12 @@ class Routes {
       throw badRequest('page and limit must be sent together', single(query, 'page') === undefined ? 'page' : 'limit');
     }
     const paged = single(query, 'page') !== undefined;
-    const accounts = this.options.world
-      .listAccounts()
-      .filter(
-        (a) =>
-          (profileId === undefined || a.profileId._id === profileId) &&
-          (platform === undefined || a.platform === platform) &&
-          (status === undefined || a.isActive === (status === 'connected')),
-      );
-    if (!paged) return { accounts, hasAnalyticsAccess: false };
+    const filters = { profileId, platform, connected: status === undefined ? undefined : status === 'connected' };
+    if (!paged) return { accounts: this.options.world.queryAccounts(filters).accounts, hasAnalyticsAccess: false };
     const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
     const limit = intParam(query, 'limit', 1, 100, 100);
-    return {
-      accounts: accounts.slice((page - 1) * limit, page * limit),
-      hasAnalyticsAccess: false,
-      pagination: { page, limit, total: accounts.length, pages: Math.ceil(accounts.length / limit) },
-    };
+    const { accounts, total } = this.options.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
+    return { accounts, hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
   }
 
   // ---- webhooks ----
