@@ -515,6 +515,11 @@ export class PozyWorld {
     return record && !record.deleted ? this.restPost(record) : undefined;
   }
 
+  /** Whether the post existed and was deleted (a post never created is not). */
+  wasDeleted(postId: string): boolean {
+    return this.posts.get(postId)?.deleted === true;
+  }
+
   /** Every post not deleted, in creation order. */
   listPosts(): Post[] {
     return this.postOrder.toArray().map((record) => this.restPost(record));
@@ -603,6 +608,11 @@ export class PozyWorld {
   /** The account's own version (time of its last mutation, ms); not something Pozy's API shows. */
   accountVersion(accountId: string): number | undefined {
     return this.accounts.get(accountId)?.updatedAt;
+  }
+
+  /** Ids of the accounts removed from their profile. */
+  removedAccountIds(): string[] {
+    return [...this.accounts.values()].filter((a) => a.removed).map((a) => a.id);
   }
 
   /** The truth, in the API's shapes. */
