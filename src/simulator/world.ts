@@ -177,6 +177,14 @@ export interface AccountQuery {
   limit?: number;
 }
 
+/** A workspace that existed before pozy-sync was deployed (`seedExisting`). */
+export interface ExistingWorkspace {
+  posts: number;
+  accounts: number;
+  /** Default: one per 8 accounts, so each profile's accounts are on distinct platforms. */
+  profiles?: number;
+}
+
 /** A mutation the world refuses (unknown id, or not allowed in the current state). */
 export class WorldError extends Error {
   constructor(
@@ -256,8 +264,19 @@ const FAILURES: readonly Failure[] = [
   { message: 'Platform rate limit reached', category: 'platform_rate_limit', source: 'platform' },
 ];
 
+/** Kinds of existing posts, and per age their cumulative shares (the rest is published). */
+const EXISTING_KINDS = ['scheduled', 'draft', 'cancelled', 'failed', 'partial'] as const;
+const EXISTING_MIX = {
+  // Under an hour old: not published yet.
+  lastHour: [0.7, 1, 1, 1, 1],
+  lastTwoWeeks: [0.4, 0.5, 0.55, 0.6, 0.66],
+  older: [0.02, 0.08, 0.15, 0.21, 0.29],
+} as const;
+
 const WORDS = ['spring', 'sale', 'launch', 'today', 'new', 'team', 'update', 'coffee', 'studio', 'weekly', 'tips', 'demo'];
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const YEAR = 365 * DAY;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -647,6 +666,75 @@ export class PozyWorld {
   }
 
   /**
+   * A workspace as it stood before pozy-sync was deployed, on an empty world: profiles, accounts spread over them
+   * (distinct platforms within a profile while there are platforms left), some disconnected, and posts created over
+   * the past year in a realistic mix: drafts, scheduled for later, published, partial, failed (with the error),
+   * cancelled, some targets since removed from their platform. Nothing here happened while anyone listened, so no
+   * event is emitted; every timestamp is before now (scheduledFor of scheduled posts excepted), createdAt strictly
+   * increases, and the next mutation comes after all of it. Linear in posts + accounts.
+   */
+  seedExisting(options: ExistingWorkspace, rng: Rng = this.rng): void {
+    const { posts, accounts } = options;
+    const profiles = options.profiles ?? Math.ceil(accounts / 8);
+    for (const [name, value] of Object.entries({ posts, accounts, profiles })) {
+      if (!Number.isSafeInteger(value) || value < 0) throw new WorldError('invalid_argument', `${name} must be a non-negative integer`);
+    }
+    if (posts > 0 && accounts === 0) throw new WorldError('invalid_argument', 'Posts need at least one account');
+    if (accounts > 0 && profiles === 0) throw new WorldError('invalid_argument', 'Accounts need at least one profile');
+    if (this.profiles.size > 0 || this.posts.size > 0) {
+      // Seeded posts are older than anything made since: on a world already in use, creation order would no longer be createdAt order.
+      throw new WorldError('invalid_state', 'seedExisting needs an empty world');
+    }
+    const now = Math.max(this.clock(), this.lastTime + 1);
+    const start = now - YEAR;
+    /** Uniform integer in [low, high]. */
+    const between = (low: number, high: number) => low + rng.int(high - low + 1);
+    let latest = this.lastTime;
+
+    const groups: AccountRecord[][] = [];
+    for (let p = 0; p < profiles; p++) {
+      const name = `Brand ${this.profiles.size + 1}`;
+      const profile: Profile = { _id: this.rng.objectId(), name, slug: name.toLowerCase().replace(/ /g, '-') };
+      this.addProfile(profile);
+      const platforms = shuffled(PLATFORMS, rng);
+      const count = Math.floor(accounts / profiles) + (p < accounts % profiles ? 1 : 0);
+      const group: AccountRecord[] = [];
+      for (let k = 0; k < count; k++) {
+        const platform = platforms[k % platforms.length];
+        this.accountCounter += 1;
+        const username = `${profile.slug}.${platform}${this.accountCounter}`;
+        const connected = rng.chance(0.92);
+        const record: AccountRecord = {
+          id: this.rng.objectId(),
+          profileId: profile._id,
+          platform,
+          username,
+          displayName: displayNameOf(username),
+          isActive: connected,
+          // Most disconnections are the platform's (a dead token); a few are the user's.
+          needsReconnection: !connected && rng.chance(0.75),
+          removed: false,
+          updatedAt: between(start, now - 1),
+        };
+        latest = Math.max(latest, record.updatedAt);
+        this.addAccount(record);
+        group.push(record);
+      }
+      if (group.length > 0) groups.push(group);
+    }
+
+    const spacing = (now - 1 - start) / posts;
+    let createdAt = start;
+    for (let i = 0; i < posts; i++) {
+      createdAt = Math.max(createdAt + 1, start + Math.floor((i + rng.next()) * spacing));
+      const record = this.existingPost(createdAt, now, rng.pick(groups), rng);
+      latest = Math.max(latest, record.updatedAt);
+      this.addPost(record);
+    }
+    this.lastTime = latest;
+  }
+
+  /**
    * One realistic mutation chosen by `rng` (create, publish with random outcomes, cancel, edit, disconnect, ...).
    * With `silent: false`, only mutations Pozy announces with an event: no edits, no removed accounts, no deletion
    * of a post with nothing published (a mirror can only learn those by polling). Costs no more than O(accounts +
@@ -858,9 +946,20 @@ export class PozyWorld {
   }
 
   private platformPost(platform: string, username: string): { id: string; url: string } {
+    // n decimal digits, the first not 0; built nine at a time, as one string per digit made seeding slow.
     const digits = (n: number) => {
       let out = String(1 + this.rng.int(9));
-      while (out.length < n) out += String(this.rng.int(10));
+      let chunk = 0;
+      let length = 0;
+      for (let i = 1; i < n; i++) {
+        chunk = chunk * 10 + this.rng.int(10);
+        length += 1;
+        if (length === 9 || i === n - 1) {
+          out += String(chunk).padStart(length, '0');
+          chunk = 0;
+          length = 0;
+        }
+      }
       return out;
     };
     switch (platform) {
@@ -933,6 +1032,85 @@ export class PozyWorld {
     });
   }
 
+  /**
+   * A post created at `createdAt` on 1–3 accounts of `group`, in the state months of activity would have left it
+   * by `now`, all its times before `now`. Recent posts are mostly still ahead of their time.
+   */
+  private existingPost(createdAt: number, now: number, group: readonly AccountRecord[], rng: Rng): PostRecord {
+    const between = (low: number, high: number) => low + rng.int(high - low + 1);
+    const pool = [...group];
+    const chosen: AccountRecord[] = [];
+    const count = 1 + rng.int(Math.min(3, pool.length));
+    while (chosen.length < count) chosen.push(pool.splice(rng.int(pool.length), 1)[0]);
+    const record: PostRecord = {
+      id: this.rng.objectId(),
+      position: 0,
+      content: this.randomContent(rng),
+      status: 'draft',
+      targets: chosen.map((a): TargetRecord => ({ accountId: a.id, platform: a.platform, status: 'pending' })),
+      createdAt,
+      updatedAt: createdAt,
+      deleted: false,
+    };
+    const age = now - createdAt;
+    const shares = age < HOUR ? EXISTING_MIX.lastHour : age < 14 * DAY ? EXISTING_MIX.lastTwoWeeks : EXISTING_MIX.older;
+    const roll = rng.next();
+    const kind = EXISTING_KINDS.find((_, i) => roll < shares[i]) ?? 'published';
+
+    if (kind === 'draft' || kind === 'scheduled') {
+      if (kind === 'scheduled') {
+        record.status = 'scheduled';
+        record.scheduledFor = now + between(HOUR, 60 * DAY);
+      }
+      if (rng.chance(0.3)) record.updatedAt = between(createdAt, now - 1);
+      return record;
+    }
+    if (kind === 'cancelled') {
+      record.status = 'cancelled';
+      record.updatedAt = between(createdAt, now - 1);
+      if (rng.chance(0.5)) record.scheduledFor = record.updatedAt + between(HOUR, 30 * DAY);
+      for (const target of record.targets) target.status = 'cancelled';
+      return record;
+    }
+
+    // Published at its scheduled time: each target a few seconds apart, then the rollup; well before now (age ≥ 1 h).
+    let time = createdAt + 1 + rng.int(Math.min(Math.floor(age / 2), 14 * DAY));
+    record.scheduledFor = time;
+    const mustFail = kind === 'failed' ? -1 : kind === 'partial' && count > 1 ? rng.int(count) : count;
+    record.targets = chosen.map((account, index): TargetRecord => {
+      time += between(1, 3_000);
+      const published = kind !== 'failed' && index !== mustFail && (kind === 'published' || index === (mustFail + 1) % count || rng.chance(0.85));
+      if (published) {
+        const { id, url } = this.platformPost(account.platform, account.username);
+        return { accountId: account.id, platform: account.platform, status: 'published', platformPostId: id, platformPostUrl: url, publishedAt: time };
+      }
+      const failure = account.isActive ? rng.pick(FAILURES) : AUTH_EXPIRED;
+      return {
+        accountId: account.id,
+        platform: account.platform,
+        status: 'failed',
+        errorMessage: failure.message,
+        errorCategory: failure.category,
+        errorSource: failure.source,
+      };
+    });
+    time += between(1, 3_000);
+    const published = record.targets.filter((t) => t.status === 'published');
+    record.status = published.length === record.targets.length ? 'published' : published.length === 0 ? 'failed' : 'partial';
+    if (published.length > 0) record.publishedAt = time;
+    record.updatedAt = time;
+
+    if (published.length > 0 && rng.chance(0.08)) {
+      // Taken down from one platform since; with nothing left published, the post counts as cancelled.
+      const target = rng.pick(published);
+      target.status = 'cancelled';
+      target.removedFromPlatformAt = between(time + 1, now - 1);
+      if (published.length === 1) record.status = 'cancelled';
+      record.updatedAt = target.removedFromPlatformAt;
+    }
+    return record;
+  }
+
   /** Live accounts by profile, profiles in the order of their first live account. */
   private groupLiveAccounts(): AccountRecord[][] {
     const byProfile = new Map<string, AccountRecord[]>();
@@ -945,8 +1123,10 @@ export class PozyWorld {
   }
 
   private randomContent(rng: Rng): string {
-    const words = Array.from({ length: 3 + rng.int(6) }, () => rng.pick(WORDS));
-    return `${words.join(' ')} #${rng.int(1000)}`.replace(/^./, (c) => c.toUpperCase());
+    const count = 3 + rng.int(6);
+    let text = rng.pick(WORDS);
+    for (let i = 1; i < count; i++) text += ` ${rng.pick(WORDS)}`;
+    return `${text[0].toUpperCase()}${text.slice(1)} #${rng.int(1000)}`;
   }
 
   private randomOutcomes(post: Post, rng: Rng): Record<string, PublishOutcome> {
@@ -990,4 +1170,13 @@ function profileUrl(platform: string, username: string): string {
     default:
       return `https://${platform}.example/${username}`;
   }
+}
+
+function shuffled<T>(items: readonly T[], rng: Rng): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }
