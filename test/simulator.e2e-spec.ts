@@ -556,6 +556,69 @@ describe('Pozy simulator', () => {
       expect(await pending).toBe('closed');
     });
 
+    it('shares the rate limit with another client of the key: its usage shows, together they meet 429, and a short window frees slots', async () => {
+      type Limited = { details?: { limit: number; windowSeconds: number } };
+      const sim = await start({ rateLimitPerMinute: 30, rateLimitWindowMs: 3_000 });
+      const started = Date.now();
+      const first = await api(sim, '/v1/posts');
+      expect(first.headers.get('x-ratelimit-remaining')).toBe('29');
+      expect(Number(first.headers.get('x-ratelimit-reset'))).toBeLessThanOrEqual(Math.ceil((Date.now() + 3_000) / 1000));
+
+      // 20 of the 30 slots of each window, one every 150 ms; once it has run a whole window, the first request is out of it.
+      sim.setOtherClientPerMinute(20);
+      await waitFor('the other client to run a whole window', async () => (sim.stats().api.otherClient.accepted > 20 ? true : undefined));
+      const shared = await api(sim, '/v1/posts');
+      expect(shared.status).toBe(200);
+      const remaining = Number(shared.headers.get('x-ratelimit-remaining'));
+      expect(remaining).toBeGreaterThanOrEqual(30 - 1 - 22);
+      expect(remaining).toBeLessThanOrEqual(30 - 1 - 18);
+
+      const burst: Answer<Limited>[] = [];
+      for (let i = 0; i < 20; i++) burst.push(await api<Limited>(sim, '/v1/posts'));
+      const limited = burst.filter((a) => a.status === 429);
+      expect(Math.abs(burst.length - limited.length - remaining)).toBeLessThanOrEqual(2);
+      for (const answer of limited) {
+        expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(Number(answer.headers.get('retry-after'))).toBeLessThanOrEqual(3);
+        expect(answer.body.details).toMatchObject({ limit: 30, windowSeconds: 3 });
+      }
+      const lastLimited = Date.now();
+      // Only pozy-sync's requests are HTTP requests; the other client's are slots taken.
+      const stats = sim.stats().api;
+      expect(stats.rateLimited).toBe(limited.length);
+      expect(stats.requests).toBe(22);
+      expect(stats.byRoute['GET /v1/posts']).toEqual({ '200': 22 - limited.length, '429': limited.length });
+
+      // When pozy-sync's accepted requests arrived: the most in any window is what the other client left it
+      // (at least 17 slots were the other client's; alone, all 22 would have been accepted).
+      const times = sim.acceptedAt();
+      expect(times).toHaveLength(22 - limited.length);
+      expect(times.every((t, i) => t >= started && t <= lastLimited && (i === 0 || t >= times[i - 1]))).toBe(true);
+      const most = Math.max(...times.map((t) => times.filter((u) => u > t - 3_000 && u <= t).length));
+      expect(sim.mostAcceptedInWindow()).toBe(most);
+      expect(most).toBeLessThanOrEqual(30 - 17);
+
+      // Without the other client, every slot is free again within the 3 s window.
+      sim.setOtherClientPerMinute(0);
+      const freedAt = await waitFor(
+        'the window to empty',
+        async () => {
+          const probe = await api(sim, '/v1/posts');
+          return probe.status === 200 && Number(probe.headers.get('x-ratelimit-remaining')) >= 20 ? Date.now() : undefined;
+        },
+        10_000,
+        500,
+      );
+      expect(freedAt - lastLimited).toBeLessThan(3_000 + 1_500);
+
+      // More than the limit: the other client's extra requests are refused (it never waits), and pozy-sync meets 429.
+      sim.setOtherClientPerMinute(45);
+      await waitFor('the other client to be refused', async () => (sim.stats().api.otherClient.refused > 0 ? true : undefined));
+      await waitFor('pozy-sync to meet 429', async () => ((await api(sim, '/v1/posts')).status === 429 ? true : undefined));
+      expect(sim.stats().api.otherClient).toMatchObject({ perWindow: 45 });
+    });
+
     it('offset paging as Pozy pages: a post deleted before the cursor shifts the next page, a created one lands where its order puts it', async () => {
       const sim = await start();
       const { instagram } = workspace(sim.world);
