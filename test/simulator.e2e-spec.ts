@@ -248,6 +248,78 @@ describe('Pozy simulator', () => {
       expect(world.snapshot()).toMatchObject({ posts: [], deletedPostIds: [post._id, draft._id] });
       expect(() => world.editPost(post._id, { content: 'y' })).toThrow(/No post/);
     });
+
+    it('seedExisting: a workspace that was there before, in a realistic mix, without events; changes then go on from now', () => {
+      const world = new PozyWorld({ seed: 8 });
+      const events: PozyEvent[] = [];
+      world.onEvent((e) => events.push(e));
+      const before = Date.now();
+      world.seedExisting({ posts: 3_000, accounts: 43 });
+      const now = Date.now();
+
+      expect(events).toEqual([]);
+      const { posts, accounts } = world.snapshot();
+      expect(posts).toHaveLength(3_000);
+      expect(accounts).toHaveLength(43);
+      // About 8 accounts a profile, each on another platform.
+      expect(world.listProfiles()).toHaveLength(6);
+      for (const profile of world.listProfiles()) {
+        const platforms = accounts.filter((a) => a.profileId._id === profile._id).map((a) => a.platform);
+        expect(platforms.length).toBeGreaterThanOrEqual(7);
+        expect(new Set(platforms).size).toBe(platforms.length);
+      }
+      expect(accounts.some((a) => !a.isActive && a.needsReconnection)).toBe(true);
+
+      const created = posts.map((p) => Date.parse(p.createdAt));
+      expect(created.every((t, i) => i === 0 || t > created[i - 1])).toBe(true);
+      expect(created[0]).toBeLessThan(before - 300 * 86_400_000);
+      for (const post of posts) {
+        const updated = Date.parse(post.updatedAt);
+        expect([post._id, updated >= Date.parse(post.createdAt) && updated <= now]).toEqual([post._id, true]);
+        if (post.status === 'scheduled') expect(Date.parse(post.scheduledFor!)).toBeGreaterThan(now);
+        for (const target of post.platforms) {
+          for (const time of [target.publishedAt, target.removedFromPlatformAt]) if (time) expect(Date.parse(time)).toBeLessThanOrEqual(now);
+        }
+      }
+      const byStatus = new Map<string, number>();
+      for (const post of posts) byStatus.set(post.status, (byStatus.get(post.status) ?? 0) + 1);
+      expect([...byStatus.keys()].sort()).toEqual(['cancelled', 'draft', 'failed', 'partial', 'published', 'scheduled']);
+      expect(byStatus.get('published')).toBeGreaterThan(1_500);
+      const targets = posts.flatMap((p) => p.platforms);
+      const failed = targets.filter((t) => t.status === 'failed');
+      expect(failed.length).toBeGreaterThan(0);
+      for (const target of failed) expect(target).toMatchObject({ errorMessage: expect.any(String), errorCategory: expect.any(String), errorSource: expect.any(String) });
+      const removed = targets.filter((t) => t.removedFromPlatformAt);
+      expect(removed.length).toBeGreaterThan(0);
+      for (const target of removed) expect(target).toMatchObject({ status: 'cancelled', platformPostId: expect.any(String) });
+      expect(hasNull(posts)).toBe(false);
+
+      // Every change works on what was seeded, with its events, after everything seeded.
+      const latest = Math.max(...posts.map((p) => Date.parse(p.updatedAt)), ...posts.map((p) => Date.parse(p.createdAt)));
+      const scheduled = posts.find((p) => p.status === 'scheduled' && p.platforms.every((t) => typeof t.accountId !== 'string' && t.accountId.isActive))!;
+      const published = posts.find((p) => p.status === 'published' && p.platforms.length > 1)!;
+      const active = accounts.find((a) => a.isActive)!;
+      expect(world.publishPost(scheduled._id).status).toBe('published');
+      world.deletePost(published._id);
+      world.disconnectAccount(active._id);
+      expect(world.getPost(published._id)).toBeUndefined();
+      expect(events.map((e) => e.event)).toEqual([
+        ...scheduled.platforms.map(() => 'post.platform.published'),
+        'post.published',
+        ...published.platforms.filter((t) => t.status === 'published').map(() => 'post.platform.deleted'),
+        'account.disconnected',
+      ]);
+      const times = events.map((e) => Date.parse(e.timestamp));
+      expect(times[0]).toBeGreaterThan(latest);
+      expect(times[0]).toBeGreaterThanOrEqual(now);
+      expect(times.every((t, i) => i === 0 || t > times[i - 1])).toBe(true);
+      const steps = new Rng(2);
+      for (let i = 0; i < 300; i++) world.randomStep(steps);
+      expect(world.postCount).toBe(world.listPosts().length);
+
+      expect(() => world.seedExisting({ posts: 1, accounts: 1 })).toThrow(/empty world/);
+      expect(() => new PozyWorld().seedExisting({ posts: 5, accounts: 0 })).toThrow(/account/);
+    });
   });
 
   describe('API', () => {
@@ -482,6 +554,174 @@ describe('Pozy simulator', () => {
       await sim.stop();
       expect(Date.now() - started).toBeLessThan(2000);
       expect(await pending).toBe('closed');
+    });
+
+    it('shares the rate limit with another client of the key: its usage shows, together they meet 429, and a short window frees slots', async () => {
+      type Limited = { details?: { limit: number; windowSeconds: number } };
+      const sim = await start({ rateLimitPerMinute: 30, rateLimitWindowMs: 3_000 });
+      const started = Date.now();
+      const first = await api(sim, '/v1/posts');
+      expect(first.headers.get('x-ratelimit-remaining')).toBe('29');
+      expect(Number(first.headers.get('x-ratelimit-reset'))).toBeLessThanOrEqual(Math.ceil((Date.now() + 3_000) / 1000));
+
+      // 20 of the 30 slots of each window, one every 150 ms; once it has run a whole window, the first request is out of it.
+      sim.setOtherClientPerMinute(20);
+      await waitFor('the other client to run a whole window', async () => (sim.stats().api.otherClient.accepted > 20 ? true : undefined));
+      const shared = await api(sim, '/v1/posts');
+      expect(shared.status).toBe(200);
+      const remaining = Number(shared.headers.get('x-ratelimit-remaining'));
+      expect(remaining).toBeGreaterThanOrEqual(30 - 1 - 22);
+      expect(remaining).toBeLessThanOrEqual(30 - 1 - 18);
+
+      const burst: Answer<Limited>[] = [];
+      for (let i = 0; i < 20; i++) burst.push(await api<Limited>(sim, '/v1/posts'));
+      const limited = burst.filter((a) => a.status === 429);
+      expect(Math.abs(burst.length - limited.length - remaining)).toBeLessThanOrEqual(2);
+      for (const answer of limited) {
+        expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(Number(answer.headers.get('retry-after'))).toBeLessThanOrEqual(3);
+        expect(answer.body.details).toMatchObject({ limit: 30, windowSeconds: 3 });
+      }
+      const lastLimited = Date.now();
+      // Only pozy-sync's requests are HTTP requests; the other client's are slots taken.
+      const stats = sim.stats().api;
+      expect(stats.rateLimited).toBe(limited.length);
+      expect(stats.requests).toBe(22);
+      expect(stats.byRoute['GET /v1/posts']).toEqual({ '200': 22 - limited.length, '429': limited.length });
+
+      // When pozy-sync's accepted requests arrived: the most in any window is what the other client left it
+      // (at least 17 slots were the other client's; alone, all 22 would have been accepted).
+      const times = sim.acceptedAt();
+      expect(times).toHaveLength(22 - limited.length);
+      expect(times.every((t, i) => t >= started && t <= lastLimited && (i === 0 || t >= times[i - 1]))).toBe(true);
+      const most = Math.max(...times.map((t) => times.filter((u) => u > t - 3_000 && u <= t).length));
+      expect(sim.mostAcceptedInWindow()).toBe(most);
+      expect(most).toBeLessThanOrEqual(30 - 17);
+
+      // Without the other client, every slot is free again within the 3 s window.
+      sim.setOtherClientPerMinute(0);
+      const freedAt = await waitFor(
+        'the window to empty',
+        async () => {
+          const probe = await api(sim, '/v1/posts');
+          return probe.status === 200 && Number(probe.headers.get('x-ratelimit-remaining')) >= 20 ? Date.now() : undefined;
+        },
+        10_000,
+        500,
+      );
+      expect(freedAt - lastLimited).toBeLessThan(3_000 + 1_500);
+
+      // More than the limit: the other client's extra requests are refused (it never waits), and pozy-sync meets 429.
+      sim.setOtherClientPerMinute(45);
+      await waitFor('the other client to be refused', async () => (sim.stats().api.otherClient.refused > 0 ? true : undefined));
+      await waitFor('pozy-sync to meet 429', async () => ((await api(sim, '/v1/posts')).status === 429 ? true : undefined));
+      expect(sim.stats().api.otherClient).toMatchObject({ perWindow: 45 });
+    });
+
+    it('offset paging as Pozy pages: a post deleted before the cursor shifts the next page, a created one lands where its order puts it', async () => {
+      const sim = await start();
+      const { instagram } = workspace(sim.world);
+      const made = Array.from({ length: 25 }, (_, i) => sim.world.createPost({ content: `Post ${i}`, accountIds: [instagram._id] })._id);
+      type List = { posts: Post[]; pagination: { total: number; pages: number } };
+      const page = async (n: number, sortBy = 'created-asc') => (await api<List>(sim, `/v1/posts?page=${n}&limit=10&sortBy=${sortBy}`)).body;
+      const ids = (list: List) => list.posts.map((p) => p._id);
+
+      const first = await page(1);
+      expect(ids(first)).toEqual(made.slice(0, 10));
+      sim.world.deletePost(made[3]);
+      // Every later post moved a place left: post 10 is now on page 1, which this client has read.
+      const second = await page(2);
+      expect(ids(second)).toEqual(made.slice(11, 21));
+      expect(second.pagination).toMatchObject({ total: 24, pages: 3 });
+      // Deleted after the cursor: nothing skipped. Created, oldest first: at the end.
+      sim.world.deletePost(made[22]);
+      const late = sim.world.createPost({ content: 'Late', accountIds: [instagram._id] })._id;
+      const third = await page(3);
+      expect(ids(third)).toEqual([made[21], made[23], made[24], late]);
+      const seen = new Set([...ids(first), ...ids(second), ...ids(third)]);
+      expect(sim.world.listPosts().filter((p) => !seen.has(p._id)).map((p) => p._id)).toEqual([made[10]]);
+
+      // Newest first, a post created meanwhile lands before the cursor: the next page repeats the last one read.
+      const newest = await page(1, 'created-desc');
+      expect(ids(newest)[0]).toBe(late);
+      sim.world.createPost({ content: 'Later', accountIds: [instagram._id] });
+      expect(ids(await page(2, 'created-desc'))[0]).toBe(ids(newest)[9]);
+    });
+  });
+
+  describe('existing workspaces at scale', () => {
+    it('seeds 100,000 posts and 2,000 accounts without events; paging every post, limit=500 created-asc, gives each live post once', async () => {
+      const endpoint = await receiver();
+      const sim = await start({ webhook: { url: endpoint.url, secret: SECRET } });
+      let started = Date.now();
+      sim.world.seedExisting({ posts: 100_000, accounts: 2_000 });
+      const seedMs = Date.now() - started;
+
+      // Nothing happened while anyone listened: nothing delivered, nothing in the delivery log.
+      await sim.idle();
+      expect(sim.stats().webhooks).toMatchObject({ eventsEmitted: 0, attempts: 0 });
+      expect(endpoint.deliveries).toHaveLength(0);
+      expect((await api<{ pagination: { total: number } }>(sim, '/v1/webhooks/logs')).body.pagination.total).toBe(0);
+      expect(sim.world.listProfiles()).toHaveLength(250);
+
+      // Changes while a client pages, deletions included.
+      sim.setWebhookUrl(undefined);
+      const steps = new Rng(4);
+      started = Date.now();
+      for (let i = 0; i < 2_000; i++) sim.world.randomStep(steps);
+      const stepMs = (Date.now() - started) / 2_000;
+      expect(sim.world.snapshot().deletedPostIds.length).toBeGreaterThan(0);
+
+      type List = { posts: Post[]; pagination: { page: number; limit: number; total: number; pages: number } };
+      const live = sim.world.listPosts().map((p) => p._id);
+      const listed: string[] = [];
+      let pages = 1;
+      started = Date.now();
+      for (let page = 1; page <= pages; page++) {
+        const { status, body } = await api<List>(sim, `/v1/posts?page=${page}&limit=500&sortBy=created-asc`);
+        expect(status).toBe(200);
+        expect(body.pagination).toEqual({ page, limit: 500, total: live.length, pages: Math.ceil(live.length / 500) });
+        pages = body.pagination.pages;
+        for (const post of body.posts) listed.push(post._id);
+      }
+      const pageMs = (Date.now() - started) / pages;
+      expect(listed.length).toBe(live.length);
+      expect(listed).toEqual(live);
+
+      const newest = (await api<List>(sim, '/v1/posts?page=2&limit=500&sortBy=created-desc')).body.posts;
+      expect(newest.map((p) => p._id)).toEqual(live.slice(-1_000, -500).reverse());
+      expect(newest[7]).toEqual(sim.world.getPost(newest[7]._id));
+
+      process.stdout.write(
+        `simulator at scale: seeded 100,000 posts and 2,000 accounts in ${seedMs} ms; a random step ${stepMs.toFixed(3)} ms; ` +
+          `GET /v1/posts?limit=500&sortBy=created-asc ${pageMs.toFixed(1)} ms a page (${pages} pages, client included)\n`,
+      );
+    }, 180_000);
+
+    it('GET /v1/accounts paged with limit=100 lists each of 2,000 accounts once', async () => {
+      const sim = await start();
+      sim.world.seedExisting({ posts: 0, accounts: 2_000 });
+      type List = { accounts: Account[]; hasAnalyticsAccess: boolean; pagination?: { page: number; limit: number; total: number; pages: number } };
+
+      const all = (await api<List>(sim, '/v1/accounts')).body;
+      expect(all.accounts).toHaveLength(2_000);
+      expect(all.pagination).toBeUndefined();
+      const listed: Account[] = [];
+      for (let page = 1; page <= 20; page++) {
+        const { body } = await api<List>(sim, `/v1/accounts?page=${page}&limit=100`);
+        expect(body.pagination).toEqual({ page, limit: 100, total: 2_000, pages: 20 });
+        listed.push(...body.accounts);
+      }
+      expect(new Set(listed.map((a) => a._id)).size).toBe(2_000);
+      expect(listed).toEqual(all.accounts);
+      expect((await api<List>(sim, '/v1/accounts?page=21&limit=100')).body.accounts).toEqual([]);
+      expect((await api(sim, '/v1/accounts?page=1&limit=101')).status).toBe(400);
+
+      const profile = sim.world.listProfiles()[17];
+      const ofProfile = (await api<List>(sim, `/v1/accounts?profileId=${profile._id}&page=1&limit=100`)).body;
+      expect(ofProfile.pagination).toMatchObject({ total: 8 });
+      expect(new Set(ofProfile.accounts.map((a) => a.platform)).size).toBe(8);
     });
   });
 

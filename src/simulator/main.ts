@@ -1,9 +1,15 @@
 /**
- * npm run simulator: a Pozy simulator on loopback with a small seeded world.
+ * npm run simulator: a Pozy simulator on loopback, with a small seeded world or a large workspace that already existed.
  *
  *   SIMULATOR_PORT (4010), SIMULATOR_HOST (127.0.0.1; 0.0.0.0 in a container), SIMULATOR_API_KEY (sk_sim_local), SIMULATOR_WEBHOOK_URL (unset: no deliveries),
  *   SIMULATOR_WEBHOOK_SECRET, SIMULATOR_SEED (1), SIMULATOR_TIME_SCALE (1),
- *   SIMULATOR_ACTIVITY_MS (0: a still world; > 0: one random mutation every that many ms)
+ *   SIMULATOR_ACTIVITY_MS (0: a still world; > 0: one random mutation every that many ms),
+ *   SIMULATOR_EXISTING_POSTS, SIMULATOR_EXISTING_ACCOUNTS (both unset: the small world, made with events; either set:
+ *     a workspace that existed before pozy-sync, with that many posts (0) and accounts (6; at least 1 with posts),
+ *     made without events, e.g. 100000 and 2000),
+ *   SIMULATOR_RATE_LIMIT_PER_MINUTE (600: Pozy's for 3–2,000 accounts, all clients of the API key together),
+ *   SIMULATOR_OTHER_CLIENT_PER_MINUTE (0: another client of the same key, the team's own product, spending that many
+ *     requests a minute of the same budget)
  */
 /* eslint-disable no-console -- a command-line tool's output */
 import { PozySimulator } from './simulator';
@@ -24,20 +30,42 @@ async function main(): Promise<void> {
   const seed = numberFromEnv('SIMULATOR_SEED', 1, Number.isInteger);
   const timeScale = numberFromEnv('SIMULATOR_TIME_SCALE', 1, (n) => n > 0);
   const activityMs = numberFromEnv('SIMULATOR_ACTIVITY_MS', 0, (n) => n >= 0);
+  const existing = ['SIMULATOR_EXISTING_POSTS', 'SIMULATOR_EXISTING_ACCOUNTS'].some((name) => (process.env[name] ?? '') !== '');
+  const existingPosts = numberFromEnv('SIMULATOR_EXISTING_POSTS', 0, (n) => Number.isSafeInteger(n) && n >= 0);
+  const existingAccounts = numberFromEnv('SIMULATOR_EXISTING_ACCOUNTS', 6, (n) => Number.isSafeInteger(n) && (n >= 1 || (n === 0 && existingPosts === 0)));
+  const rateLimitPerMinute = numberFromEnv('SIMULATOR_RATE_LIMIT_PER_MINUTE', 600, (n) => Number.isSafeInteger(n) && n >= 1);
+  const otherClientPerMinute = numberFromEnv('SIMULATOR_OTHER_CLIENT_PER_MINUTE', 0, (n) => Number.isSafeInteger(n) && n >= 0);
   const apiKey = process.env.SIMULATOR_API_KEY || 'sk_sim_local';
   const url = process.env.SIMULATOR_WEBHOOK_URL || undefined;
   const secret = process.env.SIMULATOR_WEBHOOK_SECRET || undefined;
 
   const host = process.env.SIMULATOR_HOST || '127.0.0.1';
-  const simulator = await PozySimulator.start({ port, host, apiKey, seed, timeScale, webhook: url ? { url, secret } : undefined });
-  simulator.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
+  const simulator = await PozySimulator.start({
+    port,
+    host,
+    apiKey,
+    seed,
+    timeScale,
+    rateLimitPerMinute,
+    otherClientPerMinute,
+    webhook: url ? { url, secret } : undefined,
+  });
+  const seeding = Date.now();
+  if (existing) simulator.world.seedExisting({ posts: existingPosts, accounts: existingAccounts });
+  else simulator.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
+  const seededMs = Date.now() - seeding;
   const activity = activityMs > 0 ? setInterval(() => simulator.world.randomStep(), activityMs) : undefined;
 
   console.log(`Pozy simulator on ${simulator.url} (seed ${seed})`);
   console.log(`  API key     ${apiKey}`);
   console.log(`  webhook id  ${simulator.webhookId}`);
   console.log(`  webhooks to ${url ?? '(none: set SIMULATOR_WEBHOOK_URL)'}${url && !secret ? ' (unsigned)' : ''}`);
-  console.log(`  profiles    ${simulator.world.listProfiles().map((p) => p._id).join(', ')}`);
+  const profiles = simulator.world.listProfiles();
+  console.log(`  profiles    ${profiles.length > 4 ? `${profiles.length}` : profiles.map((p) => p._id).join(', ')}`);
+  if (existing) {
+    console.log(`  existing    ${simulator.world.postCount} posts, ${simulator.world.listAccounts().length} accounts, no events (seeded in ${seededMs} ms)`);
+  }
+  console.log(`  rate limit  ${rateLimitPerMinute}/min${otherClientPerMinute > 0 ? `, of which another client spends ${otherClientPerMinute}` : ''}`);
   if (activity) console.log(`  one random change every ${activityMs} ms`);
 
   let stopping = false;

@@ -1,13 +1,23 @@
 /**
- * The Pozy API over the simulated world, on loopback (pozy-api.md §1–§6): Bearer auth, X-Request-Id, a per-minute
- * sliding-window rate limit with its headers, and the API faults drawn per authenticated request.
+ * The Pozy API over the simulated world, on loopback: Bearer auth, X-Request-Id, a per-minute sliding-window rate
+ * limit per API key with its headers, and the API faults drawn per authenticated request.
+ *
+ * - `GET /v1/posts`: `{posts, pagination: {page, limit, total, pages}}`, plain offset paging (`page` 1-based,
+ *   `limit` 1–500, default 10, above 500 a 400; `offset` wins over `page`): a post deleted before the cursor
+ *   shifts later ones a place left, a post created lands wherever its order puts it. An unknown parameter is a 400.
+ * - `GET /v1/accounts`: `{accounts, hasAnalyticsAccess}`, plus `pagination` only when `page` and `limit` (at most
+ *   100) are both sent; one without the other is a 400.
+ * - Rate limit: at most `rateLimitPerMinute` requests in any sliding window (a minute at Pozy), counted per API
+ *   key, so another client of the same key (the team's own product) spends the same budget. Every answer carries
+ *   `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the next slot frees up); a full window
+ *   answers 429 with `Retry-After` (seconds).
  */
 import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FaultConfig, Rng } from './faults';
 import { WebhookSender } from './webhook-sender';
-import { Post, POST_STATUSES, PozyWorld } from './world';
+import { POST_SORTS, POST_STATUSES, PozyWorld } from './world';
 
 export interface SimulatorServerOptions {
   world: PozyWorld;
@@ -20,7 +30,12 @@ export interface SimulatorServerOptions {
   /** Request ids. */
   ids: Rng;
   faults: () => Readonly<FaultConfig>;
+  /** Requests per window, all clients of the key together. */
   rateLimitPerMinute: number;
+  /** The window's length (Pozy's: a minute); tests shrink it. */
+  rateLimitWindowMs?: number;
+  /** Requests per window another client of the key makes (default 0). */
+  otherClientPerMinute?: number;
   port?: number;
   /** Default 127.0.0.1; 0.0.0.0 in a container, for other containers to reach it. */
   host?: string;
@@ -30,6 +45,10 @@ export interface ApiStats {
   requests: number;
   /** `"GET /v1/posts/:postId"` → status (or `reset` / `timeout` for those faults) → count. */
   byRoute: Record<string, Record<string, number>>;
+  /** Authenticated requests answered 429 because the window was full (injected 429 faults are not counted). */
+  rateLimited: number;
+  /** The other client of the key: requests per window, and its requests the window took or refused. */
+  otherClient: { perWindow: number; accepted: number; refused: number };
 }
 
 type Query = Record<string, string | string[] | undefined>;
@@ -53,7 +72,10 @@ const OBJECT_ID = /^[0-9a-fA-F]{24}$/;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-const WINDOW_MS = 60_000;
+/** The other client's requests are taken on a timer this often at most, as many at a time as are due. */
+const OTHER_CLIENT_TICK_MS = 10;
+/** Accepted request times kept: past twice this, the older half is forgotten (a long-running simulator). */
+const ACCEPTED_KEPT = 1_000_000;
 
 const POST_LIST_PARAMS = [
   'page', 'limit', 'offset', 'status', 'platform', 'profileId', 'accountId', 'createdBy',
@@ -61,17 +83,19 @@ const POST_LIST_PARAMS = [
 ] as const;
 const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
 const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
-const SORTS = ['scheduled-desc', 'scheduled-asc', 'created-desc', 'created-asc', 'status', 'platform'] as const;
 
-/** The last `limit` accepted request times; a request is accepted while fewer than `limit` fall in the last minute. */
+/** The last `limit` accepted request times; a request is accepted while fewer than `limit` fall in the last window. */
 class SlidingWindow {
   private times: number[] = [];
   private head = 0;
 
-  constructor(readonly limit: number) {}
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
 
   used(now: number): number {
-    while (this.head < this.times.length && this.times[this.head] <= now - WINDOW_MS) this.head += 1;
+    while (this.head < this.times.length && this.times[this.head] <= now - this.windowMs) this.head += 1;
     if (this.head > 1024 && this.head * 2 > this.times.length) {
       this.times = this.times.slice(this.head);
       this.head = 0;
@@ -87,7 +111,90 @@ class SlidingWindow {
 
   /** When the oldest counted request leaves the window (ms), or now when none is counted. */
   nextFree(now: number): number {
-    return this.used(now) === 0 ? now : this.times[this.head] + WINDOW_MS;
+    return this.used(now) === 0 ? now : this.times[this.head] + this.windowMs;
+  }
+}
+
+/**
+ * The API key's budget: one sliding window shared by pozy-sync's requests and another client's, which spends
+ * `perWindow` requests spread evenly over each window. The other client's requests are only slots taken (or
+ * refused when the window is full: it never waits), not HTTP requests.
+ */
+export class RateLimiter {
+  readonly window: SlidingWindow;
+  /** When each request of pozy-sync's that the window took arrived (ms), oldest first. */
+  private accepted: number[] = [];
+  private rateLimited = 0;
+  private readonly other = { perWindow: 0, accepted: 0, refused: 0 };
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(limit: number, windowMs: number, otherPerWindow: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rateLimitPerMinute must be a positive integer');
+    if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError('rateLimitWindowMs must be a positive integer');
+    this.window = new SlidingWindow(limit, windowMs);
+    this.setOtherClient(otherPerWindow);
+  }
+
+  /** A request of pozy-sync's arriving at `now`: true when the window takes it. */
+  admit(now: number): boolean {
+    if (!this.window.take(now)) {
+      this.rateLimited += 1;
+      return false;
+    }
+    if (this.accepted.length >= 2 * ACCEPTED_KEPT) this.accepted = this.accepted.slice(ACCEPTED_KEPT);
+    this.accepted.push(now);
+    return true;
+  }
+
+  acceptedAt(): number[] {
+    return [...this.accepted];
+  }
+
+  /** The most of pozy-sync's accepted requests that fell within any `windowMs` (half-open, as the limit counts). */
+  mostAcceptedInWindow(windowMs: number): number {
+    let most = 0;
+    for (let first = 0, last = 0; last < this.accepted.length; last++) {
+      while (this.accepted[first] <= this.accepted[last] - windowMs) first += 1;
+      most = Math.max(most, last - first + 1);
+    }
+    return most;
+  }
+
+  stats(): Pick<ApiStats, 'rateLimited' | 'otherClient'> {
+    return { rateLimited: this.rateLimited, otherClient: { ...this.other } };
+  }
+
+  /** From now on the other client makes `perWindow` requests per window (0: none). */
+  setOtherClient(perWindow: number): void {
+    if (!Number.isInteger(perWindow) || perWindow < 0) throw new RangeError('otherClientPerMinute must be a non-negative integer');
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.other.perWindow = perWindow;
+    if (perWindow === 0 || this.closed) return;
+    const windowMs = this.window.windowMs;
+    const startedAt = Date.now();
+    let made = 0;
+    // As many requests as are due by the clock, so a late timer does not slow the client down; after a stall
+    // longer than a window, only a window's worth are made up.
+    this.timer = setInterval(
+      () => {
+        const now = Date.now();
+        const due = Math.floor(((now - startedAt) * perWindow) / windowMs);
+        made = Math.max(made, due - perWindow);
+        for (; made < due; made++) {
+          if (this.window.take(now)) this.other.accepted += 1;
+          else this.other.refused += 1;
+        }
+      },
+      Math.max(OTHER_CLIENT_TICK_MS, windowMs / perWindow),
+    ).unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 }
 
@@ -95,14 +202,17 @@ export class SimulatorServer {
   private readonly app: FastifyInstance;
   private readonly held = new Set<Socket>();
   private readonly faulted = new WeakSet<FastifyRequest>();
-  private readonly counts: ApiStats = { requests: 0, byRoute: {} };
+  private readonly counts: Pick<ApiStats, 'requests' | 'byRoute'> = { requests: 0, byRoute: {} };
   private address = '';
+  readonly rateLimiter: RateLimiter;
 
   private constructor(options: SimulatorServerOptions) {
+    this.rateLimiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitWindowMs ?? 60_000, options.otherClientPerMinute ?? 0);
     // forceCloseConnections: close() also ends keep-alive and held (timeout fault) connections.
     this.app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1024 * 1024 });
     const routes = new Routes(
       options,
+      this.rateLimiter,
       (request, label) => this.countFault(request, label),
       (socket) => this.hold(socket),
     );
@@ -117,6 +227,7 @@ export class SimulatorServer {
     try {
       await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
     } catch (error) {
+      server.rateLimiter.close();
       await server.app.close();
       throw error;
     }
@@ -132,10 +243,15 @@ export class SimulatorServer {
   }
 
   stats(): ApiStats {
-    return { requests: this.counts.requests, byRoute: Object.fromEntries(Object.entries(this.counts.byRoute).map(([k, v]) => [k, { ...v }])) };
+    return {
+      requests: this.counts.requests,
+      byRoute: Object.fromEntries(Object.entries(this.counts.byRoute).map(([k, v]) => [k, { ...v }])),
+      ...this.rateLimiter.stats(),
+    };
   }
 
   async close(): Promise<void> {
+    this.rateLimiter.close();
     for (const socket of this.held) socket.destroy();
     await this.app.close();
   }
@@ -163,13 +279,11 @@ class Routes {
 
   constructor(
     private readonly options: SimulatorServerOptions,
+    private readonly limiter: RateLimiter,
     private readonly countFault: (request: FastifyRequest, label: string) => void,
     private readonly hold: (socket: Socket) => void,
   ) {
-    if (!Number.isInteger(options.rateLimitPerMinute) || options.rateLimitPerMinute < 1) {
-      throw new RangeError('rateLimitPerMinute must be a positive integer');
-    }
-    this.window = new SlidingWindow(options.rateLimitPerMinute);
+    this.window = limiter.window;
   }
 
   register(app: FastifyInstance): void {
@@ -223,19 +337,20 @@ class Routes {
       this.rateHeaders(reply, now);
       return reply.code(401).send({ error: 'Unauthorized' });
     }
-    const allowed = this.window.take(now);
+    const allowed = this.limiter.admit(now);
     this.rateHeaders(reply, now);
     if (!allowed) {
       const nextFree = this.window.nextFree(now);
       const retryAfter = Math.max(1, Math.ceil((nextFree - now) / 1000));
+      const windowSeconds = this.window.windowMs / 1000;
       return reply
         .code(429)
         .header('Retry-After', String(retryAfter))
         .send({
-          error: `Rate limit exceeded: ${this.window.limit} requests per minute`,
+          error: `Rate limit exceeded: ${this.window.limit} requests per ${windowSeconds === 60 ? 'minute' : `${windowSeconds} s`}`,
           type: 'rate_limit_error',
           code: 'RATE_LIMITED',
-          details: { limit: this.window.limit, remaining: 0, windowSeconds: 60, retryAfter, resetAt: new Date(nextFree).toISOString() },
+          details: { limit: this.window.limit, remaining: 0, windowSeconds, retryAfter, resetAt: new Date(nextFree).toISOString() },
         });
     }
     return undefined;
@@ -321,40 +436,18 @@ class Routes {
     const to = dateParam(query, single(query, 'toDate') !== undefined ? 'toDate' : 'dateTo', 'end');
     const search = single(query, 'search')?.toLowerCase();
     enumParam(query, 'includeHidden', ['true', 'false'] as const);
-    const sortBy = enumParam(query, 'sortBy', SORTS) ?? 'scheduled-desc';
+    const sortBy = enumParam(query, 'sortBy', POST_SORTS) ?? 'scheduled-desc';
     const source = enumParam(query, 'source', ['pozy', 'external'] as const) ?? 'pozy';
 
-    const world = this.options.world;
-    const accountIdOf = (target: Post['platforms'][number]) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
-    // A post without scheduledFor (a draft) is placed in time by its creation.
-    const when = (post: Post) => Date.parse(post.scheduledFor ?? post.createdAt);
-    const matches = (post: Post) =>
-      (status === undefined || post.status === status) &&
-      (platform === undefined || post.platforms.some((t) => t.platform === platform)) &&
-      (profileId === undefined || post.platforms.some((t) => world.profileOfAccount(accountIdOf(t)) === profileId)) &&
-      (accountId === undefined || post.platforms.some((t) => accountIdOf(t) === accountId)) &&
-      (createdBy === undefined || post.userId === createdBy) &&
-      (from === undefined || when(post) >= from) &&
-      (to === undefined || when(post) <= to) &&
-      (search === undefined || post.content.toLowerCase().includes(search));
-    // The simulator holds only posts made through Pozy: none come from outside.
-    const posts = source === 'external' ? [] : world.listPosts().filter(matches);
-
-    const created = (post: Post) => Date.parse(post.createdAt);
-    const order: Record<(typeof SORTS)[number], (a: Post, b: Post) => number> = {
-      'scheduled-desc': (a, b) => when(b) - when(a),
-      'scheduled-asc': (a, b) => when(a) - when(b),
-      'created-desc': (a, b) => created(b) - created(a),
-      'created-asc': (a, b) => created(a) - created(b),
-      status: (a, b) => a.status.localeCompare(b.status),
-      platform: (a, b) => (a.platforms[0]?.platform ?? '').localeCompare(b.platforms[0]?.platform ?? ''),
-    };
-    posts.sort((a, b) => order[sortBy](a, b) || created(b) - created(a) || a._id.localeCompare(b._id));
-
     const start = offset ?? (page - 1) * limit;
+    // The simulator holds only posts made through Pozy: none come from outside.
+    const { posts, total } =
+      source === 'external'
+        ? { posts: [], total: 0 }
+        : this.options.world.queryPosts({ status, platform, profileId, accountId, createdBy, from, to, search, sortBy, offset: start, limit });
     return {
-      posts: posts.slice(start, start + limit),
-      pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total: posts.length, pages: Math.ceil(posts.length / limit) },
+      posts,
+      pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total, pages: Math.ceil(total / limit) },
     };
   }
 
@@ -371,22 +464,12 @@ class Routes {
       throw badRequest('page and limit must be sent together', single(query, 'page') === undefined ? 'page' : 'limit');
     }
     const paged = single(query, 'page') !== undefined;
-    const accounts = this.options.world
-      .listAccounts()
-      .filter(
-        (a) =>
-          (profileId === undefined || a.profileId._id === profileId) &&
-          (platform === undefined || a.platform === platform) &&
-          (status === undefined || a.isActive === (status === 'connected')),
-      );
-    if (!paged) return { accounts, hasAnalyticsAccess: false };
+    const filters = { profileId, platform, connected: status === undefined ? undefined : status === 'connected' };
+    if (!paged) return { accounts: this.options.world.queryAccounts(filters).accounts, hasAnalyticsAccess: false };
     const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
     const limit = intParam(query, 'limit', 1, 100, 100);
-    return {
-      accounts: accounts.slice((page - 1) * limit, page * limit),
-      hasAnalyticsAccess: false,
-      pagination: { page, limit, total: accounts.length, pages: Math.ceil(accounts.length / limit) },
-    };
+    const { accounts, total } = this.options.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
+    return { accounts, hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
   }
 
   // ---- webhooks ----

@@ -19,8 +19,16 @@ export interface SimulatorOptions {
   /** Webhook retry delays are divided by this (e.g. 1000: the 10 s retry comes after 10 ms). */
   timeScale?: number;
   faults?: Partial<FaultConfig>;
-  /** Sliding-window limit per minute (default 600, Pozy's for 3–2,000 accounts). */
+  /** Sliding-window limit per minute (default 600, Pozy's for 3–2,000 accounts), all clients of the key together. */
   rateLimitPerMinute?: number;
+  /** The rate limit's window, Pozy's minute (default 60,000): shrink it to test in seconds what takes minutes. */
+  rateLimitWindowMs?: number;
+  /**
+   * Another client of the same API key (the team's own product) spending this many requests per window, spread
+   * evenly over it (default 0). It shares the window with pozy-sync's requests: `X-RateLimit-Remaining` shows it,
+   * and together they meet 429. Change it with `setOtherClientPerMinute`.
+   */
+  otherClientPerMinute?: number;
   /** Most webhook attempts in flight at once (default 32). */
   webhookConcurrency?: number;
   /** The world's clock (default Date.now); a fixed one makes timestamps replay too. */
@@ -80,6 +88,8 @@ export class PozySimulator {
         ids: streams.ids,
         faults: () => faultsRef.current,
         rateLimitPerMinute: options.rateLimitPerMinute ?? 600,
+        rateLimitWindowMs: options.rateLimitWindowMs,
+        otherClientPerMinute: options.otherClientPerMinute,
         port: options.port,
         host: options.host,
       });
@@ -114,7 +124,30 @@ export class PozySimulator {
     return { webhooks: this.sender.stats(), api: this.server.stats() };
   }
 
-  /** Stops serving (held and keep-alive connections included) and cancels every pending delivery. Idempotent. */
+  /** The rate limit's window (ms): a minute unless `rateLimitWindowMs` shrank it. */
+  get rateLimitWindowMs(): number {
+    return this.server.rateLimiter.window.windowMs;
+  }
+
+  /** From now on, another client of the key spends `n` requests per rate-limit window (0: stops it). */
+  setOtherClientPerMinute(n: number): void {
+    this.server.rateLimiter.setOtherClient(n);
+  }
+
+  /**
+   * When each authenticated request of pozy-sync's that the rate-limit window took arrived (Unix ms, oldest first),
+   * whatever it was answered after (an injected fault included); those the window refused are `stats().api.rateLimited`.
+   */
+  acceptedAt(): number[] {
+    return this.server.rateLimiter.acceptedAt();
+  }
+
+  /** The most requests of pozy-sync's the window took within any `windowMs` (default: the rate limit's window). */
+  mostAcceptedInWindow(windowMs: number = this.rateLimitWindowMs): number {
+    return this.server.rateLimiter.mostAcceptedInWindow(windowMs);
+  }
+
+  /** Stops serving (held and keep-alive connections included), the other client, and every pending delivery. Idempotent. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.unsubscribe();

@@ -1,9 +1,12 @@
 /**
  * The simulated Pozy workspace: profiles, social accounts and posts, held in memory. Every mutation happens at a
  * strictly later millisecond than the one before, changes the state and then emits the webhook events Pozy would
- * (pozy-api.md §4) to the listeners; the simulator hands those to its webhook sender.
+ * (the `post.*` and `account.*` envelopes below) to the listeners; the simulator hands those to its webhook sender.
  * Ids, event ids and every random choice come from the seeded Rng, so a seed (and a fixed clock) replays exactly.
+ * Posts are kept in creation order, which is also createdAt order: `GET /v1/posts?sortBy=created-asc` pages by
+ * position in it.
  */
+import { CreationOrder } from './creation-order';
 import { Rng } from './faults';
 
 export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled'] as const;
@@ -12,6 +15,10 @@ export type TargetStatus = 'pending' | 'processing' | 'uploading' | 'published' 
 export type ErrorSource = 'user' | 'platform' | 'system';
 
 export const PLATFORMS = ['twitter', 'instagram', 'linkedin', 'facebook', 'tiktok', 'threads', 'bluesky', 'youtube', 'pinterest'] as const;
+
+/** `GET /v1/posts`'s `sortBy` values; `scheduled-desc` is the default. */
+export const POST_SORTS = ['scheduled-desc', 'scheduled-asc', 'created-desc', 'created-asc', 'status', 'platform'] as const;
+export type PostSort = (typeof POST_SORTS)[number];
 
 export interface Profile {
   _id: string;
@@ -143,6 +150,41 @@ export interface WorldSnapshot {
 
 export type PublishOutcome = 'published' | 'failed';
 
+/** One page of `GET /v1/posts`: filters (absent: any), order, and the slice. */
+export interface PostQuery {
+  status?: PostStatus;
+  platform?: string;
+  profileId?: string;
+  accountId?: string;
+  createdBy?: string;
+  /** Bounds (ms, inclusive) on scheduledFor, or createdAt for a post without one. */
+  from?: number;
+  to?: number;
+  /** Lowercase; found in the lowercased content. */
+  search?: string;
+  sortBy: PostSort;
+  offset: number;
+  limit: number;
+}
+
+/** `GET /v1/accounts`: filters (absent: any) and, when paged, the slice. */
+export interface AccountQuery {
+  profileId?: string;
+  platform?: string;
+  /** true: active only; false: disconnected only. */
+  connected?: boolean;
+  offset?: number;
+  limit?: number;
+}
+
+/** A workspace that existed before pozy-sync was deployed (`seedExisting`). */
+export interface ExistingWorkspace {
+  posts: number;
+  accounts: number;
+  /** Default: one per 8 accounts, so each profile's accounts are on distinct platforms. */
+  profiles?: number;
+}
+
 /** A mutation the world refuses (unknown id, or not allowed in the current state). */
 export class WorldError extends Error {
   constructor(
@@ -195,6 +237,8 @@ interface TargetRecord {
 
 interface PostRecord {
   id: string;
+  /** In `postOrder`. */
+  position: number;
   content: string;
   status: PostStatus;
   scheduledFor?: number;
@@ -220,15 +264,30 @@ const FAILURES: readonly Failure[] = [
   { message: 'Platform rate limit reached', category: 'platform_rate_limit', source: 'platform' },
 ];
 
+/** Kinds of existing posts, and per age their cumulative shares (the rest is published). */
+const EXISTING_KINDS = ['scheduled', 'draft', 'cancelled', 'failed', 'partial'] as const;
+const EXISTING_MIX = {
+  // Under an hour old: not published yet.
+  lastHour: [0.7, 1, 1, 1, 1],
+  lastTwoWeeks: [0.4, 0.5, 0.55, 0.6, 0.66],
+  older: [0.02, 0.08, 0.15, 0.21, 0.29],
+} as const;
+
 const WORDS = ['spring', 'sale', 'launch', 'today', 'new', 'team', 'update', 'coffee', 'studio', 'weekly', 'tips', 'demo'];
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const YEAR = 365 * DAY;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Drops keys whose value is undefined, so optional fields are omitted from JSON rather than sent as null. */
+/**
+ * A copy without the keys whose value is undefined, so optional fields are omitted rather than present as
+ * undefined. Copied rather than deleted in place: objects with deleted keys are slow to serialize.
+ */
 function compact<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] === undefined) delete value[key];
-  return value;
+  const out = {} as T;
+  for (const key of Object.keys(value) as (keyof T)[]) if (value[key] !== undefined) out[key] = value[key];
+  return out;
 }
 
 export class PozyWorld {
@@ -239,10 +298,18 @@ export class PozyWorld {
   private lastTime = 0;
   private readonly listeners = new Set<(event: PozyEvent) => void>();
   private readonly profiles = new Map<string, Profile>();
+  private readonly profileIds: string[] = [];
+  /** Every account, removed ones included, in connection order. */
   private readonly accounts = new Map<string, AccountRecord>();
+  /** Accounts not removed, in connection order. */
+  private readonly liveAccounts: AccountRecord[] = [];
+  /** Per profile, its accounts (removed ones included) in connection order. */
+  private readonly accountsOfProfile = new Map<string, AccountRecord[]>();
+  /** Live accounts grouped by profile, for random posts; rebuilt after an account is connected or removed. */
+  private postGroups: AccountRecord[][] | undefined;
   private readonly posts = new Map<string, PostRecord>();
-  /** Ids of posts not deleted, for randomStep's sampling. */
-  private readonly livePostIds: string[] = [];
+  /** Posts not deleted, in creation order. */
+  private readonly postOrder = new CreationOrder<PostRecord>();
   private accountCounter = 0;
 
   constructor(options: WorldOptions = {}) {
@@ -271,7 +338,7 @@ export class PozyWorld {
       name,
       slug: name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'profile',
     };
-    this.profiles.set(profile._id, profile);
+    this.addProfile(profile);
     return { ...profile };
   }
 
@@ -283,13 +350,13 @@ export class PozyWorld {
       profileId,
       platform,
       username,
-      displayName: displayName ?? username.replace(/[._-]+/g, ' ').replace(/\b\w/g, (c) => c.toUpperCase()),
+      displayName: displayName ?? displayNameOf(username),
       isActive: true,
       needsReconnection: false,
       removed: false,
       updatedAt: time,
     };
-    this.accounts.set(record.id, record);
+    this.addAccount(record);
     this.emit(time, 'account.connected', { account: this.accountEventBlock(record) });
     return this.restAccount(record);
   }
@@ -329,6 +396,8 @@ export class PozyWorld {
     const record = this.liveAccount(accountId);
     record.removed = true;
     record.updatedAt = this.tick();
+    this.liveAccounts.splice(this.liveAccounts.indexOf(record), 1);
+    this.postGroups = undefined;
   }
 
   // ---- posts ----
@@ -350,6 +419,7 @@ export class PozyWorld {
     const time = this.tick();
     const record: PostRecord = {
       id: this.rng.objectId(),
+      position: 0,
       content: input.content,
       status: scheduledFor === undefined ? 'draft' : 'scheduled',
       scheduledFor,
@@ -358,8 +428,7 @@ export class PozyWorld {
       updatedAt: time,
       deleted: false,
     };
-    this.posts.set(record.id, record);
-    this.livePostIds.push(record.id);
+    this.addPost(record);
     if (record.status === 'scheduled') this.emit(time, 'post.scheduled', { post: this.postEventBlock(record) });
     return this.restPost(record);
   }
@@ -455,8 +524,7 @@ export class PozyWorld {
     for (const target of record.targets) if (target.status === 'published') this.unpublishTarget(record, target);
     record.deleted = true;
     record.updatedAt = this.tick();
-    const index = this.livePostIds.indexOf(postId);
-    if (index >= 0) this.livePostIds.splice(index, 1);
+    this.postOrder.remove(record.position);
   }
 
   // ---- reading ----
@@ -466,9 +534,61 @@ export class PozyWorld {
     return record && !record.deleted ? this.restPost(record) : undefined;
   }
 
+  /** Whether the post existed and was deleted (a post never created is not). */
+  wasDeleted(postId: string): boolean {
+    return this.posts.get(postId)?.deleted === true;
+  }
+
   /** Every post not deleted, in creation order. */
   listPosts(): Post[] {
-    return this.livePostIds.map((id) => this.restPost(this.posts.get(id)!));
+    return this.postOrder.toArray().map((record) => this.restPost(record));
+  }
+
+  /** How many posts are not deleted. */
+  get postCount(): number {
+    return this.postOrder.size;
+  }
+
+  /**
+   * One page of posts matching `query`, and how many match. Unfiltered and in creation order (either way), it reads
+   * only the page's posts; otherwise it filters and sorts every post, but shapes only the page's.
+   */
+  queryPosts(query: PostQuery): { posts: Post[]; total: number } {
+    const { sortBy, offset, limit } = query;
+    const filtered = [query.status, query.platform, query.profileId, query.accountId, query.createdBy, query.from, query.to, query.search].some(
+      (value) => value !== undefined,
+    );
+    if (!filtered && (sortBy === 'created-asc' || sortBy === 'created-desc')) {
+      const total = this.postOrder.size;
+      const posts: Post[] = [];
+      for (let i = offset; i < Math.min(total, offset + limit); i++) {
+        posts.push(this.restPost(this.postOrder.at(sortBy === 'created-asc' ? i : total - 1 - i)));
+      }
+      return { posts, total };
+    }
+
+    // A post without scheduledFor (a draft) is placed in time by its creation.
+    const when = (post: PostRecord) => post.scheduledFor ?? post.createdAt;
+    const matches = (post: PostRecord) =>
+      (query.status === undefined || post.status === query.status) &&
+      (query.platform === undefined || post.targets.some((t) => t.platform === query.platform)) &&
+      (query.profileId === undefined || post.targets.some((t) => this.accounts.get(t.accountId)?.profileId === query.profileId)) &&
+      (query.accountId === undefined || post.targets.some((t) => t.accountId === query.accountId)) &&
+      (query.createdBy === undefined || this.userId === query.createdBy) &&
+      (query.from === undefined || when(post) >= query.from) &&
+      (query.to === undefined || when(post) <= query.to) &&
+      (query.search === undefined || post.content.toLowerCase().includes(query.search));
+    const posts = this.postOrder.toArray().filter(matches);
+    const order: Record<PostSort, (a: PostRecord, b: PostRecord) => number> = {
+      'scheduled-desc': (a, b) => when(b) - when(a),
+      'scheduled-asc': (a, b) => when(a) - when(b),
+      'created-desc': (a, b) => b.createdAt - a.createdAt,
+      'created-asc': (a, b) => a.createdAt - b.createdAt,
+      status: (a, b) => a.status.localeCompare(b.status),
+      platform: (a, b) => (a.targets[0]?.platform ?? '').localeCompare(b.targets[0]?.platform ?? ''),
+    };
+    posts.sort((a, b) => order[sortBy](a, b) || b.createdAt - a.createdAt || a.id.localeCompare(b.id));
+    return { posts: posts.slice(offset, offset + limit).map((record) => this.restPost(record)), total: posts.length };
   }
 
   getAccount(accountId: string): Account | undefined {
@@ -478,7 +598,21 @@ export class PozyWorld {
 
   /** Every account not removed, in connection order. */
   listAccounts(): Account[] {
-    return [...this.accounts.values()].filter((a) => !a.removed).map((a) => this.restAccount(a));
+    return this.liveAccounts.map((a) => this.restAccount(a));
+  }
+
+  /** The accounts not removed matching `query`, in connection order, sliced when `limit` is given; and how many match. */
+  queryAccounts(query: AccountQuery): { accounts: Account[]; total: number } {
+    const candidates = query.profileId === undefined ? this.liveAccounts : (this.accountsOfProfile.get(query.profileId) ?? []);
+    const matching = candidates.filter(
+      (a) =>
+        !a.removed &&
+        (query.platform === undefined || a.platform === query.platform) &&
+        (query.connected === undefined || a.isActive === query.connected),
+    );
+    const offset = query.offset ?? 0;
+    const page = query.limit === undefined ? matching.slice(offset) : matching.slice(offset, offset + query.limit);
+    return { accounts: page.map((a) => this.restAccount(a)), total: matching.length };
   }
 
   listProfiles(): Profile[] {
@@ -493,6 +627,11 @@ export class PozyWorld {
   /** The account's own version (time of its last mutation, ms); not something Pozy's API shows. */
   accountVersion(accountId: string): number | undefined {
     return this.accounts.get(accountId)?.updatedAt;
+  }
+
+  /** Ids of the accounts removed from their profile. */
+  removedAccountIds(): string[] {
+    return [...this.accounts.values()].filter((a) => a.removed).map((a) => a.id);
   }
 
   /** The truth, in the API's shapes. */
@@ -526,17 +665,87 @@ export class PozyWorld {
     }
   }
 
-  /** One realistic mutation chosen by `rng` (create, publish with random outcomes, cancel, edit, disconnect, ...). */
   /**
-   * One realistic random mutation. With `silent: false`, only mutations Pozy announces with an event: no edits,
-   * no removed accounts, no deletion of a post with nothing published (a mirror can only learn those by polling).
+   * A workspace as it stood before pozy-sync was deployed, on an empty world: profiles, accounts spread over them
+   * (distinct platforms within a profile while there are platforms left), some disconnected, and posts created over
+   * the past year in a realistic mix: drafts, scheduled for later, published, partial, failed (with the error),
+   * cancelled, some targets since removed from their platform. Nothing here happened while anyone listened, so no
+   * event is emitted; every timestamp is before now (scheduledFor of scheduled posts excepted), createdAt strictly
+   * increases, and the next mutation comes after all of it. Linear in posts + accounts.
+   */
+  seedExisting(options: ExistingWorkspace, rng: Rng = this.rng): void {
+    const { posts, accounts } = options;
+    const profiles = options.profiles ?? Math.ceil(accounts / 8);
+    for (const [name, value] of Object.entries({ posts, accounts, profiles })) {
+      if (!Number.isSafeInteger(value) || value < 0) throw new WorldError('invalid_argument', `${name} must be a non-negative integer`);
+    }
+    if (posts > 0 && accounts === 0) throw new WorldError('invalid_argument', 'Posts need at least one account');
+    if (accounts > 0 && profiles === 0) throw new WorldError('invalid_argument', 'Accounts need at least one profile');
+    if (this.profiles.size > 0 || this.posts.size > 0) {
+      // Seeded posts are older than anything made since: on a world already in use, creation order would no longer be createdAt order.
+      throw new WorldError('invalid_state', 'seedExisting needs an empty world');
+    }
+    const now = Math.max(this.clock(), this.lastTime + 1);
+    const start = now - YEAR;
+    /** Uniform integer in [low, high]. */
+    const between = (low: number, high: number) => low + rng.int(high - low + 1);
+    let latest = this.lastTime;
+
+    const groups: AccountRecord[][] = [];
+    for (let p = 0; p < profiles; p++) {
+      const name = `Brand ${this.profiles.size + 1}`;
+      const profile: Profile = { _id: this.rng.objectId(), name, slug: name.toLowerCase().replace(/ /g, '-') };
+      this.addProfile(profile);
+      const platforms = shuffled(PLATFORMS, rng);
+      const count = Math.floor(accounts / profiles) + (p < accounts % profiles ? 1 : 0);
+      const group: AccountRecord[] = [];
+      for (let k = 0; k < count; k++) {
+        const platform = platforms[k % platforms.length];
+        this.accountCounter += 1;
+        const username = `${profile.slug}.${platform}${this.accountCounter}`;
+        const connected = rng.chance(0.92);
+        const record: AccountRecord = {
+          id: this.rng.objectId(),
+          profileId: profile._id,
+          platform,
+          username,
+          displayName: displayNameOf(username),
+          isActive: connected,
+          // Most disconnections are the platform's (a dead token); a few are the user's.
+          needsReconnection: !connected && rng.chance(0.75),
+          removed: false,
+          updatedAt: between(start, now - 1),
+        };
+        latest = Math.max(latest, record.updatedAt);
+        this.addAccount(record);
+        group.push(record);
+      }
+      if (group.length > 0) groups.push(group);
+    }
+
+    const spacing = (now - 1 - start) / posts;
+    let createdAt = start;
+    for (let i = 0; i < posts; i++) {
+      createdAt = Math.max(createdAt + 1, start + Math.floor((i + rng.next()) * spacing));
+      const record = this.existingPost(createdAt, now, rng.pick(groups), rng);
+      latest = Math.max(latest, record.updatedAt);
+      this.addPost(record);
+    }
+    this.lastTime = latest;
+  }
+
+  /**
+   * One realistic mutation chosen by `rng` (create, publish with random outcomes, cancel, edit, disconnect, ...).
+   * With `silent: false`, only mutations Pozy announces with an event: no edits, no removed accounts, no deletion
+   * of a post with nothing published (a mirror can only learn those by polling). Costs no more than O(accounts +
+   * log posts), however large the world.
    */
   randomStep(rng: Rng = this.rng, options: { silent?: boolean } = {}): StepResult {
     const silent = options.silent ?? true;
     if (this.profiles.size === 0) return { action: 'createProfile', profileId: this.createProfile('Brand 1')._id };
-    const live = [...this.accounts.values()].filter((a) => !a.removed);
+    const live = this.liveAccounts;
     if (live.length === 0) {
-      const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+      const account = this.connectRandomAccount(rng.pick(this.profileIds), rng);
       return { action: 'connectAccount', accountId: account._id };
     }
     const roll = rng.int(100);
@@ -587,7 +796,7 @@ export class PozyWorld {
         return { action: 'reconnectAccount', accountId: account.id };
       }
     } else if (roll < 90) {
-      const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+      const account = this.connectRandomAccount(rng.pick(this.profileIds), rng);
       return { action: 'connectAccount', accountId: account._id };
     } else if (roll < 91) {
       if (silent && live.length > 2) {
@@ -598,7 +807,7 @@ export class PozyWorld {
     }
     const post = this.createRandomPost(rng, true);
     if (post) return { action: 'createScheduledPost', postId: post._id };
-    const account = this.connectRandomAccount(rng.pick([...this.profiles.keys()]), rng);
+    const account = this.connectRandomAccount(rng.pick(this.profileIds), rng);
     return { action: 'connectAccount', accountId: account._id };
   }
 
@@ -737,9 +946,20 @@ export class PozyWorld {
   }
 
   private platformPost(platform: string, username: string): { id: string; url: string } {
+    // n decimal digits, the first not 0; built nine at a time, as one string per digit made seeding slow.
     const digits = (n: number) => {
       let out = String(1 + this.rng.int(9));
-      while (out.length < n) out += String(this.rng.int(10));
+      let chunk = 0;
+      let length = 0;
+      for (let i = 1; i < n; i++) {
+        chunk = chunk * 10 + this.rng.int(10);
+        length += 1;
+        if (length === 9 || i === n - 1) {
+          out += String(chunk).padStart(length, '0');
+          chunk = 0;
+          length = 0;
+        }
+      }
       return out;
     };
     switch (platform) {
@@ -770,8 +990,26 @@ export class PozyWorld {
     }
   }
 
+  private addProfile(profile: Profile): void {
+    this.profiles.set(profile._id, profile);
+    this.profileIds.push(profile._id);
+    this.accountsOfProfile.set(profile._id, []);
+  }
+
+  private addAccount(record: AccountRecord): void {
+    this.accounts.set(record.id, record);
+    this.liveAccounts.push(record);
+    this.accountsOfProfile.get(record.profileId)!.push(record);
+    this.postGroups = undefined;
+  }
+
+  private addPost(record: PostRecord): void {
+    this.posts.set(record.id, record);
+    record.position = this.postOrder.push(record);
+  }
+
   private connectRandomAccount(profileId: string, rng: Rng): Account {
-    const taken = new Set([...this.accounts.values()].filter((a) => a.profileId === profileId && !a.removed).map((a) => a.platform));
+    const taken = new Set(this.accountsOfProfile.get(profileId)!.filter((a) => !a.removed).map((a) => a.platform));
     const free = PLATFORMS.filter((p) => !taken.has(p));
     const platform = rng.pick(free.length > 0 ? free : PLATFORMS);
     this.accountCounter += 1;
@@ -781,13 +1019,9 @@ export class PozyWorld {
 
   /** A post on 1–3 accounts of one profile; undefined when no profile has an account. */
   private createRandomPost(rng: Rng, scheduled: boolean): Post | undefined {
-    const byProfile = new Map<string, AccountRecord[]>();
-    for (const account of this.accounts.values()) {
-      if (account.removed) continue;
-      byProfile.set(account.profileId, [...(byProfile.get(account.profileId) ?? []), account]);
-    }
-    if (byProfile.size === 0) return undefined;
-    const accounts = [...rng.pick([...byProfile.values()])];
+    const groups = (this.postGroups ??= this.groupLiveAccounts());
+    if (groups.length === 0) return undefined;
+    const accounts = [...rng.pick(groups)];
     const chosen: string[] = [];
     const count = 1 + rng.int(Math.min(3, accounts.length));
     while (chosen.length < count) chosen.push(accounts.splice(rng.int(accounts.length), 1)[0].id);
@@ -798,9 +1032,101 @@ export class PozyWorld {
     });
   }
 
+  /**
+   * A post created at `createdAt` on 1–3 accounts of `group`, in the state months of activity would have left it
+   * by `now`, all its times before `now`. Recent posts are mostly still ahead of their time.
+   */
+  private existingPost(createdAt: number, now: number, group: readonly AccountRecord[], rng: Rng): PostRecord {
+    const between = (low: number, high: number) => low + rng.int(high - low + 1);
+    const pool = [...group];
+    const chosen: AccountRecord[] = [];
+    const count = 1 + rng.int(Math.min(3, pool.length));
+    while (chosen.length < count) chosen.push(pool.splice(rng.int(pool.length), 1)[0]);
+    const record: PostRecord = {
+      id: this.rng.objectId(),
+      position: 0,
+      content: this.randomContent(rng),
+      status: 'draft',
+      targets: chosen.map((a): TargetRecord => ({ accountId: a.id, platform: a.platform, status: 'pending' })),
+      createdAt,
+      updatedAt: createdAt,
+      deleted: false,
+    };
+    const age = now - createdAt;
+    const shares = age < HOUR ? EXISTING_MIX.lastHour : age < 14 * DAY ? EXISTING_MIX.lastTwoWeeks : EXISTING_MIX.older;
+    const roll = rng.next();
+    const kind = EXISTING_KINDS.find((_, i) => roll < shares[i]) ?? 'published';
+
+    if (kind === 'draft' || kind === 'scheduled') {
+      if (kind === 'scheduled') {
+        record.status = 'scheduled';
+        record.scheduledFor = now + between(HOUR, 60 * DAY);
+      }
+      if (rng.chance(0.3)) record.updatedAt = between(createdAt, now - 1);
+      return record;
+    }
+    if (kind === 'cancelled') {
+      record.status = 'cancelled';
+      record.updatedAt = between(createdAt, now - 1);
+      if (rng.chance(0.5)) record.scheduledFor = record.updatedAt + between(HOUR, 30 * DAY);
+      for (const target of record.targets) target.status = 'cancelled';
+      return record;
+    }
+
+    // Published at its scheduled time: each target a few seconds apart, then the rollup; well before now (age ≥ 1 h).
+    let time = createdAt + 1 + rng.int(Math.min(Math.floor(age / 2), 14 * DAY));
+    record.scheduledFor = time;
+    const mustFail = kind === 'failed' ? -1 : kind === 'partial' && count > 1 ? rng.int(count) : count;
+    record.targets = chosen.map((account, index): TargetRecord => {
+      time += between(1, 3_000);
+      const published = kind !== 'failed' && index !== mustFail && (kind === 'published' || index === (mustFail + 1) % count || rng.chance(0.85));
+      if (published) {
+        const { id, url } = this.platformPost(account.platform, account.username);
+        return { accountId: account.id, platform: account.platform, status: 'published', platformPostId: id, platformPostUrl: url, publishedAt: time };
+      }
+      const failure = account.isActive ? rng.pick(FAILURES) : AUTH_EXPIRED;
+      return {
+        accountId: account.id,
+        platform: account.platform,
+        status: 'failed',
+        errorMessage: failure.message,
+        errorCategory: failure.category,
+        errorSource: failure.source,
+      };
+    });
+    time += between(1, 3_000);
+    const published = record.targets.filter((t) => t.status === 'published');
+    record.status = published.length === record.targets.length ? 'published' : published.length === 0 ? 'failed' : 'partial';
+    if (published.length > 0) record.publishedAt = time;
+    record.updatedAt = time;
+
+    if (published.length > 0 && rng.chance(0.08)) {
+      // Taken down from one platform since; with nothing left published, the post counts as cancelled.
+      const target = rng.pick(published);
+      target.status = 'cancelled';
+      target.removedFromPlatformAt = between(time + 1, now - 1);
+      if (published.length === 1) record.status = 'cancelled';
+      record.updatedAt = target.removedFromPlatformAt;
+    }
+    return record;
+  }
+
+  /** Live accounts by profile, profiles in the order of their first live account. */
+  private groupLiveAccounts(): AccountRecord[][] {
+    const byProfile = new Map<string, AccountRecord[]>();
+    for (const account of this.liveAccounts) {
+      const group = byProfile.get(account.profileId);
+      if (group) group.push(account);
+      else byProfile.set(account.profileId, [account]);
+    }
+    return [...byProfile.values()];
+  }
+
   private randomContent(rng: Rng): string {
-    const words = Array.from({ length: 3 + rng.int(6) }, () => rng.pick(WORDS));
-    return `${words.join(' ')} #${rng.int(1000)}`.replace(/^./, (c) => c.toUpperCase());
+    const count = 3 + rng.int(6);
+    let text = rng.pick(WORDS);
+    for (let i = 1; i < count; i++) text += ` ${rng.pick(WORDS)}`;
+    return `${text[0].toUpperCase()}${text.slice(1)} #${rng.int(1000)}`;
   }
 
   private randomOutcomes(post: Post, rng: Rng): Record<string, PublishOutcome> {
@@ -816,13 +1142,17 @@ export class PozyWorld {
 
   /** A random live post matching `accept`, from a few draws (cheap on large worlds; may miss a rare match). */
   private samplePost(rng: Rng, accept: (post: PostRecord) => boolean): PostRecord | undefined {
-    if (this.livePostIds.length === 0) return undefined;
+    if (this.postOrder.size === 0) return undefined;
     for (let i = 0; i < 24; i++) {
-      const record = this.posts.get(this.livePostIds[rng.int(this.livePostIds.length)])!;
+      const record = this.postOrder.at(rng.int(this.postOrder.size));
       if (accept(record)) return record;
     }
     return undefined;
   }
+}
+
+function displayNameOf(username: string): string {
+  return username.replace(/[._-]+/g, ' ').replace(/\b\w/g, (c) => c.toUpperCase());
 }
 
 function profileUrl(platform: string, username: string): string {
@@ -840,4 +1170,13 @@ function profileUrl(platform: string, username: string): string {
     default:
       return `https://${platform}.example/${username}`;
   }
+}
+
+function shuffled<T>(items: readonly T[], rng: Rng): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }
