@@ -1,15 +1,17 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { BackfillModule } from '../backfill/backfill.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
+import { SyncFiguresModule } from './sync-figures.module';
 import { SyncStatusController } from './sync-status.controller';
 import { SyncStatusService } from './sync-status.service';
 
 @Module({
   // Terminus logs failed checks itself; the 503 body already says what failed.
-  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule],
+  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule, BackfillModule, SyncFiguresModule],
   controllers: [HealthController, SyncStatusController],
   providers: [Draining, SyncStatusService],
   exports: [Draining, SyncStatusService],

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../database/database.service';
+import { BackfillRunRepository } from '../backfill/backfill-run.repository';
 import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
 import { AckSpool } from '../webhooks/ack-spool';
+import { Estimate, MinuteCount, SyncFiguresRepository } from './sync-figures.repository';
 
 export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
@@ -20,80 +21,91 @@ export interface SyncStatus {
   notifications: {
     pending: number;
     oldestPendingAgeMs: number | null;
+    /** Subscriptions the circuit breaker paused. */
+    pausedSubscriptions: number;
     /** `origin` only (scheme, host, port): this is public, and a URL's path or query may hold a subscriber's token. */
     subscribers: Array<Pick<Subscription, 'id' | 'active' | 'health'> & { origin: string }>;
   };
+  /** The figures above that are PostgreSQL's estimates, by path (e.g. `mirror.posts`); all others are exact. */
+  estimated: string[];
 }
 
-const LAST_RUN = `
-SELECT id, status, started_at AS "startedAt", finished_at AS "finishedAt", events_recovered AS "eventsRecovered", error
-  FROM backfill_run ORDER BY started_at DESC LIMIT 1`;
+/** The status and what only the status page shows, read together: both come from one scan of the last hour. */
+export interface SyncSnapshot {
+  status: SyncStatus;
+  eventsPerMinute: Estimate<MinuteCount[]>;
+}
 
-const GAPS = `
-SELECT date_trunc('hour', "timestamp") AS hour, count(*)::int AS events
-  FROM pozy_event
- WHERE recovered_by IS NOT NULL AND "timestamp" > now() - interval '48 hours'
- GROUP BY 1 ORDER BY 1`;
-
-const STATUS = `
-SELECT
-  (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)::int AS pending_reads,
-  (SELECT (extract(epoch FROM now() - min(requested_at)) * 1000)::bigint FROM reconcile_request WHERE due_at IS NOT NULL) AS oldest_ms,
-  (SELECT count(*) FROM graphile_worker._private_jobs)::int AS jobs,
-  (SELECT count(*) FROM graphile_worker._private_jobs WHERE last_error IS NOT NULL)::int AS failing_jobs,
-  (SELECT count(*) FROM pozy_event)::int AS received,
-  (SELECT count(*) FROM pozy_event WHERE received_at > now() - interval '1 hour')::int AS last_hour,
-  (SELECT max(received_at) FROM pozy_event) AS last_received_at,
-  (SELECT count(*) FILTER (WHERE deleted_at IS NULL) FROM post)::int AS posts,
-  (SELECT count(*) FILTER (WHERE deleted_at IS NOT NULL) FROM post)::int AS deleted_posts,
-  (SELECT count(*) FILTER (WHERE removed_at IS NULL) FROM account)::int AS accounts,
-  (SELECT count(*) FILTER (WHERE removed_at IS NOT NULL) FROM account)::int AS removed_accounts,
-  (SELECT count(*) FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_delivery,
-  greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS last_synced_at,
-  (SELECT count(*) FROM notification WHERE state = 'pending')::int AS pending_notifications,
-  (SELECT (extract(epoch FROM now() - min(created_at)) * 1000)::bigint FROM notification WHERE state = 'pending') AS oldest_notification_ms`;
+const ms = (value: number | null) => (value === null ? null : Math.round(value));
 
 /** How far behind the mirror is, from the database alone: GET /sync/status and the status page share it. */
 @Injectable()
 export class SyncStatusService {
   constructor(
-    private readonly database: DatabaseService,
-    private readonly spool: AckSpool,
+    private readonly figures: SyncFiguresRepository,
+    private readonly backfillRuns: BackfillRunRepository,
     private readonly subscriptions: SubscriptionRepository,
+    private readonly spool: AckSpool,
   ) {}
 
   async status(): Promise<SyncStatus> {
-    const [{ rows }, lastRun, gaps, subscriptions] = await Promise.all([
-      this.database.pool.query<Record<string, number | string | Date | null>>(STATUS),
-      this.database.pool.query<SyncStatus['backfill']['lastRun'] & object>(LAST_RUN),
-      this.database.pool.query<{ hour: Date; events: number }>(GAPS),
+    return (await this.snapshot()).status;
+  }
+
+  async snapshot(): Promise<SyncSnapshot> {
+    const [{ backlog, tables, recent, lastSyncedAt, gaps }, lastRun, subscriptions] = await Promise.all([
+      this.figures.status(),
+      this.backfillRuns.latest(),
       this.subscriptions.list(),
     ]);
-    const r = rows[0];
     const spool = this.spool.counts();
-    return {
+    // Reads a figure into the answer, listing it under `estimated` when it is one.
+    const estimated: string[] = [];
+    const read = <T>(path: string, figure: Estimate<T>): T => {
+      if (figure.estimated) estimated.push(path);
+      return figure.value;
+    };
+    const status: SyncStatus = {
       queue: {
-        pendingReads: Number(r.pending_reads),
-        oldestPendingAgeMs: r.oldest_ms === null ? null : Number(r.oldest_ms),
-        jobs: Number(r.jobs),
-        failingJobs: Number(r.failing_jobs),
+        pendingReads: read('queue.pendingReads', backlog.pendingReads),
+        oldestPendingAgeMs: ms(backlog.oldestPendingReadMs),
+        jobs: read('queue.jobs', tables.jobs),
+        failingJobs: read('queue.failingJobs', tables.failingJobs),
       },
-      events: { received: Number(r.received), lastHour: Number(r.last_hour), lastReceivedAt: r.last_received_at as Date | null },
+      events: {
+        received: read('events.received', tables.storedEvents),
+        lastHour: read('events.lastHour', recent.lastHour),
+        lastReceivedAt: read('events.lastReceivedAt', recent.lastReceivedAt),
+      },
       mirror: {
-        posts: Number(r.posts),
-        deletedPosts: Number(r.deleted_posts),
-        accounts: Number(r.accounts),
-        removedAccounts: Number(r.removed_accounts),
-        lastSyncedAt: r.last_synced_at as Date | null,
+        posts: read('mirror.posts', tables.posts),
+        deletedPosts: read('mirror.deletedPosts', tables.deletedPosts),
+        accounts: read('mirror.accounts', tables.accounts),
+        removedAccounts: read('mirror.removedAccounts', tables.removedAccounts),
+        lastSyncedAt,
       },
-      deadLetters: { delivery: Number(r.dead_delivery), ack: spool.dead },
+      deadLetters: {
+        delivery: read('deadLetters.delivery', {
+          value: backlog.deadLetters.reconcile.value + backlog.deadLetters.notification.value,
+          estimated: backlog.deadLetters.reconcile.estimated || backlog.deadLetters.notification.estimated,
+        }),
+        ack: spool.dead,
+      },
       spool: { pending: spool.pending },
-      backfill: { lastRun: lastRun.rows[0] ?? null, gaps: gaps.rows },
+      backfill: {
+        lastRun: lastRun
+          ? { id: lastRun.id, status: lastRun.status, startedAt: lastRun.startedAt, finishedAt: lastRun.finishedAt, eventsRecovered: lastRun.eventsRecovered, error: lastRun.error }
+          : null,
+        gaps,
+      },
       notifications: {
-        pending: Number(r.pending_notifications),
-        oldestPendingAgeMs: r.oldest_notification_ms === null ? null : Number(r.oldest_notification_ms),
+        pending: read('notifications.pending', backlog.pendingNotifications),
+        oldestPendingAgeMs: ms(backlog.oldestPendingNotificationMs),
+        pausedSubscriptions: backlog.pausedSubscriptions,
         subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, origin: new URL(url).origin, active, health })),
       },
+      estimated,
     };
+    return { status, eventsPerMinute: recent.perMinute };
   }
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/error-body.dto';
+import { SyncFiguresRepository } from '../health/sync-figures.repository';
 import { AckSpool } from '../webhooks/ack-spool';
 import { MetricsService } from './metrics.service';
 
@@ -9,6 +10,7 @@ import { MetricsService } from './metrics.service';
 export class MetricsController {
   constructor(
     private readonly metrics: MetricsService,
+    private readonly figures: SyncFiguresRepository,
     private readonly spool: AckSpool,
   ) {}
 
@@ -23,7 +25,7 @@ export class MetricsController {
     },
   })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  render(): Promise<string> {
-    return this.metrics.render(this.spool.counts());
+  async render(): Promise<string> {
+    return this.metrics.render(await this.figures.backlog(), this.spool.counts());
   }
 }

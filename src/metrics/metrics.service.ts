@@ -1,36 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DatabaseService } from '../database/database.service';
+import { EXACT_COUNT_LIMIT, type BacklogFigures } from '../health/sync-figures.repository';
 
 export type WebhookOutcome = 'accepted' | 'duplicate' | 'test' | 'spooled' | 'rejected';
 export type ReconcileJobOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed' | 'failed' | 'dead_lettered';
 export type SavedReason = 'coalesced' | 'skipped';
 
-// Figures only the database knows, read on each scrape (one statement), so every replica reports the same.
-const DATABASE_GAUGES = `
-SELECT
-  (SELECT (extract(epoch FROM now() - min(requested_at)))::float8 FROM reconcile_request WHERE due_at IS NOT NULL) AS reconcile_lag,
-  (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)::int AS reconcile_pending,
-  (SELECT count(*) FROM dead_letter WHERE kind = 'reconcile' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_reconcile,
-  (SELECT count(*) FROM dead_letter WHERE kind = 'notification' AND replayed_at IS NULL AND resolved_at IS NULL)::int AS dead_notification,
-  (SELECT count(*) FROM notification WHERE state = 'pending')::int AS notifications_pending,
-  (SELECT (extract(epoch FROM now() - min(created_at)))::float8 FROM notification WHERE state = 'pending') AS notification_lag,
-  (SELECT count(*) FROM subscription WHERE paused_at IS NOT NULL AND deleted_at IS NULL)::int AS paused_subscriptions`;
-
-interface DatabaseGauges {
-  reconcile_lag: number | null;
-  reconcile_pending: number;
-  dead_reconcile: number;
-  dead_notification: number;
-  notifications_pending: number;
-  notification_lag: number | null;
-  paused_subscriptions: number;
-}
+const ESTIMATED_PAST = `; exact up to ${EXACT_COUNT_LIMIT}, PostgreSQL's estimate beyond`;
 
 /**
  * Every Prometheus metric of the service, on a registry of its own (several services can share a process in
  * tests), served by GET /metrics. Counters are this process's; gauges read from the database describe the whole
- * deployment; spool gauges are this replica's (each has its own spool).
+ * deployment (SyncFiguresRepository: the same figures as GET /sync/status); spool gauges are this replica's (each
+ * has its own spool).
  */
 @Injectable()
 export class MetricsService {
@@ -128,30 +110,28 @@ export class MetricsService {
   });
 
   private readonly mirrorLag = this.gauge('pozy_sync_mirror_lag_seconds', 'Age of the oldest pending reconcile read (0 when none): how far behind Pozy the mirror may be');
-  private readonly pendingReads = this.gauge('pozy_sync_reconcile_pending', 'Resources waiting for a read from Pozy');
-  private readonly deadLetters = this.gauge('pozy_sync_dead_letters', 'Dead letters neither replayed nor resolved, by queue and kind (ack: this replica\'s spool)', ['queue', 'kind']);
+  private readonly pendingReads = this.gauge('pozy_sync_reconcile_pending', `Resources waiting for a read from Pozy${ESTIMATED_PAST}`);
+  private readonly deadLetters = this.gauge('pozy_sync_dead_letters', `Dead letters neither replayed nor resolved, by queue and kind (ack: this replica's spool)${ESTIMATED_PAST}`, ['queue', 'kind']);
   private readonly spooled = this.gauge('pozy_sync_spool_events', "Events in this replica's acknowledgment spool waiting for the database", []);
-  private readonly notificationsPending = this.gauge('pozy_sync_notifications_pending', 'Change notifications waiting to be delivered');
+  private readonly notificationsPending = this.gauge('pozy_sync_notifications_pending', `Change notifications waiting to be delivered${ESTIMATED_PAST}`);
   private readonly notificationLag = this.gauge('pozy_sync_notification_lag_seconds', 'Age of the oldest pending change notification (0 when none)');
   private readonly pausedSubscriptions = this.gauge('pozy_sync_subscriptions_paused', "Subscriptions paused by the circuit breaker");
 
-  constructor(private readonly database: DatabaseService) {
+  constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'pozy_sync_' });
   }
 
-  /** The Prometheus text exposition, with the database and spool gauges read now. */
-  async render(spool: { pending: number; dead: number }): Promise<string> {
-    const { rows } = await this.database.pool.query<DatabaseGauges>(DATABASE_GAUGES);
-    const g = rows[0];
-    this.mirrorLag.set(g.reconcile_lag ?? 0);
-    this.pendingReads.set(g.reconcile_pending);
-    this.deadLetters.set({ queue: 'delivery', kind: 'reconcile' }, g.dead_reconcile);
-    this.deadLetters.set({ queue: 'delivery', kind: 'notification' }, g.dead_notification);
+  /** The Prometheus text exposition, with the database's figures and the spool's counts of now. */
+  async render(backlog: BacklogFigures, spool: { pending: number; dead: number }): Promise<string> {
+    this.mirrorLag.set((backlog.oldestPendingReadMs ?? 0) / 1000);
+    this.pendingReads.set(backlog.pendingReads.value);
+    this.deadLetters.set({ queue: 'delivery', kind: 'reconcile' }, backlog.deadLetters.reconcile.value);
+    this.deadLetters.set({ queue: 'delivery', kind: 'notification' }, backlog.deadLetters.notification.value);
     this.deadLetters.set({ queue: 'ack', kind: 'event' }, spool.dead);
     this.spooled.set(spool.pending);
-    this.notificationsPending.set(g.notifications_pending);
-    this.notificationLag.set(g.notification_lag ?? 0);
-    this.pausedSubscriptions.set(g.paused_subscriptions);
+    this.notificationsPending.set(backlog.pendingNotifications.value);
+    this.notificationLag.set((backlog.oldestPendingNotificationMs ?? 0) / 1000);
+    this.pausedSubscriptions.set(backlog.pausedSubscriptions);
     return this.registry.metrics();
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../database/database.service';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { Estimate, MinuteCount } from '../health/sync-figures.repository';
 import { SyncStatus, SyncStatusService } from '../health/sync-status.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AckSpool } from '../webhooks/ack-spool';
@@ -10,20 +10,6 @@ export const PAGE_DEAD_LETTERS = 20;
 
 /** The Pozy routes a reconcile reads: what "calls saved" are saved from. */
 const READ_ROUTES = new Set(['GET /v1/posts/:id', 'GET /v1/accounts']);
-
-// Sixty one-minute buckets ending with the current one, on the database's clock (received_at is stamped by it);
-// counted before the join so the BRIN index on received_at serves one range scan.
-const EVENTS_PER_MINUTE = `
-WITH counts AS (
-  SELECT date_trunc('minute', received_at) AS minute, count(*)::int AS count
-    FROM pozy_event
-   WHERE received_at >= date_trunc('minute', now()) - interval '59 minutes'
-   GROUP BY 1
-)
-SELECT m.minute, coalesce(c.count, 0)::int AS count
-  FROM generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()), interval '1 minute') AS m(minute)
-  LEFT JOIN counts c USING (minute)
- ORDER BY m.minute`;
 
 export interface PageDeadLetter {
   id: string;
@@ -43,7 +29,8 @@ export interface PageDeadLetter {
 export interface StatusPageData {
   generatedAt: Date;
   status: SyncStatus;
-  eventsPerMinute: Array<{ minute: Date; count: number }>;
+  /** Sixty one-minute buckets ending with the current one (the database's clock: it stamps received_at). */
+  eventsPerMinute: Estimate<MinuteCount[]>;
   /** This process's counters: they start at zero with it. */
   apiCalls: { coalesced: number; skipped: number; pozyReads: number; pozyRequests: number; countingSince: Date };
   deadLetters: PageDeadLetter[];
@@ -56,16 +43,14 @@ export class StatusPageService {
 
   constructor(
     private readonly syncStatus: SyncStatusService,
-    private readonly database: DatabaseService,
     private readonly metrics: MetricsService,
     private readonly deadLetterRepository: DeadLetterRepository,
     private readonly spool: AckSpool,
   ) {}
 
   async gather(): Promise<StatusPageData> {
-    const [status, perMinute, delivery, apiCalls] = await Promise.all([
-      this.syncStatus.status(),
-      this.database.pool.query<{ minute: Date; count: number }>(EVENTS_PER_MINUTE),
+    const [{ status, eventsPerMinute }, delivery, apiCalls] = await Promise.all([
+      this.syncStatus.snapshot(),
       this.deadLetterRepository.list(PAGE_DEAD_LETTERS),
       this.apiCalls(),
     ]);
@@ -99,7 +84,7 @@ export class StatusPageService {
     return {
       generatedAt: new Date(),
       status,
-      eventsPerMinute: perMinute.rows,
+      eventsPerMinute,
       apiCalls,
       deadLetters: letters.slice(0, PAGE_DEAD_LETTERS),
     };

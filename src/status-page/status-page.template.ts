@@ -24,6 +24,8 @@ export const contentSecurityPolicy = (nonce: string): string =>
 const CHART = { width: 600, height: 100, slot: 10, bar: 8 };
 
 const count = (n: number) => n.toLocaleString('en-US');
+/** PostgreSQL's estimates (see SyncStatus.estimated) read "≈ 900,000". */
+const APPROX = '≈ ';
 
 function duration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -42,7 +44,8 @@ function card(label: string, id: string, figure: string, detail: Html | string, 
   return html`<div class="card ${tone}"><h3>${label}</h3><p class="figure" id="${id}">${figure}</p><p class="detail">${detail}</p></div>`;
 }
 
-function eventsChart(minutes: StatusPageData['eventsPerMinute']): Html {
+function eventsChart({ value: minutes, estimated }: StatusPageData['eventsPerMinute']): Html {
+  const about = estimated ? APPROX : '';
   const busiest = Math.max(0, ...minutes.map((m) => m.count));
   const max = Math.max(1, busiest);
   const total = minutes.reduce((sum, m) => sum + m.count, 0);
@@ -53,7 +56,9 @@ function eventsChart(minutes: StatusPageData['eventsPerMinute']): Html {
     return html`<rect class="${m.count === 0 ? 'bar empty' : 'bar'}" x="${i * CHART.slot + 1}" y="${CHART.height - height}" width="${CHART.bar}" height="${height}" data-minute="${m.minute.toISOString()}" data-count="${m.count}"><title>${label}</title></rect>`;
   });
   return html`
-    <p class="detail">${count(total)} events received in the last hour; the busiest minute had ${count(busiest)}.</p>
+    <p class="detail">${about}${count(total)} events received in the last hour; the busiest minute had ${about}${count(busiest)}.${
+      estimated ? ' Five-minute slices too busy to read whole on every load are extrapolated from their first events.' : ''
+    }</p>
     <svg id="events-chart" class="chart" viewBox="0 0 ${CHART.width} ${CHART.height}" preserveAspectRatio="none" role="img"
          aria-label="${`Events received per minute over the last hour: ${count(total)} in all, at most ${count(busiest)} a minute`}">
       ${bars}
@@ -157,6 +162,9 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
   const lagMs = status.queue.oldestPendingAgeMs;
   const saved = apiCalls.coalesced + apiCalls.skipped;
   const unreplayed = status.deadLetters.delivery + status.deadLetters.ack;
+  const about = (path: string) => (status.estimated.includes(path) ? APPROX : '');
+  const figure = (path: string, n: number) => `${about(path)}${count(n)}`;
+  const paused = status.notifications.pausedSubscriptions;
   const page = html`<!doctype html>
 <html lang="en">
 <head>
@@ -177,14 +185,15 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
 <main>
   <section class="cards" aria-label="Key figures">
     ${card('Sync lag', 'lag', lagMs === null ? '0 s' : duration(lagMs), lagMs === null ? 'no read pending from Pozy' : 'age of the oldest pending read', lagMs !== null && lagMs > 60_000 ? 'warn' : '')}
-    ${card('Pending reads', 'pending-reads', count(status.queue.pendingReads), `${count(status.queue.jobs)} jobs queued, ${count(status.queue.failingJobs)} failing`, status.queue.failingJobs > 0 ? 'warn' : '')}
-    ${card('Last synced', 'last-synced', status.mirror.lastSyncedAt ? ago(status.mirror.lastSyncedAt, now) : 'never', html`${time(status.mirror.lastSyncedAt)}; ${count(status.mirror.posts)} posts, ${count(status.mirror.accounts)} accounts mirrored`)}
-    ${card('Events, last hour', 'events-last-hour', count(status.events.lastHour), `${count(status.events.received)} stored in all`)}
+    ${card('Pending reads', 'pending-reads', figure('queue.pendingReads', status.queue.pendingReads), `${figure('queue.jobs', status.queue.jobs)} jobs queued, ${figure('queue.failingJobs', status.queue.failingJobs)} failing`, status.queue.failingJobs > 0 ? 'warn' : '')}
+    ${card('Last synced', 'last-synced', status.mirror.lastSyncedAt ? ago(status.mirror.lastSyncedAt, now) : 'never', html`${time(status.mirror.lastSyncedAt)}; ${figure('mirror.posts', status.mirror.posts)} posts, ${figure('mirror.accounts', status.mirror.accounts)} accounts mirrored`)}
+    ${card('Events, last hour', 'events-last-hour', figure('events.lastHour', status.events.lastHour), `${figure('events.received', status.events.received)} stored in all`)}
     ${card('Pozy API calls saved', 'api-calls-saved', count(saved), html`${count(apiCalls.coalesced)} coalesced, ${count(apiCalls.skipped)} skipped; since this process started (${time(apiCalls.countingSince)})`)}
     ${card('Pozy reads made', 'pozy-reads', count(apiCalls.pozyReads), html`post and account reads, retries included; ${count(apiCalls.pozyRequests)} Pozy requests in all since this process started`)}
-    ${card('Dead letters', 'dead-letter-count', count(unreplayed), `waiting for a replay: ${count(status.deadLetters.delivery)} delivery, ${count(status.deadLetters.ack)} ack`, unreplayed > 0 ? 'bad' : '')}
-    ${card('Notifications pending', 'notifications-pending', count(status.notifications.pending), status.notifications.oldestPendingAgeMs === null ? 'none waiting' : `oldest waiting ${duration(status.notifications.oldestPendingAgeMs)}`)}
+    ${card('Dead letters', 'dead-letter-count', figure('deadLetters.delivery', unreplayed), `waiting for a replay: ${figure('deadLetters.delivery', status.deadLetters.delivery)} delivery, ${count(status.deadLetters.ack)} ack`, unreplayed > 0 ? 'bad' : '')}
+    ${card('Notifications pending', 'notifications-pending', figure('notifications.pending', status.notifications.pending), `${status.notifications.oldestPendingAgeMs === null ? 'none waiting' : `oldest waiting ${duration(status.notifications.oldestPendingAgeMs)}`}${paused > 0 ? `; ${count(paused)} subscriber${paused === 1 ? '' : 's'} paused` : ''}`, paused > 0 ? 'warn' : '')}
   </section>
+  ${status.estimated.length > 0 ? html`<p class="detail" id="estimates-note">${APPROX}PostgreSQL's estimate: the rows behind it are too many to count on every load.</p>` : ''}
 
   <section class="panel" aria-labelledby="chart-title">
     <h2 id="chart-title">Events per minute, last hour</h2>

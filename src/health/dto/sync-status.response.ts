@@ -1,45 +1,56 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { SubscriptionHealthResponse } from '../../notifications/dto/subscription.response';
+import { EXACT_COUNT_LIMIT, HOUR_SCAN_LIMIT, SLICE_SCAN_LIMIT } from '../sync-figures.repository';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;
 const COUNT = { type: 'integer', example: 0 } as const;
 
+/** Said of the counts that become PostgreSQL's estimate on large tables or subsets. */
+const MAY_ESTIMATE = `Exact up to ${EXACT_COUNT_LIMIT.toLocaleString('en-US')} rows; beyond, PostgreSQL's estimate (listed in \`estimated\`).`;
+
 export class QueueStatusResponse {
-  @ApiProperty({ ...COUNT, description: 'Resources waiting for a read from Pozy.' })
+  @ApiProperty({ ...COUNT, description: `Resources waiting for a read from Pozy. ${MAY_ESTIMATE}` })
   pendingReads!: number;
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest pending read; null when none.', example: null })
   oldestPendingAgeMs!: number | null;
 
-  @ApiProperty(COUNT)
+  @ApiProperty({ ...COUNT, description: `graphile-worker jobs waiting or running. ${MAY_ESTIMATE}` })
   jobs!: number;
 
-  @ApiProperty({ ...COUNT, description: 'Jobs whose last attempt failed.' })
+  @ApiProperty({ ...COUNT, description: `Jobs whose last attempt failed. ${MAY_ESTIMATE}` })
   failingJobs!: number;
 }
 
 export class EventsStatusResponse {
-  @ApiProperty({ ...COUNT, description: 'Events stored, all time.' })
+  @ApiProperty({ ...COUNT, description: `Events stored (those retention has not pruned). ${MAY_ESTIMATE}` })
   received!: number;
 
-  @ApiProperty(COUNT)
+  @ApiProperty({
+    ...COUNT,
+    description: `Events received in the last hour. Exact up to ${HOUR_SCAN_LIMIT.toLocaleString('en-US')}; beyond, each five-minute slice is read up to ${SLICE_SCAN_LIMIT.toLocaleString('en-US')} events and the rest of it extrapolated at the rate those came in (listed in \`estimated\` then).`,
+  })
   lastHour!: number;
 
-  @ApiProperty({ ...DATE_TIME, nullable: true })
+  @ApiProperty({
+    ...DATE_TIME,
+    nullable: true,
+    description: 'When the newest stored event was received. Exact, except after an unusually dense burst (then listed in `estimated`, and a lower bound).',
+  })
   lastReceivedAt!: Date | null;
 }
 
 export class MirrorStatusResponse {
-  @ApiProperty(COUNT)
+  @ApiProperty({ ...COUNT, description: `Posts mirrored, deleted ones aside. ${MAY_ESTIMATE}` })
   posts!: number;
 
-  @ApiProperty(COUNT)
+  @ApiProperty({ ...COUNT, description: `Posts Pozy answered 404 for. ${MAY_ESTIMATE}` })
   deletedPosts!: number;
 
-  @ApiProperty(COUNT)
+  @ApiProperty({ ...COUNT, description: `Accounts mirrored, removed ones aside. ${MAY_ESTIMATE}` })
   accounts!: number;
 
-  @ApiProperty(COUNT)
+  @ApiProperty({ ...COUNT, description: `Accounts no longer in their profile's list. ${MAY_ESTIMATE}` })
   removedAccounts!: number;
 
   @ApiProperty({ ...DATE_TIME, nullable: true, description: 'The last read from Pozy of any row.' })
@@ -47,7 +58,7 @@ export class MirrorStatusResponse {
 }
 
 export class DeadLetterCountsResponse {
-  @ApiProperty({ ...COUNT, description: 'Reconciles and notifications given up on, not replayed.' })
+  @ApiProperty({ ...COUNT, description: `Reconciles and notifications given up on, neither replayed nor resolved. ${MAY_ESTIMATE}` })
   delivery!: number;
 
   @ApiProperty({ ...COUNT, description: "Events the database never acknowledged, in this replica's spool." })
@@ -110,11 +121,14 @@ export class SubscriberStatusResponse {
 }
 
 export class NotificationsStatusResponse {
-  @ApiProperty({ ...COUNT, description: 'Notifications waiting to be sent.' })
+  @ApiProperty({ ...COUNT, description: `Notifications waiting to be sent. ${MAY_ESTIMATE}` })
   pending!: number;
 
-  @ApiProperty({ type: 'integer', nullable: true, example: null })
+  @ApiProperty({ type: 'integer', nullable: true, example: null, description: 'Age of the oldest pending notification; null when none.' })
   oldestPendingAgeMs!: number | null;
+
+  @ApiProperty({ ...COUNT, description: 'Subscriptions the circuit breaker paused (deleted ones aside): the `paused` subscribers.' })
+  pausedSubscriptions!: number;
 
   @ApiProperty({ type: [SubscriberStatusResponse] })
   subscribers!: SubscriberStatusResponse[];
@@ -142,4 +156,12 @@ export class SyncStatusResponse {
 
   @ApiProperty({ type: NotificationsStatusResponse })
   notifications!: NotificationsStatusResponse;
+
+  @ApiProperty({
+    type: [String],
+    example: ['events.received', 'mirror.posts', 'mirror.deletedPosts'],
+    description:
+      "The figures of this answer that are PostgreSQL's estimates rather than exact counts, by path. A table or subset too large to count on every call (see each figure) is estimated from the planner's statistics, scaled to the table's current size; every figure not listed is exact.",
+  })
+  estimated!: string[];
 }
