@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { BackfillRunRepository } from '../backfill/backfill-run.repository';
 import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
+import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
+import { SweepRunResponse } from '../sweep/dto/sweep-run.response';
+import { ImportState, SweepService } from '../sweep/sweep.service';
 import { AckSpool } from '../webhooks/ack-spool';
 import { Estimate, MinuteCount, SyncFiguresRepository } from './sync-figures.repository';
 
@@ -26,6 +29,11 @@ export interface SyncStatus {
     /** `origin` only (scheme, host, port): this is public, and a URL's path or query may hold a subscriber's token. */
     subscribers: Array<Pick<Subscription, 'id' | 'active' | 'health'> & { origin: string }>;
   };
+  /** The import of the workspace (the first listing, on the first start), as `GET /admin/sweep/:runId` shows it. */
+  import: { status: ImportState } & ({ runId: string } & Omit<SweepRunResponse, 'id'> | { runId: null });
+  sweep: { lastRun: SweepRunResponse | null };
+  /** The deployment's one Pozy budget. */
+  pozyBudget: BudgetStatus;
   /** The figures above that are PostgreSQL's estimates, by path (e.g. `mirror.posts`); all others are exact. */
   estimated: string[];
 }
@@ -46,6 +54,8 @@ export class SyncStatusService {
     private readonly backfillRuns: BackfillRunRepository,
     private readonly subscriptions: SubscriptionRepository,
     private readonly spool: AckSpool,
+    private readonly sweeps: SweepService,
+    private readonly budget: PozyBudget,
   ) {}
 
   async status(): Promise<SyncStatus> {
@@ -53,10 +63,12 @@ export class SyncStatusService {
   }
 
   async snapshot(): Promise<SyncSnapshot> {
-    const [{ backlog, tables, recent, lastSyncedAt, gaps }, lastRun, subscriptions] = await Promise.all([
+    const [{ backlog, tables, recent, lastSyncedAt, gaps }, lastRun, subscriptions, runs, pozyBudget] = await Promise.all([
       this.figures.status(),
       this.backfillRuns.latest(),
       this.subscriptions.list(),
+      this.sweeps.status(),
+      this.budget.status(),
     ]);
     const spool = this.spool.counts();
     // Reads a figure into the answer, listing it under `estimated` when it is one.
@@ -104,6 +116,11 @@ export class SyncStatusService {
         pausedSubscriptions: backlog.pausedSubscriptions,
         subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, origin: new URL(url).origin, active, health })),
       },
+      import: runs.import.run
+        ? (({ id, ...rest }) => ({ ...rest, runId: id, status: runs.import.status }))(runs.import.run)
+        : { status: runs.import.status, runId: null },
+      sweep: { lastRun: runs.lastSweep },
+      pozyBudget,
       estimated,
     };
     return { status, eventsPerMinute: recent.perMinute };

@@ -139,6 +139,22 @@ export class MetricsService {
     return this.registry.contentType;
   }
 
+  /**
+   * A gauge a capability publishes itself, read when scraped: `collect` sets its values (from the database, say),
+   * so /metrics needs to know nothing of that capability.
+   */
+  publishGauge<L extends string>(name: string, help: string, labelNames: readonly L[], collect: (gauge: Gauge<L>) => Promise<void>): void {
+    new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect() {
+        await collect(this);
+      },
+    });
+  }
+
   private gauge(name: string, help: string, labelNames: string[] = []): Gauge {
     return new Gauge({ name, help, labelNames, registers: [this.registry] });
   }

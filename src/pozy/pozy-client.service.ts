@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { Dispatcher, Pool } from 'undici';
@@ -55,7 +55,7 @@ export const POSTS_PAGE_LIMIT = 500;
  * the deployment's shared budget in its caller's lane, and answers validated before anything uses them.
  */
 @Injectable()
-export class PozyClient implements OnModuleDestroy {
+export class PozyClient implements OnApplicationShutdown {
   private readonly logger = new Logger(PozyClient.name);
   private readonly pool: Pool;
   private readonly basePath: string;
@@ -74,7 +74,8 @@ export class PozyClient implements OnModuleDestroy {
     });
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** Last, once the worker has let its running jobs finish (beforeApplicationShutdown): they may still call Pozy. */
+  async onApplicationShutdown(): Promise<void> {
     await this.pool.close();
   }
 

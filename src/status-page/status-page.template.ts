@@ -78,6 +78,61 @@ function lastRun(run: StatusPageData['status']['backfill']['lastRun']): Html {
     </dl>`;
 }
 
+/** The import of the workspace on the first start: a progress bar while it runs, its outcome after. */
+function importPanel(run: StatusPageData['status']['import'], now: Date): Html {
+  const states: Record<string, string> = {
+    pending: 'Waiting for a worker to start it (INITIAL_IMPORT=auto).',
+    not_needed: 'Not needed: a full sweep has already listed the workspace.',
+    off: 'Off (INITIAL_IMPORT=off): run POST /admin/sweep to list the workspace.',
+  };
+  if (run.runId === null) return html`<p class="muted" id="import-state">${states[run.status] ?? run.status}</p>`;
+  const posts = run.progress.posts;
+  const accounts = run.progress.accounts;
+  const total = posts.total ?? 0;
+  const listing = run.status === 'running' && (run.phase === 'accounts' || run.phase === 'posts');
+  const phases: Record<string, string> = {
+    accounts: 'listing accounts',
+    posts: run.pass > 1 ? `listing posts again (pass ${run.pass}): some were deleted without an event` : 'listing posts',
+    'missing-accounts': 'checking for accounts Pozy no longer lists',
+    'missing-posts': 'checking for posts Pozy no longer lists',
+    done: 'done',
+  };
+  return html`
+    <p class="detail"><span class="badge ${run.status}">${run.status}</span> ${run.status === 'running' ? phases[run.phase] : ''}
+      ${run.status === 'running' ? '' : html`· finished ${time(run.finishedAt)}`}</p>
+    ${
+      listing
+        ? html`<progress id="import-progress" max="${Math.max(1, total)}" value="${Math.min(posts.done, Math.max(1, total))}"
+             aria-label="${`Posts imported: ${count(posts.done)} of ${total ? count(total) : 'an unknown number'}`}">${count(posts.done)}</progress>`
+        : ''
+    }
+    <dl class="facts" id="import-facts">
+      <dt>Posts</dt><dd>${count(posts.done)}${posts.total === null ? '' : ` of ${count(posts.total)}`}</dd>
+      <dt>Accounts</dt><dd>${count(accounts.done)}${accounts.total === null ? '' : ` of ${count(accounts.total)}`}</dd>
+      ${run.progress.postsPerSecond === null ? '' : html`<dt>Rate</dt><dd>${count(Math.round(run.progress.postsPerSecond))} posts/s</dd>`}
+      ${run.progress.etaSeconds === null ? '' : html`<dt>Time left</dt><dd>about ${duration(run.progress.etaSeconds * 1000)}</dd>`}
+      <dt>Started</dt><dd>${time(run.startedAt)} (${ago(run.startedAt, now)})</dd>
+      <dt>Found</dt><dd>posts ${count(run.posts.created)} new, ${count(run.posts.changed)} changed, ${count(run.posts.deleted)} gone; accounts ${count(run.accounts.created)} new</dd>
+      ${run.lastError ? html`<dt>Waiting</dt><dd class="error-text">${run.lastError}</dd>` : ''}
+      ${run.error ? html`<dt>Error</dt><dd class="error-text">${run.error}</dd>` : ''}
+    </dl>`;
+}
+
+/** The deployment's one Pozy budget: how much of the window is spent, and whether another client shares the key. */
+function budgetPanel(budget: StatusPageData['status']['pozyBudget']): Html {
+  const window = duration(budget.windowMs);
+  return html`
+    <dl class="facts" id="pozy-budget">
+      <dt>Used</dt><dd>${count(budget.usedInWindow)} of ${count(budget.effectiveLimit)} requests in the last ${window}</dd>
+      <dt>Limit</dt><dd>${count(budget.limit)} per ${window}, every replica together${
+        budget.effectiveLimit < budget.limit ? ` (now ${count(budget.effectiveLimit)}: leaving Pozy's limit to others)` : ''
+      }</dd>
+      <dt>Other clients</dt><dd>${budget.pozy ? `${count(budget.pozy.othersUsing)} of Pozy's ${count(budget.pozy.limit)} used by others` : 'none seen'}</dd>
+      ${budget.pausedUntil ? html`<dt>Paused</dt><dd class="error-text">until ${time(budget.pausedUntil)} (Pozy answered 429)</dd>` : ''}
+      <dt>Waiting</dt><dd>${budget.waiting.length > 0 ? budget.waiting.join(', ') : 'no lane'}</dd>
+    </dl>`;
+}
+
 function gapReport(gaps: StatusPageData['status']['backfill']['gaps']): Html {
   if (gaps.length === 0) return html`<p class="muted" id="gap-report">No gaps in the last 48 h: every event Pozy logged reached us.</p>`;
   const rows = [...gaps].reverse().map((g) => html`<tr><td>${time(g.hour)}</td><td class="num">${count(g.events)}</td></tr>`);
@@ -195,6 +250,17 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
   </section>
   ${status.estimated.length > 0 ? html`<p class="detail" id="estimates-note">${APPROX}PostgreSQL's estimate: the rows behind it are too many to count on every load.</p>` : ''}
 
+  <div class="columns">
+    <section class="panel" aria-labelledby="import-title">
+      <h2 id="import-title">Import of the workspace</h2>
+      ${importPanel(status.import, now)}
+    </section>
+    <section class="panel" aria-labelledby="budget-title">
+      <h2 id="budget-title">Pozy API budget</h2>
+      ${budgetPanel(status.pozyBudget)}
+    </section>
+  </div>
+
   <section class="panel" aria-labelledby="chart-title">
     <h2 id="chart-title">Events per minute, last hour</h2>
     ${eventsChart(data.eventsPerMinute)}
@@ -247,6 +313,7 @@ a { color: var(--accent); }
 .figure { font-size: 26px; font-weight: 600; margin: 4px 0 0; font-variant-numeric: tabular-nums; }
 .panel { padding: 14px 16px; margin: 0 0 16px; overflow-x: auto; }
 .columns { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 0 16px; }
+progress { width: 100%; height: 14px; margin: 10px 0 6px; accent-color: var(--accent); }
 .chart { width: 100%; height: 120px; display: block; margin-top: 12px; border-bottom: 1px solid var(--line); }
 .chart .bar { fill: var(--accent); }
 .chart .bar.empty { fill: #d3dae4; }

@@ -309,6 +309,16 @@ export class SweepRunRepository {
     return new Set(rows.map((r) => r.id));
   }
 
+  /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */
+  async seenThenDeleted(runId: string, pass: number): Promise<number> {
+    const { rows } = await this.database.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM sweep_seen s JOIN post p ON p.id = s.id
+        WHERE s.run_id = $1 AND s.resource = $2 AND p.deleted_at IS NOT NULL`,
+      [runId, postsSeenIn(pass)],
+    );
+    return rows[0].n;
+  }
+
   async markSeen(client: Queryable, runId: string, resource: SweepResource, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await client.query(

@@ -13,6 +13,6 @@ import { SweepService } from './sweep.service';
   imports: [PozyModule, PostsModule, AccountsModule, NotificationsModule],
   controllers: [SweepController],
   providers: [SweepRunRepository, SweepRunner, SweepService],
-  exports: [SweepRunRepository],
+  exports: [SweepRunRepository, SweepService],
 })
 export class SweepModule {}

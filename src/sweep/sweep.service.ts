@@ -6,7 +6,9 @@ import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey, tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
+import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
 import { StopRequested, SweepRunner } from './sweep-runner';
 
@@ -16,6 +18,18 @@ const SUPERVISE_EVERY_MS = 10_000;
 const IMPORT_RETRY_AFTER_MS = 60_000;
 
 export type StartResult = { started: true; runId: string } | { started: false; runningRunId: string | null };
+
+/**
+ * Where the import stands: `pending` (INITIAL_IMPORT=auto, no worker has started it yet), `running`, `succeeded`,
+ * `failed` (tried again from its checkpoint a minute later), `not_needed` (a full sweep already listed the
+ * workspace), `off` (INITIAL_IMPORT=off and none ran).
+ */
+export type ImportState = 'pending' | 'running' | 'succeeded' | 'failed' | 'not_needed' | 'off';
+
+export interface RunsStatus {
+  import: { status: ImportState; run: SweepRunResponse | null };
+  lastSweep: SweepRunResponse | null;
+}
 
 /**
  * Starts and resumes runs, one at a time across every replica (an advisory lock held for the whole run):
@@ -39,16 +53,40 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly database: DatabaseService,
     private readonly config: AppConfig,
     private readonly scheduler: SchedulerRegistry,
-  ) {}
+    metrics: MetricsService,
+  ) {
+    metrics.publishGauge(
+      'pozy_sync_import_progress_ratio',
+      "How much of the import's listing of posts is done (posts listed of Pozy's total): 1 once it has succeeded, or when none is needed",
+      [],
+      async (gauge) => {
+        const { status, run } = (await this.status()).import;
+        const posts = run?.progress.posts;
+        if (status === 'running') gauge.set(posts?.total ? Math.min(1, posts.done / posts.total) : 0);
+        else gauge.set(status === 'pending' || status === 'failed' ? 0 : 1);
+      },
+    );
+  }
 
-  onApplicationBootstrap(): void {
+  /** The import and the last sweep, for GET /sync/status, the status page and /metrics. */
+  async status(): Promise<RunsStatus> {
+    const [importRun, sweepRun] = await Promise.all([this.runs.latest('import'), this.runs.latest('sweep')]);
+    let state: ImportState;
+    if (importRun) state = importRun.status;
+    else if (await this.runs.completedOnce()) state = 'not_needed';
+    else state = this.config.initialImport ? 'pending' : 'off';
+    return { import: { status: state, run: importRun ? runView(importRun) : null }, lastSweep: sweepRun ? runView(sweepRun) : null };
+  }
+
+  /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
+  async onApplicationBootstrap(): Promise<void> {
     if (!this.config.runsWorker) return;
     if (this.config.sweepCron) {
       const job = CronJob.from({ cronTime: this.config.sweepCron, onTick: () => void this.start('schedule', false), start: true });
       this.scheduler.addCronJob('sweep', job);
     }
-    void this.supervise();
     this.timer = setInterval(() => void this.supervise(), SUPERVISE_EVERY_MS);
+    await this.supervise();
   }
 
   /** Before the Pozy client and the budget close (this module is destroyed before those it imports). */

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { FaultConfig } from '../../src/simulator/faults';
-import { PozySimulator } from '../../src/simulator/simulator';
+import { PozySimulator, SimulatorOptions } from '../../src/simulator/simulator';
 import type { PozyEvent } from '../../src/simulator/world';
 import { queuedJobs, reconcileRequests } from './queue';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './service';
@@ -21,7 +21,16 @@ export interface Harness {
  */
 export async function startHarness(
   databaseUrl: string,
-  options: { env?: Record<string, string | undefined>; faults?: Partial<FaultConfig>; seed?: number; deliver?: boolean } = {},
+  options: {
+    env?: Record<string, string | undefined>;
+    faults?: Partial<FaultConfig>;
+    seed?: number;
+    deliver?: boolean;
+    /** Pozy's own settings (its rate limit, its window), beside the test's defaults. */
+    simulator?: Partial<Pick<SimulatorOptions, 'rateLimitPerMinute' | 'rateLimitWindowMs' | 'otherClientPerMinute'>>;
+    /** Runs once the simulator is up, before the service starts: a workspace that exists before the first start. */
+    before?: (sim: PozySimulator) => void;
+  } = {},
 ): Promise<Harness> {
   const sim = await PozySimulator.start({
     apiKey: 'sk_sim_test',
@@ -31,7 +40,9 @@ export async function startHarness(
     faults: options.faults,
     rateLimitPerMinute: 100_000,
     webhook: { url: 'http://127.0.0.1:9/not-yet', secret: TEST_WEBHOOK_SECRET },
+    ...options.simulator,
   });
+  options.before?.(sim);
   const service = await startService(databaseUrl, {
     POZY_API_URL: sim.url,
     POZY_API_KEY: sim.apiKey,
@@ -78,6 +89,6 @@ export async function backlog(pool: Pool): Promise<number> {
 }
 
 /** Pozy API calls the simulator answered for one route, any status. */
-export function apiCalls(harness: Harness, route: string): number {
+export function apiCalls(harness: Pick<Harness, 'sim'>, route: string): number {
   return Object.values(harness.sim.stats().api.byRoute[route] ?? {}).reduce((sum, n) => sum + n, 0);
 }

@@ -1,5 +1,7 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, OmitType } from '@nestjs/swagger';
 import { SubscriptionHealthResponse } from '../../notifications/dto/subscription.response';
+import { LANES } from '../../pozy/budget/budget-policy';
+import { SweepRunResponse } from '../../sweep/dto/sweep-run.response';
 import { EXACT_COUNT_LIMIT, HOUR_SCAN_LIMIT, SLICE_SCAN_LIMIT } from '../sync-figures.repository';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;
@@ -134,6 +136,57 @@ export class NotificationsStatusResponse {
   subscribers!: SubscriberStatusResponse[];
 }
 
+export class ImportStatusResponse extends OmitType(SweepRunResponse, ['id', 'status'] as const) {
+  @ApiProperty({
+    enum: ['pending', 'running', 'succeeded', 'failed', 'not_needed', 'off'],
+    description:
+      '`pending`: INITIAL_IMPORT=auto and no worker has started it yet; `failed`: tried again from its checkpoint a minute later; `not_needed`: a full sweep already listed the workspace; `off`: INITIAL_IMPORT=off and none ran. The run fields below are absent until it starts.',
+  })
+  status!: string;
+
+  @ApiProperty({ format: 'uuid', nullable: true, description: 'The run, for `GET /admin/sweep/{runId}`; null before it starts.' })
+  runId!: string | null;
+}
+
+export class SweepStatusResponse {
+  @ApiProperty({ type: SweepRunResponse, nullable: true, description: 'The latest full sweep (`POST /admin/sweep`, SWEEP_CRON).' })
+  lastRun!: SweepRunResponse | null;
+}
+
+export class PozyObservedResponse {
+  @ApiProperty({ ...COUNT, description: "Pozy's limit for the API key (X-RateLimit-Limit)." })
+  limit!: number;
+
+  @ApiProperty({ ...COUNT, description: "Requests of the window Pozy counted that were not pozy-sync's: another client of the key." })
+  othersUsing!: number;
+
+  @ApiProperty({ type: String, format: 'date-time' })
+  observedAt!: Date;
+}
+
+export class PozyBudgetStatusResponse {
+  @ApiProperty({ ...COUNT, description: 'POZY_RATE_LIMIT_PER_MINUTE: requests every replica together may make per window.' })
+  limit!: number;
+
+  @ApiProperty({ type: 'integer', example: 60_000 })
+  windowMs!: number;
+
+  @ApiProperty({ ...COUNT, description: "What the deployment may use per window now: the limit, within Pozy's, less what others use and POZY_RATE_LIMIT_RESERVE." })
+  effectiveLimit!: number;
+
+  @ApiProperty({ ...COUNT, description: 'Requests every replica made in the last window (counted a half second beyond it, to be safe).' })
+  usedInWindow!: number;
+
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'Until when a 429 paused every replica.' })
+  pausedUntil!: Date | null;
+
+  @ApiProperty({ type: PozyObservedResponse, nullable: true, description: "What Pozy's X-RateLimit headers said last, within the window." })
+  pozy!: PozyObservedResponse | null;
+
+  @ApiProperty({ enum: LANES, isArray: true, description: 'Lanes waiting for a request now, highest first.' })
+  waiting!: string[];
+}
+
 /** How far behind the mirror is, from the database alone. */
 export class SyncStatusResponse {
   @ApiProperty({ type: QueueStatusResponse })
@@ -156,6 +209,15 @@ export class SyncStatusResponse {
 
   @ApiProperty({ type: NotificationsStatusResponse })
   notifications!: NotificationsStatusResponse;
+
+  @ApiProperty({ type: ImportStatusResponse, description: 'The import of the workspace on the first start, with its progress.' })
+  import!: ImportStatusResponse;
+
+  @ApiProperty({ type: SweepStatusResponse })
+  sweep!: SweepStatusResponse;
+
+  @ApiProperty({ type: PozyBudgetStatusResponse, description: "The deployment's one Pozy budget, shared by every replica." })
+  pozyBudget!: PozyBudgetStatusResponse;
 
   @ApiProperty({
     type: [String],

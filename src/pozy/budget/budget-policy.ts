@@ -73,6 +73,11 @@ export interface Decision {
 }
 
 const SLOTS = 60;
+/**
+ * Grants are counted a little longer than the window: a request granted now reaches Pozy a moment later (the
+ * network, a busy event loop), and must still be inside our count when Pozy counts it.
+ */
+const MIN_MARGIN_MS = 500;
 /** Others' use below this share of Pozy's limit is noise (requests in flight are counted at grant time). */
 const NOISE_SHARE = 0.01;
 /** However much others use, the deployment keeps this share of Pozy's limit, so events still get read. */
@@ -107,18 +112,17 @@ export function readState(value: unknown): BudgetState {
 
 const slotMs = (settings: BudgetSettings) => settings.windowMs / SLOTS;
 
-/**
- * Grants counted against the window ending at `now`: every slot that overlaps it, and one slot more, so that a
- * request granted at a slot's end and reaching Pozy a little later is still counted (conservative, never under).
- */
+/** Grants counted against the window ending at `now`, and its margin: every slot that overlaps them. */
 export function usedInWindow(state: BudgetState, now: number, settings: BudgetSettings): number {
   return countedSlots(state, now, settings).reduce((sum, [, count]) => sum + count, 0);
 }
 
 function countedSlots(state: BudgetState, now: number, settings: BudgetSettings): Array<[number, number]> {
-  const oldest = Math.floor((now - settings.windowMs) / slotMs(settings)) - 1;
+  const oldest = Math.floor((now - settings.windowMs - marginMs(settings)) / slotMs(settings));
   return state.slots.filter(([slot, count]) => count > 0 && slot >= oldest && slot * slotMs(settings) <= now);
 }
+
+const marginMs = (settings: BudgetSettings) => Math.max(slotMs(settings), MIN_MARGIN_MS);
 
 /** What the deployment may use per window now: its own limit, within Pozy's, less what others use and their reserve. */
 export function effectiveLimit(state: BudgetState, now: number, settings: BudgetSettings): number {
@@ -171,9 +175,9 @@ export function decide(previous: BudgetState, request: TakeRequest, now: number,
     waitMs = state.pausedUntil - now;
   } else if (used >= laneLimit) {
     reason = 'window';
-    // The oldest counted slot stops counting once the window (and the one slot of margin) has passed it.
+    // The oldest counted slot stops counting once the window and its margin have passed its end.
     const oldest = Math.min(...countedSlots(state, now, settings).map(([slot]) => slot));
-    waitMs = (oldest + 2) * slotMs(settings) + settings.windowMs - now;
+    waitMs = (oldest + 1) * slotMs(settings) + settings.windowMs + marginMs(settings) - now;
   } else if (state.tokens < 1) {
     reason = 'tokens';
     waitMs = (1 - state.tokens) / perMs;

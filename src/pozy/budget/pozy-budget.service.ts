@@ -1,6 +1,6 @@
-import { Logger, OnModuleDestroy } from '@nestjs/common';
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
-import { BudgetSettings, decide, Decision, Lane, LANES, Observation, pauseUntil, TakeRequest } from './budget-policy';
+import { BudgetSettings, decide, Decision, effectiveLimit, Lane, LANES, Observation, pauseUntil, TakeRequest, usedInWindow } from './budget-policy';
 import { BudgetRepository } from './budget.repository';
 
 interface Waiter {
@@ -23,6 +23,23 @@ const MAX_CONFLICTS = 20;
 /** A waiter sleeping on a long pause still looks again this often (a pause can be lifted, a lane can empty). */
 const MAX_SLEEP_MS = 1_000;
 
+/** The budget as it stands, for the status endpoint, page and metrics. */
+export interface BudgetStatus {
+  /** POZY_RATE_LIMIT_PER_MINUTE, over `windowMs`. */
+  limit: number;
+  windowMs: number;
+  /** What the deployment may use per window now: its own limit, less what others use of Pozy's and their reserve. */
+  effectiveLimit: number;
+  /** Requests every replica together made in the window just ended (counted a little beyond it, to be safe). */
+  usedInWindow: number;
+  /** Until when a 429 paused every replica; null when not paused. */
+  pausedUntil: Date | null;
+  /** What Pozy's headers said last, within the window: its limit for the key, and how much others used of it. */
+  pozy: { limit: number; othersUsing: number; observedAt: Date } | null;
+  /** Lanes known to be waiting for a request now. */
+  waiting: Lane[];
+}
+
 export interface BudgetOptions {
   /** False: one line in arrival order, whatever the lane (the baseline the bench compares the lanes with). */
   lanes: boolean;
@@ -36,7 +53,7 @@ export interface BudgetOptions {
  * takes tokens for them from the shared state in PostgreSQL (budget-policy.ts has the rules), several at a time
  * when many wait and the budget is large.
  */
-export class PozyBudget implements OnModuleDestroy {
+export class PozyBudget implements OnApplicationShutdown {
   private readonly logger = new Logger(PozyBudget.name);
   private readonly queues: Waiter[][] = LANES.map(() => []);
   private readonly maxBatch: number;
@@ -55,7 +72,8 @@ export class PozyBudget implements OnModuleDestroy {
     this.maxBatch = Math.min(20, Math.max(1, Math.floor((settings.perWindow * 100) / settings.windowMs)));
   }
 
-  onModuleDestroy(): void {
+  /** Last, like the client: jobs finishing during the shutdown's grace still take from the budget. */
+  onApplicationShutdown(): void {
     this.closed = true;
     this.wake?.();
     for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(new Error('The service is stopping'));
@@ -89,6 +107,20 @@ export class PozyBudget implements OnModuleDestroy {
     if (limit === undefined || remaining === undefined || limit <= 0) return;
     const reset = numberHeader(headers['x-ratelimit-reset']);
     this.observation = { limit, remaining, resetAtMs: reset === undefined ? undefined : reset * 1000, receivedAt: Date.now() };
+  }
+
+  async status(): Promise<BudgetStatus> {
+    const { state, now } = await this.repository.read();
+    const remote = state.remote && now - state.remote.at < this.settings.windowMs ? state.remote : null;
+    return {
+      limit: this.settings.perWindow,
+      windowMs: this.settings.windowMs,
+      effectiveLimit: effectiveLimit(state, now, this.settings),
+      usedInWindow: usedInWindow(state, now, this.settings),
+      pausedUntil: state.pausedUntil > now ? new Date(state.pausedUntil) : null,
+      pozy: remote && { limit: remote.limit, othersUsing: remote.others, observedAt: new Date(remote.at) },
+      waiting: LANES.filter((_, i) => state.demandUntil[i] > now),
+    };
   }
 
   /** Pozy answered 429: every replica waits `ms` before its next request. */
@@ -146,7 +178,7 @@ export class PozyBudget implements OnModuleDestroy {
         this.sleepingFor = undefined;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(done, ms).unref();
       this.sleepingFor = lane;
       this.wake = done;
     });

@@ -69,6 +69,14 @@ export class SweepRunResponse {
   @ApiProperty({ enum: RUN_PHASES, description: 'Listing accounts, then posts, then checking the mirror for what Pozy no longer lists.' })
   phase!: RunPhase;
 
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    maximum: 3,
+    description: "Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them.",
+  })
+  pass!: number;
+
   @ApiProperty(DATE_TIME)
   startedAt!: Date;
 
@@ -101,6 +109,7 @@ export function runView(run: SweepRun): SweepRunResponse {
     dryRun: run.dryRun,
     status: run.status,
     phase: run.phase,
+    pass: run.pass,
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     progress: {

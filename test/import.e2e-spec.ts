@@ -1,0 +1,231 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'pg';
+import { Rng } from '../src/simulator/faults';
+import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { PozySimulator } from '../src/simulator/simulator';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { apiCalls, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { freePort } from './support/ports';
+import { spawnService } from './support/process';
+import { everything, latestRun } from './support/runs';
+import { TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+
+const POSTS_ROUTE = 'GET /v1/posts';
+
+describe('the first start against a workspace that already exists (INITIAL_IMPORT=auto)', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('import');
+    harness = await startHarness(db.url, {
+      env: { INITIAL_IMPORT: 'auto' },
+      // Slow enough a list page that the workspace changes while the import reads it.
+      faults: { apiLatencyMs: 20 },
+      before: (sim) => sim.world.seedExisting({ posts: 20_000, accounts: 500 }),
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('mirrors every account and post with no admin call, while webhooks for changes made meanwhile are applied', async () => {
+    const { sim, service } = harness;
+    const existing = sim.world.listPosts().map((p) => p._id);
+    const rng = new Rng(11);
+    let changes = 0;
+    let changesDuringImport = 0;
+    // Changes Pozy announces, made while the import pages: their webhooks are reconciled as usual.
+    for (;;) {
+      const run = await latestRun(service.pool);
+      if (run && run.status !== 'running') break;
+      sim.world.randomStep(rng, { silent: false });
+      changes += 1;
+      if (run) changesDuringImport += 1;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const run = await latestRun(service.pool);
+    expect(run).toMatchObject({ kind: 'import', status: 'succeeded', error: null });
+    expect(changesDuringImport).toBeGreaterThan(50);
+    await settled(harness, 60_000);
+
+    // Nothing rolled back: once the webhooks' reads are done, every post that existed before the start, and every one
+    // an event named since, is Pozy's current state. (A draft created without an event after the listing passed is
+    // the next sweep's business.)
+    const known = { postIds: [...existing, ...harness.seen.postIds], profileIds: everything(sim.world).profileIds };
+    expect(await mirrorDifferences(service.pool, sim.world, known)).toEqual([]);
+    expect(run!.posts_created).toBeGreaterThan(19_000);
+    expect(run!.accounts_created).toBeGreaterThanOrEqual(450);
+    // One list page per 490 posts (each page reads ten back), a few read ahead: not a page per post. (A second
+    // listing when a deletion's webhook had not been read yet when the first ended.)
+    expect(apiCalls(harness, POSTS_ROUTE)).toBeLessThan(run!.pass * 50);
+
+    const status = (await (await fetch(`${service.baseUrl}/sync/status`)).json()) as { import: Record<string, unknown> };
+    expect(status.import).toMatchObject({ status: 'succeeded', runId: run!.id });
+    const view = (await (await fetch(`${service.baseUrl}/admin/sweep/${run!.id}`, { headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` } })).json()) as {
+      kind: string;
+      progress: { posts: { done: number } };
+    };
+    expect(view).toMatchObject({ kind: 'import', progress: { posts: { done: run!.posts_done } } });
+    process.stdout.write(
+      `import: 20,000 posts and 500 accounts imported with ${changes} changes made meanwhile (${changesDuringImport} during it); ` +
+        `${apiCalls(harness, POSTS_ROUTE)} list pages in ${run!.pass} listing(s)\n`,
+    );
+  }, 120_000);
+
+  it('does not import again on the next start', async () => {
+    const { rows } = await harness.service.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM sweep_run WHERE kind = 'import'");
+    // A worker's start includes its first look for a run to start or resume.
+    const restarted = await startHarness(db.url, { env: { INITIAL_IMPORT: 'auto' } });
+    try {
+      const again = await harness.service.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM sweep_run WHERE kind = 'import'");
+      expect(again.rows[0].n).toBe(rows[0].n);
+      expect(apiCalls(restarted, POSTS_ROUTE)).toBe(0);
+    } finally {
+      await restarted.close();
+    }
+  });
+});
+
+describe('posts created and deleted between two pages of the import', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('import_drift');
+    harness = await startHarness(db.url, {
+      env: { INITIAL_IMPORT: 'auto' },
+      // No webhook: what the mirror holds in the end is the import's doing alone.
+      deliver: false,
+      faults: { apiLatencyMs: 60 },
+      before: (sim) => sim.world.seedExisting({ posts: 10_000, accounts: 200 }),
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('skips none and resurrects none', async () => {
+    const { sim, service } = harness;
+    const world = sim.world;
+    const rng = new Rng(3);
+    const deleted: string[] = [];
+    const created: string[] = [];
+    const accountIds = world.listAccounts().slice(0, 3).map((a) => a._id);
+    // While the first listing is under way: bursts of deletions among the oldest posts (behind the cursor, more than
+    // the overlap of ten a page, so the list shifts under it), and new posts (after the cursor).
+    for (;;) {
+      const run = await latestRun(service.pool);
+      if (run && (run.pass > 1 || (run.phase !== 'posts' && run.phase !== 'accounts') || run.posts_done > 6_000)) break;
+      if (run?.phase === 'posts' && run.posts_done > 0) {
+        const oldest = world.listPosts().slice(0, 200);
+        for (let i = 0; i < 15; i += 1) {
+          const victim = oldest[rng.int(oldest.length)];
+          if (world.getPost(victim._id)) {
+            world.deletePost(victim._id);
+            deleted.push(victim._id);
+          }
+        }
+        created.push(world.createPost({ content: `new while importing ${created.length}`, accountIds: [accountIds[created.length % 3]] })._id);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    await waitFor('the import to end', async () => {
+      const run = await latestRun(service.pool);
+      return run && run.status !== 'running' ? run : undefined;
+    }, 60_000);
+
+    const run = await latestRun(service.pool);
+    expect(run).toMatchObject({ status: 'succeeded' });
+    expect(deleted.length).toBeGreaterThan(20);
+    expect(created.length).toBeGreaterThan(1);
+    expect(await mirrorDifferences(service.pool, world, everything(world))).toEqual([]);
+    const { rows } = await service.pool.query<{ id: string; deleted: boolean }>(
+      'SELECT id, deleted_at IS NOT NULL AS deleted FROM post WHERE id = ANY($1::text[])',
+      [[...deleted, ...created]],
+    );
+    const rowsById = new Map(rows.map((r) => [r.id, r.deleted]));
+    // Every post created meanwhile is there; every deleted one is absent, or marked deleted.
+    expect(created.filter((id) => rowsById.get(id) !== false)).toEqual([]);
+    expect(deleted.filter((id) => rowsById.get(id) === false)).toEqual([]);
+    process.stdout.write(`import with drift: ${deleted.length} deleted and ${created.length} created while it paged; ${run!.pass} listings, ${run!.pages_read} list pages\n`);
+  }, 120_000);
+});
+
+describe('the service killed (SIGKILL) in the middle of the import', () => {
+  let db: TestDatabase;
+  let sim: PozySimulator;
+  let direct: Pool;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('import_crash');
+    sim = await PozySimulator.start({ apiKey: 'sk_sim_import_crash', seed: 9, rateLimitPerMinute: 100_000, faults: { apiLatencyMs: 150 } });
+    sim.world.seedExisting({ posts: 20_000, accounts: 100 });
+    direct = new Pool({ connectionString: db.url, max: 2 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await direct?.end();
+    await sim?.stop();
+    await db?.drop();
+  });
+
+  it('resumes from its checkpoint after a restart, without reading every page again, and completes', async () => {
+    const port = await freePort();
+    const env = {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: db.url,
+      POZY_API_URL: sim.url,
+      POZY_API_KEY: sim.apiKey,
+      POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+      POZY_RATE_LIMIT_PER_MINUTE: '100000',
+      BACKFILL_CRON: 'off',
+      SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-import-spool-')),
+      LOG_LEVEL: 'warn',
+    };
+    const first = spawnService(env, process.cwd());
+    let killedAt: { postsDone: number; pages: number; runId: string };
+    try {
+      killedAt = await waitFor('the import to be under way', async () => {
+        // Before the service has migrated, there is no run table yet.
+        const run = await latestRun(direct).catch(() => undefined);
+        return run && run.posts_done >= 6_000 ? { postsDone: run.posts_done, pages: apiCalls({ sim }, POSTS_ROUTE), runId: run.id } : undefined;
+      }, 60_000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+    const pagesBefore = apiCalls({ sim }, POSTS_ROUTE);
+    expect((await latestRun(direct))?.status).toBe('running');
+
+    const second = spawnService(env, process.cwd());
+    try {
+      const run = await waitFor('the import to complete after the restart', async () => {
+        const r = await latestRun(direct);
+        return r && r.status !== 'running' ? r : undefined;
+      }, 90_000);
+      expect(run).toMatchObject({ id: killedAt.runId, status: 'succeeded' });
+      const pagesAfter = apiCalls({ sim }, POSTS_ROUTE) - pagesBefore;
+      const fullListing = Math.ceil(20_000 / 490);
+      // It went on from where it was: far fewer pages than a listing from the start.
+      expect(pagesAfter).toBeLessThan(fullListing - Math.floor(killedAt.postsDone / 500) + 6);
+      expect(pagesAfter).toBeLessThan(fullListing);
+      expect(await mirrorDifferences(direct, sim.world, everything(sim.world))).toEqual([]);
+      process.stdout.write(
+        `import killed at ${killedAt.postsDone} posts (${pagesBefore} list pages read); after the restart: ${pagesAfter} more pages (a whole listing is ${fullListing})\n`,
+       );
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      second.child.kill('SIGKILL');
+    }
+  }, 180_000);
+});
