@@ -26,12 +26,20 @@ notified AS (
 )`;
 
 /**
- * The statement's answer once CTEs `written` (the rows the guarded write touched, with an `inserted` column),
- * `changes` and `notified` exist.
+ * A `changes` CTE's guard: with no active subscription there is nobody to tell, and the notification bodies (the
+ * costly part of a write of many rows) are not built at all. Evaluated once per statement.
+ */
+export const ANY_SUBSCRIPTION = `EXISTS (SELECT 1 FROM subscription WHERE active AND deleted_at IS NULL)`;
+
+/**
+ * The statement's answer once CTEs `written` (the rows the guarded write touched, with `inserted`, `changed_by` and
+ * `read_id` columns), `changes` and `notified` exist. What changed is counted from `written`, since `changes` is
+ * empty when nobody subscribes.
  */
 export const FAN_OUT_RESULT = `
 SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FILTER (WHERE inserted) FROM written)::int AS created,
-       (SELECT count(*) FROM changes)::int AS changed, (SELECT count(*) FROM notified)::int AS notified`;
+       (SELECT count(*) FILTER (WHERE changed_by = read_id) FROM written)::int AS changed,
+       (SELECT count(*) FROM notified)::int AS notified`;
 
 export interface FanOutResult {
   /** Rows the guarded write replaced (a stale read replaces none). */

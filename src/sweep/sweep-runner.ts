@@ -62,25 +62,28 @@ class Execution {
   requested = 0;
   /** Set once the run has ended one way or another: what it still has in flight stops at its next step. */
   ended = false;
-  private readonly stopped: Promise<never>;
 
   constructor(
     public run: SweepRun,
     readonly owner: string,
     private readonly stop: AbortSignal,
-  ) {
-    this.stopped = new Promise<never>((_, reject) => stop.addEventListener('abort', () => reject(new StopRequested()), { once: true }));
-    // Only ever raced against other work; never left to reject unobserved.
-    this.stopped.catch(() => undefined);
-  }
+  ) {}
 
   checkStop(): void {
     if (this.ended || this.stop.aborted) throw new StopRequested();
   }
 
-  /** `work`, unless the run is asked to stop first (a request waiting for the budget can wait long). */
+  /**
+   * `work`, unless the run is asked to stop first (a request waiting for the budget can wait long). A listener per
+   * call, removed once the work ends: racing every page against one never-settling promise would keep every page.
+   */
   orStop<T>(work: Promise<T>): Promise<T> {
-    return Promise.race([work, this.stopped]);
+    if (this.stop.aborted) return Promise.reject(new StopRequested());
+    return new Promise<T>((resolve, reject) => {
+      const onStop = () => reject(new StopRequested());
+      this.stop.addEventListener('abort', onStop, { once: true });
+      void work.then(resolve, reject).finally(() => this.stop.removeEventListener('abort', onStop));
+    });
   }
 
   sleep(ms: number): Promise<void> {

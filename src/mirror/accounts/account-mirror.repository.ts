@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService, Queryable } from '../../database/database.service';
 import { NotificationSignal } from '../../notifications/notification-signal';
-import { FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
+import { ANY_SUBSCRIPTION, FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 
 export interface ProfileRead {
@@ -38,7 +38,7 @@ changes AS (
              'removedAt', ${isoSql('w.removed_at')})) AS data
     FROM written w
    -- The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-   WHERE w.changed_by = w.read_id
+   WHERE w.changed_by = w.read_id AND ${ANY_SUBSCRIPTION}
 )`;
 
 // The mirrored state, bookkeeping aside: a difference is a change to notify.
@@ -56,7 +56,7 @@ INSERT INTO account AS a (id, profile_id, platform, username, display_name, is_a
                           last_event_at, synced_at, read_started_at, read_id, removed_at, sequence, changed_by)
 SELECT id, profile_id, platform, username, display_name, is_active, needs_reconnection, last_event_at, now(),
        $2::timestamptz, $3::uuid, NULL, 1, $3::uuid
-  FROM json_to_recordset($1::json) AS t(id text, profile_id text, platform text, username text, display_name text,
+  FROM jsonb_to_recordset($1::jsonb) AS t(id text, profile_id text, platform text, username text, display_name text,
                                         is_active boolean, needs_reconnection boolean, last_event_at timestamptz)
  ORDER BY id
 ON CONFLICT (id) DO UPDATE
@@ -128,7 +128,7 @@ export class AccountMirrorRepository {
   async unchanged(accounts: PozyAccountDto[]): Promise<Set<string>> {
     const { rows } = await this.database.pool.query<{ id: string }>(
       `SELECT a.id FROM account a
-         JOIN json_to_recordset($1::json) AS t(id text, profile_id text, platform text, username text, display_name text,
+         JOIN jsonb_to_recordset($1::jsonb) AS t(id text, profile_id text, platform text, username text, display_name text,
                                               is_active boolean, needs_reconnection boolean) ON t.id = a.id
         WHERE a.removed_at IS NULL
           AND (a.profile_id, a.platform, a.username, a.display_name, a.is_active, a.needs_reconnection)
