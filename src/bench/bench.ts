@@ -6,14 +6,18 @@
  *              truth, against a naive fetch-and-UPSERT-per-event receiver (reconcile.ts)
  *   notify     change notifications to a local subscriber: notifications a second and the latency from the mirror
  *              write to the subscriber's receipt, against a naive outbox relay (notify.ts)
+ *   import     the first start against a workspace of 100,000 posts within Pozy's default budget: time beside the
+ *              bound the budget sets, API calls, peak RSS, and an event's read during it, lanes against one line
+ *              (import.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify), BENCH_DATABASE_URL (a server to create the bench
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
 import { Logger } from '@nestjs/common';
 import { EmbeddedDatabase } from '../database/embedded-postgres';
 import { freePort } from './net';
+import { runImportScenario } from './import';
 import { runReceiveScenario } from './receive';
 import { runNotifyScenario } from './notify';
 import { runReconcileScenario } from './reconcile';
@@ -22,10 +26,11 @@ const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   receive: runReceiveScenario,
   reconcile: runReconcileScenario,
   notify: runNotifyScenario,
+  import: runImportScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);

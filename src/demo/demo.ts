@@ -1,11 +1,13 @@
 /**
  * npm run demo: pozy-sync's main job, end to end on this machine. It starts an embedded PostgreSQL, the Pozy
- * simulator (a seeded world, a realistic stream of changes, mild faults: duplicate, reordered and dropped
- * deliveries, API 5xx, 429 and slow answers) and the built service pointed at both; shows progress; runs a
- * backfill to recover what was dropped; and ends with a summary and whether every mirrored row equals the truth.
+ * simulator (a workspace that already holds a few thousand posts, then a realistic stream of changes, with mild
+ * faults: duplicate, reordered and dropped deliveries, API 5xx, 429 and slow answers) and the built service pointed
+ * at both; shows the import of the existing workspace, then the changes; runs a backfill to recover what was
+ * dropped; and ends with a summary and whether every mirrored row equals the truth.
  *
- *   DEMO_STEPS (default 400 changes), DEMO_SEED (default: random), DEMO_PORT (service, default 3000),
- *   EMBEDDED_DATABASE_PORT (default 54329), DEMO_KEEP_RUNNING=1 (leave both running for you to query)
+ *   DEMO_STEPS (default 400 changes), DEMO_EXISTING_POSTS (default 5000), DEMO_EXISTING_ACCOUNTS (default 40),
+ *   DEMO_SEED (default: random), DEMO_PORT (service, default 3000), EMBEDDED_DATABASE_PORT (default 54329),
+ *   DEMO_KEEP_RUNNING=1 (leave both running for you to query)
  */
 /* eslint-disable no-console -- a command-line program */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -24,6 +26,8 @@ import { PozySimulator } from '../simulator/simulator';
 const SECRET = 'whsec_demo';
 const settings = {
   steps: Number(process.env.DEMO_STEPS ?? 400),
+  existingPosts: Number(process.env.DEMO_EXISTING_POSTS ?? 5_000),
+  existingAccounts: Number(process.env.DEMO_EXISTING_ACCOUNTS ?? 40),
   seed: Number(process.env.DEMO_SEED ?? Math.floor(Math.random() * 2 ** 31)),
   port: Number(process.env.DEMO_PORT ?? 3000),
   databasePort: Number(process.env.EMBEDDED_DATABASE_PORT ?? 54329),
@@ -81,6 +85,45 @@ async function counts(pool: Pool): Promise<{ events: number; posts: number; acco
   return rows[0];
 }
 
+interface ImportProgress {
+  status: string;
+  runId: string | null;
+  phase?: string;
+  startedAt?: string;
+  finishedAt?: string | null;
+  progress?: { posts: { done: number; total: number | null }; accounts: { done: number; total: number | null }; pagesRead: number; postsPerSecond: number | null };
+  error?: string | null;
+}
+
+async function importProgress(baseUrl: string): Promise<ImportProgress> {
+  return ((await (await fetch(`${baseUrl}/sync/status`)).json()) as { import: ImportProgress }).import;
+}
+
+function bar(done: number, total: number | null, width = 24): string {
+  const filled = total ? Math.min(width, Math.round((done / total) * width)) : 0;
+  return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
+}
+
+/** Shows the import as it goes (a line every quarter second) until it has ended; returns it as it ended. */
+async function followImport(baseUrl: string): Promise<ImportProgress> {
+  let last = '';
+  for (;;) {
+    const run = await importProgress(baseUrl);
+    const p = run.progress;
+    if (p) {
+      const line =
+        `  import   ${bar(p.posts.done, p.posts.total)} ${p.posts.done.toLocaleString('en')}` +
+        `${p.posts.total === null ? '' : ` / ${p.posts.total.toLocaleString('en')}`} posts, ` +
+        `${p.accounts.done} / ${p.accounts.total ?? '?'} accounts${p.postsPerSecond ? `, ${Math.round(p.postsPerSecond).toLocaleString('en')} posts/s` : ''}` +
+        `${run.status === 'running' ? ` (${run.phase})` : ''}`;
+      if (line !== last) console.log(line);
+      last = line;
+    }
+    if (run.status !== 'running' && run.status !== 'pending') return run;
+    await sleep(250);
+  }
+}
+
 function stopChild(child: ChildProcess): Promise<unknown> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -104,7 +147,10 @@ async function main(): Promise<void> {
     stops.push(() => stop(started));
     return started;
   };
-  console.log(`pozy-sync demo: seed ${settings.seed}, ${settings.steps} changes in a simulated Pozy workspace\n`);
+  console.log(
+    `pozy-sync demo: seed ${settings.seed}; a simulated Pozy workspace of ${settings.existingPosts.toLocaleString('en')} posts and ` +
+      `${settings.existingAccounts} accounts before the first start, then ${settings.steps} changes\n`,
+  );
   const resources = (async () => {
     const database = await start(
       () => EmbeddedDatabase.start({ dataDir: '.data/postgres', port: settings.databasePort, database: 'postgres' }),
@@ -125,6 +171,8 @@ async function main(): Promise<void> {
         }),
       (simulator) => simulator.stop(),
     );
+    // The team's workspace, as it was before pozy-sync was deployed: nothing of it was ever announced by a webhook.
+    sim.world.seedExisting({ posts: settings.existingPosts, accounts: settings.existingAccounts });
     const port = settings.port || (await freePort());
     const spawnService = async () =>
       spawn(process.execPath, [join(__dirname, '..', 'main.js')], {
@@ -171,6 +219,7 @@ async function main(): Promise<void> {
 
   try {
     const { sim, port, pool, subscriber } = await resources;
+    const existing = sim.world.listPosts().map((post) => post._id);
     const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
     sim.world.onEvent((event) => {
       if (event.post) seen.postIds.add(event.post.id);
@@ -189,24 +238,31 @@ async function main(): Promise<void> {
     });
     if (subscribed.status !== 201) throw new Error(`subscribing answered ${subscribed.status}`);
 
-    sim.world.seedWorld({ profiles: 3, accountsPerProfile: 4, posts: 20 });
+    // The workspace changes from the start, while the service imports it: the webhooks are applied as usual.
     const rng = new Rng(settings.seed);
     const started = Date.now();
-    let lastReport = 0;
-    for (let step = 1; step <= settings.steps; step += 1) {
-      // Only changes Pozy announces: an edit without an event can only be found by a full sweep.
-      sim.world.randomStep(rng, { silent: false });
-      await sleep(10);
-      if (Date.now() - lastReport >= 1_000 || step === settings.steps) {
-        lastReport = Date.now();
-        const c = await counts(pool);
-        const w = sim.stats().webhooks;
-        console.log(
-          `  ${String(step).padStart(5)}/${settings.steps} changes  ${String(w.eventsEmitted).padStart(5)} events  ` +
-            `${String(w.attempts).padStart(5)} deliveries  ${String(c.events).padStart(5)} stored  ` +
-            `${String(c.posts).padStart(4)} posts  ${String(c.accounts).padStart(3)} accounts  backlog ${c.backlog}`,
-        );
+    let step = 0;
+    const changes = (async () => {
+      for (step = 1; step <= settings.steps; step += 1) {
+        // Only changes Pozy announces: an edit without an event can only be found by a full sweep.
+        sim.world.randomStep(rng, { silent: false });
+        await sleep(10);
       }
+    })();
+    const imported = await followImport(baseUrl);
+    if (imported.status !== 'succeeded') throw new Error(`the import ${imported.status}: ${imported.error ?? ''}`);
+    const importSeconds = (Date.parse(imported.finishedAt ?? '') - Date.parse(imported.startedAt ?? '')) / 1000;
+    let lastReport = 0;
+    for (let done = false; !done; ) {
+      done = await Promise.race([changes.then(() => true), sleep(1_000 - Math.min(1_000, Date.now() - lastReport)).then(() => false)]);
+      lastReport = Date.now();
+      const c = await counts(pool);
+      const w = sim.stats().webhooks;
+      console.log(
+        `  ${String(Math.min(step, settings.steps)).padStart(5)}/${settings.steps} changes  ${String(w.eventsEmitted).padStart(5)} events  ` +
+          `${String(w.attempts).padStart(5)} deliveries  ${String(c.events).padStart(5)} stored  ` +
+          `${String(c.posts).padStart(5)} posts  ${String(c.accounts).padStart(3)} accounts  backlog ${c.backlog}`,
+      );
     }
     await sim.idle();
     console.log('  backfill: reading Pozy\'s delivery logs for what never arrived...');
@@ -215,11 +271,12 @@ async function main(): Promise<void> {
     while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
     const caughtUpMs = Date.now() - started;
     while ((await pool.query("SELECT 1 FROM notification WHERE state = 'pending' LIMIT 1")).rowCount && Date.now() < deadline) await sleep(50);
-    // The subscriber's newest version of every resource must be the mirror's current one.
+    // The subscriber's newest version of every resource it was told about must be the mirror's current one. (It
+    // subscribed once the service was up: what the import wrote before that, it was never told of.)
     const { rows: versions } = await pool.query<{ key: string; sequence: number }>(
       "SELECT 'post:' || id AS key, sequence FROM post UNION ALL SELECT 'account:' || id, sequence FROM account",
     );
-    const behind = versions.filter((v) => (subscriber.latest.get(v.key) ?? 0) !== v.sequence).length;
+    const behind = versions.filter((v) => subscriber.latest.has(v.key) && subscriber.latest.get(v.key) !== v.sequence).length;
 
     const c = await counts(pool);
     const webhooks = sim.stats().webhooks;
@@ -229,21 +286,29 @@ async function main(): Promise<void> {
       .flatMap((byStatus) => Object.entries(byStatus))
       .filter(([status]) => status !== '200' && status !== '404')
       .reduce((sum, [, n]) => sum + n, 0);
-    const differences = await mirrorDifferences(pool, sim.world, seen);
+    // Every post that existed before the start, every one an event named since, every profile's accounts.
+    const differences = await mirrorDifferences(pool, sim.world, {
+      postIds: [...existing, ...seen.postIds],
+      profileIds: sim.world.listProfiles().map((profile) => profile._id),
+    });
     const truth = sim.world.snapshot();
 
     console.log('\nSummary');
+    console.log(
+      `  existing workspace           ${existing.length.toLocaleString('en')} posts and ${settings.existingAccounts} accounts imported in ` +
+        `${importSeconds.toFixed(1)} s (${imported.progress?.pagesRead ?? 0} list pages), no admin call`,
+    );
     console.log(`  events Pozy sent             ${webhooks.eventsEmitted}`);
     console.log(`  deliveries (with retries)    ${webhooks.attempts}, of which duplicates ${webhooks.duplicates}`);
     console.log(`  dropped (Pozy gave up)       ${webhooks.drops}, recovered by the backfill: ${recovered}`);
     console.log(`  events stored once each      ${c.events} (${webhooks.successes + recovered - c.events} duplicate deliveries absorbed)`);
-    console.log(`  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads ` +
-      `(${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
+    console.log(`  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads, ` +
+      `${calls('GET /v1/posts')} post-list pages (${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
     console.log(`  mirrored                     ${c.posts} posts (${truth.deletedPostIds.length} deleted in Pozy), ${c.accounts} accounts`);
-    console.log(`  caught up                    ${(caughtUpMs / 1000).toFixed(1)} s after the first change`);
+    console.log(`  caught up                    ${(caughtUpMs / 1000).toFixed(1)} s after the first change (the import meanwhile)`);
     console.log(
       `  change notifications         ${subscriber.received} received by a subscriber (${subscriber.repeated} repeated ids), ` +
-        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? 'its newest version of every post and account is the mirror\'s' : `${behind} resources behind the mirror`}`,
+        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? 'its newest version of every post and account it was told about is the mirror\'s' : `${behind} resources behind the mirror`}`,
     );
     if (behind > 0 || subscriber.badSignatures > 0) failed = true;
     if (differences.length === 0) {
