@@ -178,3 +178,45 @@ describe('the realtime lane during an import under a tight budget', () => {
     expect(await mirrorDifferences(service.pool, world, everything(world))).toEqual([]);
   }, 120_000);
 });
+
+describe('an import against a Pozy that allows less than the budget says, and answers some 429s and 5xx besides', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('budget_429');
+    harness = await startHarness(db.url, {
+      // Configured for five times what Pozy allows this key: its headers and 429s must set the pace.
+      env: { INITIAL_IMPORT: 'auto', POZY_RATE_LIMIT_PER_MINUTE: '100', POZY_RATE_LIMIT_WINDOW_MS: String(WINDOW_MS) },
+      simulator: { rateLimitPerMinute: 20, rateLimitWindowMs: WINDOW_MS },
+      deliver: false,
+      faults: { api429Rate: 0.15, api5xxRate: 0.1 },
+      before: (sim) => sim.world.seedExisting({ posts: 8_000, accounts: 50 }),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await harness?.close();
+    await db?.drop();
+  });
+
+  it('waits them out, keeps its checkpoint, and succeeds with every page read', async () => {
+    const { sim, service } = harness;
+    const run = await waitFor('the import to end', async () => {
+      const r = await latestRun(service.pool);
+      return r && r.status !== 'running' ? r : undefined;
+    }, 90_000);
+    const metrics = await (await fetch(`${service.baseUrl}/metrics`)).text();
+    const pauses = Number(/^pozy_sync_pozy_rate_limit_pauses_total (\d+)/m.exec(metrics)?.[1] ?? 0);
+    const api = sim.stats().api;
+    process.stdout.write(
+      `budget under 429s: import ${run.status} with ${run.pages_read} list pages; ${pauses} pauses for 429s (${api.rateLimited} for Pozy's limit); ` +
+        `at most ${sim.mostAcceptedInWindow(WINDOW_MS)} requests accepted in any window of Pozy's 20\n`,
+    );
+    expect(run).toMatchObject({ status: 'succeeded', error: null });
+    expect(pauses).toBeGreaterThan(0);
+    expect(await mirrorDifferences(service.pool, sim.world, everything(sim.world))).toEqual([]);
+    // Pozy's headers took the pace down to its limit: 429s for a full window stayed few.
+    expect(api.rateLimited).toBeLessThanOrEqual(3);
+  }, 120_000);
+});

@@ -39,6 +39,7 @@ describe('the first start against a workspace that already exists (INITIAL_IMPOR
     const rng = new Rng(11);
     let changes = 0;
     let changesDuringImport = 0;
+    let pageDuringImport = '';
     // Changes Pozy announces, made while the import pages: their webhooks are reconciled as usual.
     for (;;) {
       const run = await latestRun(service.pool);
@@ -46,11 +47,14 @@ describe('the first start against a workspace that already exists (INITIAL_IMPOR
       sim.world.randomStep(rng, { silent: false });
       changes += 1;
       if (run) changesDuringImport += 1;
+      if (run?.phase === 'posts' && !pageDuringImport) pageDuringImport = await (await fetch(`${service.baseUrl}/`)).text();
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const run = await latestRun(service.pool);
     expect(run).toMatchObject({ kind: 'import', status: 'succeeded', error: null });
     expect(changesDuringImport).toBeGreaterThan(50);
+    // The status page showed the import's progress while it ran.
+    expect(pageDuringImport).toMatch(/<progress id="import-progress" max="\d+" value="\d+"/);
     await settled(harness, 60_000);
 
     // Nothing rolled back: once the webhooks' reads are done, every post that existed before the start, and every one

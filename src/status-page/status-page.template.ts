@@ -120,7 +120,7 @@ function importPanel(run: StatusPageData['status']['import'], now: Date): Html {
 
 /** The deployment's one Pozy budget: how much of the window is spent, and whether another client shares the key. */
 function budgetPanel(budget: StatusPageData['status']['pozyBudget']): Html {
-  const window = duration(budget.windowMs);
+  const window = budget.windowMs === 60_000 ? 'minute' : duration(budget.windowMs);
   return html`
     <dl class="facts" id="pozy-budget">
       <dt>Used</dt><dd>${count(budget.usedInWindow)} of ${count(budget.effectiveLimit)} requests in the last ${window}</dd>

@@ -125,14 +125,16 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       }
       const held = await tryAdvisoryLock(this.database.pool, LockKey.Sweep);
       if (held) {
-        const orphan = await this.runs.running().catch(async (error: unknown) => {
+        try {
+          const orphan = await this.runs.running();
+          if (!orphan) return { held };
+          this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
+          this.launch(await this.runs.claim(orphan.id, this.owner), held);
+          return { held: null, runningRunId: orphan.id };
+        } catch (error) {
           await held.release();
           throw error;
-        });
-        if (!orphan) return { held };
-        this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
-        this.launch(await this.runs.claim(orphan.id, this.owner), held);
-        return { held: null, runningRunId: orphan.id };
+        }
       }
       const running = await this.runs.running();
       if (running || attempt >= 40) return { held: null, runningRunId: running?.id ?? null };

@@ -18,13 +18,20 @@ export class BudgetRepository {
   constructor(private readonly database: DatabaseService) {}
 
   async read(): Promise<StoredBudget> {
+    const stored = await this.select();
+    if (stored) return stored;
+    // The migration creates the row; a database restored without it gets a fresh one.
+    await this.database.pool.query(`INSERT INTO pozy_budget (id, state, version) VALUES (1, '{}', 0) ON CONFLICT (id) DO NOTHING`);
+    const created = await this.select();
+    if (!created) throw new Error('The pozy_budget row could not be created');
+    return created;
+  }
+
+  private async select(): Promise<StoredBudget | undefined> {
     const { rows } = await this.database.pool.query<{ state: unknown; version: number; now: number }>(
       `SELECT state, version, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now FROM pozy_budget WHERE id = 1`,
     );
-    if (rows[0]) return { state: readState(rows[0].state), version: rows[0].version, now: rows[0].now };
-    // The migration creates the row; a database restored without it gets a fresh one.
-    await this.database.pool.query(`INSERT INTO pozy_budget (id, state, version) VALUES (1, '{}', 0) ON CONFLICT (id) DO NOTHING`);
-    return this.read();
+    return rows[0] && { state: readState(rows[0].state), version: rows[0].version, now: rows[0].now };
   }
 
   /** Stores `state` unless another take stored one since `version` was read; false then (read again). */
