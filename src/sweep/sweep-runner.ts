@@ -186,6 +186,7 @@ export class SweepRunner {
     const fetch = (offset: number) => {
       if (!ahead.has(offset)) {
         x.requested += 1;
+        this.metrics.sweepPages.inc({ kind: x.run.kind });
         ahead.set(offset, settle(this.patient(x, `listing posts from ${offset}`, () => this.pozy.listPostsPage(offset, POSTS_PAGE_LIMIT, 'bulk'))));
       }
       return ahead.get(offset)!;
@@ -197,7 +198,6 @@ export class SweepRunner {
       for (let j = 0; j < PREFETCH; j += 1) void fetch(readAt + j * (POSTS_PAGE_LIMIT - OVERLAP));
       const page = unwrap(await fetch(readAt));
       ahead.delete(readAt);
-      this.metrics.sweepPages.inc({ kind: x.run.kind });
       const tag = postsSeenIn(x.run.pass);
       const seen = await this.runs.seen(x.run.id, tag, page.posts.map((p) => p._id));
       if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {

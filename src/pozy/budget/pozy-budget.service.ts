@@ -18,6 +18,14 @@ interface LocalObservation {
   receivedAt: number;
 }
 
+/**
+ * Past this many tokens a take (budgets far above Pozy's plans: a few thousand a minute and more), a replica takes
+ * tokens ahead of its callers and hands them out for a moment, so that a burst of reads does not queue on the
+ * database. At Pozy's own budgets it takes exactly what waits, and the lanes hold strictly across replicas.
+ */
+const LEASE_AHEAD_FROM_BATCH = 3;
+/** How long tokens taken ahead stay usable; those left unused are spent budget. */
+const LEASE_MS = 250;
 /** A take that lost the race to another replica's is read and decided again, this many times at most. */
 const MAX_CONFLICTS = 20;
 /** A waiter sleeping on a long pause still looks again this often (a pause can be lifted, a lane can empty). */
@@ -62,6 +70,9 @@ export class PozyBudget implements OnApplicationShutdown {
   private wake: (() => void) | undefined;
   private sleepingFor: number | undefined;
   private observation: LocalObservation | undefined;
+  /** Tokens taken ahead, and until when they may be used. */
+  private spare = 0;
+  private spareUntil = 0;
 
   constructor(
     private readonly repository: BudgetRepository,
@@ -82,6 +93,11 @@ export class PozyBudget implements OnApplicationShutdown {
   /** Resolves when the caller may send one request to Pozy. */
   take(lane: Lane): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The service is stopping'));
+    if (this.spare > 0 && Date.now() < this.spareUntil) {
+      this.spare -= 1;
+      this.options.waited?.(lane, 0);
+      return Promise.resolve();
+    }
     const index = this.options.lanes ? LANES.indexOf(lane) : 0;
     return new Promise<void>((resolve, reject) => {
       const started = Date.now();
@@ -149,15 +165,24 @@ export class PozyBudget implements OnApplicationShutdown {
     try {
       for (let head = this.head(); head && !this.closed; head = this.head()) {
         let decision: Decision;
+        const want = this.maxBatch >= LEASE_AHEAD_FROM_BATCH ? this.maxBatch : Math.min(this.waiting(), this.maxBatch);
         try {
-          decision = await this.takeShared({ lane: LANES[head.lane], want: Math.min(this.waiting(), this.maxBatch), waitedMs: Date.now() - head.since });
+          decision = await this.takeShared({ lane: LANES[head.lane], want, waitedMs: Date.now() - head.since });
         } catch (error) {
           // Without the database there is no budget: these callers fail (their jobs retry), later ones try again.
           for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(error as Error);
           this.logger.warn(`Taking from the Pozy budget failed: ${(error as Error).message}`);
           break;
         }
-        for (let n = 0; n < decision.granted; n += 1) this.next()?.resolve();
+        let left = decision.granted;
+        for (let waiter = left > 0 ? this.next() : undefined; waiter; waiter = left > 0 ? this.next() : undefined) {
+          waiter.resolve();
+          left -= 1;
+        }
+        if (left > 0) {
+          this.spare = left;
+          this.spareUntil = Date.now() + LEASE_MS;
+        }
         if (decision.granted === 0) await this.sleep(head.lane, Math.min(decision.waitMs, MAX_SLEEP_MS));
       }
     } finally {
