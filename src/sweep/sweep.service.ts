@@ -72,8 +72,10 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   async status(): Promise<RunsStatus> {
     const [importRun, sweepRun] = await Promise.all([this.runs.latest('import'), this.runs.latest('sweep')]);
     let state: ImportState;
-    if (importRun) state = importRun.status;
+    if (importRun && importRun.status !== 'failed') state = importRun.status;
+    // A failed import is not tried again once a full sweep has listed the workspace instead.
     else if (await this.runs.completedOnce()) state = 'not_needed';
+    else if (importRun) state = importRun.status;
     else state = this.config.initialImport ? 'pending' : 'off';
     return { import: { status: state, run: importRun ? runView(importRun) : null }, lastSweep: sweepRun ? runView(sweepRun) : null };
   }
