@@ -27,6 +27,8 @@ const ACCOUNT_BATCH = 500;
  * (some were deleted after it saw them, without an event) or more (it missed some).
  */
 const MAX_PASSES = 3;
+/** How long announced deletions get to reach the mirror before a listing that ended short is made again. */
+const SETTLE_BEFORE_ANOTHER_PASS_MS = 3_000;
 /** A progress line every this many pages. */
 const LOG_EVERY_PAGES = 10;
 const MAX_PATIENCE_MS = 60_000;
@@ -212,7 +214,7 @@ export class SweepRunner {
       const seenInPass = x.run.postsDone + fresh.length;
       // Pozy's count at the end says whether this pass saw exactly the posts there are, once the deletions webhooks
       // already brought in are taken off what it saw. What is left unexplained only another listing can find.
-      const unexplained = end && page.total !== undefined ? seenInPass - (await this.runs.seenThenDeleted(x.run.id, x.run.pass)) - page.total : 0;
+      const unexplained = end && page.total !== undefined ? await this.unexplained(x, seenInPass, page.total) : 0;
       const again = unexplained !== 0 && x.run.pass < MAX_PASSES;
       const counts = await this.writePosts(x, fresh, page.sentAt, {
         phase: end && !again ? 'missing-accounts' : undefined,
@@ -246,6 +248,19 @@ export class SweepRunner {
       x.run = { ...x.run, phase: 'missing-accounts', missingCursor: null };
       return;
     }
+  }
+
+  /**
+   * How many posts the pass saw that Pozy no longer counts, and no webhook said were deleted. A deletion announced
+   * just before the end may still be on its way through the reconcile jobs: it is given a moment before a whole
+   * listing is spent on it.
+   */
+  private async unexplained(x: Execution, seenInPass: number, total: number): Promise<number> {
+    const count = async () => seenInPass - (await this.runs.seenThenDeleted(x.run.id, x.run.pass)) - total;
+    const first = await count();
+    if (first <= 0) return first;
+    await x.sleep(SETTLE_BEFORE_ANOTHER_PASS_MS);
+    return count();
   }
 
   private async writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
