@@ -94,7 +94,7 @@ describe('POST /admin/sweep: the full sweep', () => {
     expect(await mirrorDifferences(harness.service.pool, world, everything())).toEqual([]);
   });
 
-  it('refuses without the admin token, with a wrong one, and a bad dryRun or run id', async () => {
+  it('refuses without the admin token, with a wrong one, a bad dryRun or run id, and any body', async () => {
     const runCount = async () => (await harness.service.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sweep_run')).rows[0].n;
     const before = await rowCount();
     const runsBefore = await runCount();
@@ -111,6 +111,15 @@ describe('POST /admin/sweep: the full sweep', () => {
     expect(unknown).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
     expect(badId.status).toBe(400);
     expect(missing.status).toBe(404);
+    // Options go in the query: a body, even a well-meant one, starts nothing.
+    const withBody = (body: string, type = 'application/json') =>
+      fetch(`${harness.service.baseUrl}/admin/sweep`, { method: 'POST', headers: { ...admin, 'content-type': type }, body });
+    const meant = await withBody('{"dryRun": true}');
+    expect(meant.status).toBe(400);
+    expect(await meant.json()).toMatchObject({ error: 'invalid_request', message: expect.stringContaining('?dryRun=true') });
+    expect((await withBody('{"dryRun": ')).status).toBe(400);
+    expect((await withBody(JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 1) }))).status).toBe(413);
+    expect((await withBody('dryRun=true', 'text/plain')).status).toBe(415);
     expect(await rowCount()).toEqual(before);
     expect(await runCount()).toBe(runsBefore);
   });

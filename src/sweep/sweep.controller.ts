@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { ApiError } from '../common/api-error';
@@ -25,9 +25,11 @@ export class SweepController {
   @HttpCode(202)
   @ApiOperation({ summary: 'Start the full sweep: list every account and post from Pozy and reconcile the mirror with them.' })
   @ApiAcceptedResponse({ type: SweepStartedResponse, description: 'Started; follow it with `GET /admin/sweep/{runId}`.' })
-  @ApiInvalidRequestResponse('`dryRun` is not a boolean, or an unknown query parameter')
+  @ApiInvalidRequestResponse('`dryRun` is not a boolean, or an unknown query parameter, or a body (`dryRun` goes in the query)')
   @ApiErrorResponse(409, '`sweep_running`: a sweep or the import is running on some replica; `details.runId` names it.')
-  async start(@Query() query: SweepQuery): Promise<SweepStartedResponse> {
+  async start(@Query() query: SweepQuery, @Body() body: unknown): Promise<SweepStartedResponse> {
+    // A `{"dryRun": true}` body would otherwise start a sweep that writes.
+    if (body !== undefined) throw new ApiError(400, 'invalid_request', 'POST /admin/sweep takes no body: pass dryRun in the query (?dryRun=true)');
     const result = await this.sweeps.start('admin', query.dryRun === true);
     if (!result.started) {
       throw new ApiError(409, 'sweep_running', 'A sweep or the import is already running', { runId: result.runningRunId });
