@@ -82,19 +82,42 @@ SELECT ${upTo('pendingReads')} AS "pendingReads",
 
 type BacklogRow = Record<Subset, number> & Pick<BacklogFigures, 'oldestPendingReadMs' | 'oldestPendingNotificationMs' | 'pausedSubscriptions'>;
 
-// Per table, what each figure counts (null: every row). A table the planner expects to hold fewer than
-// EXACT_COUNT_LIMIT rows is counted in one pass; a larger one gets the planner's estimate of each figure.
-const TABLE_FIGURES = {
-  post: { posts: 'deleted_at IS NULL', deletedPosts: 'deleted_at IS NOT NULL' },
-  account: { accounts: 'removed_at IS NULL', removedAccounts: 'removed_at IS NOT NULL' },
-  pozy_event: { storedEvents: null },
-  // graphile-worker deletes the jobs that succeed: normally few, but a stalled worker lets them pile up.
-  'graphile_worker._private_jobs': { jobs: null, failingJobs: 'last_error IS NOT NULL' },
-} as const satisfies Record<string, Record<string, string | null>>;
+/**
+ * Per table: the figure of all its rows, or of the rows outside a subset (`rest`), and the subset's figure. A
+ * subset whose partial index exists (`indexed`) is counted through it up to EXACT_COUNT_LIMIT however large the
+ * table: deleted posts and removed accounts are few, and PostgreSQL's guess for them is worthless before ANALYZE.
+ */
+export interface TableFigures {
+  posts: Figure;
+  deletedPosts: Figure;
+  accounts: Figure;
+  removedAccounts: Figure;
+  storedEvents: Figure;
+  jobs: Figure;
+  failingJobs: Figure;
+}
 
-type Tables = typeof TABLE_FIGURES;
-type TableFigureName = { [T in keyof Tables]: keyof Tables[T] }[keyof Tables];
-export type TableFigures = Record<TableFigureName, Figure>;
+interface TableShape {
+  table: string;
+  all?: keyof TableFigures;
+  rest?: keyof TableFigures;
+  subset?: { name: keyof TableFigures; where: string; indexed: boolean };
+}
+
+const TABLE_SHAPES: readonly TableShape[] = [
+  { table: 'post', rest: 'posts', subset: { name: 'deletedPosts', where: 'deleted_at IS NOT NULL', indexed: true } },
+  { table: 'account', rest: 'accounts', subset: { name: 'removedAccounts', where: 'removed_at IS NOT NULL', indexed: true } },
+  { table: 'pozy_event', all: 'storedEvents' },
+  // graphile-worker deletes the jobs that succeed: normally few, but a stalled worker lets them pile up.
+  { table: 'graphile_worker._private_jobs', all: 'jobs', subset: { name: 'failingJobs', where: 'last_error IS NOT NULL', indexed: false } },
+];
+
+// How many rows each table holds by PostgreSQL's bookkeeping: its analyzed density scaled to its size now, or,
+// for a table never analyzed (reltuples -1: a first import a moment ago), the live rows its statistics counted.
+const TABLE_SIZES = `
+SELECT c.oid::regclass::text AS "table", c.reltuples::float8 AS reltuples, coalesce(s.n_live_tup, 0)::float8 AS "liveRows"
+  FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
+ WHERE c.oid = ANY ($1::regclass[])`;
 
 export interface MinuteCount {
   minute: Date;
@@ -236,28 +259,37 @@ export class SyncFiguresRepository {
 
   /** Rows of the mirror, of stored events and of graphile-worker's jobs. */
   private async tablesOf(db: PoolClient): Promise<TableFigures> {
-    const tables = Object.entries(TABLE_FIGURES) as Array<[string, Record<string, string | null>]>;
-    const from = (table: string, where: string | null) => `SELECT 1 FROM ${table}${where === null ? '' : ` WHERE ${where}`}`;
-    const estimates = await plannerRows(
-      db,
-      tables.flatMap(([table, figures]) => [from(table, null), ...Object.values(figures).map((where) => from(table, where))]),
-    );
-    const figures: Record<string, Figure> = {};
-    const small: Array<[string, Record<string, string | null>]> = [];
-    for (const [table, tableFigures] of tables) {
-      const [rows, ...each] = estimates.splice(0, 1 + Object.keys(tableFigures).length);
-      if (rows < EXACT_COUNT_LIMIT) small.push([table, tableFigures]);
-      else Object.keys(tableFigures).forEach((name, i) => (figures[name] = { value: each[i], estimated: true }));
+    const shapes = TABLE_SHAPES;
+    const all = (shape: TableShape) => `SELECT 1 FROM ${shape.table}`;
+    const part = (shape: TableShape) => `SELECT 1 FROM ${shape.table} WHERE ${shape.subset!.where}`;
+    const [planned, sizes] = await Promise.all([
+      plannerRows(db, shapes.flatMap((shape) => [all(shape), ...(shape.subset ? [part(shape)] : [])])),
+      db.query<{ table: string; reltuples: number; liveRows: number }>(TABLE_SIZES, [shapes.map((shape) => shape.table)]),
+    ]);
+    const figures = {} as TableFigures;
+    for (const shape of shapes) {
+      const plannedRows = planned.shift()!;
+      const plannedSubset = shape.subset ? planned.shift()! : 0;
+      const size = sizes.rows.find((row) => row.table === shape.table || row.table.endsWith(`.${shape.table}`));
+      const rows = size && size.reltuples < 0 && size.liveRows > 0 ? Math.round(size.liveRows) : plannedRows;
+      if (rows < EXACT_COUNT_LIMIT) {
+        const counted = await exactCounts(db, shape);
+        for (const [name, value] of Object.entries(counted)) figures[name as keyof TableFigures] = exact(value);
+        continue;
+      }
+      let subset: Figure = { value: 0, estimated: false };
+      if (shape.subset) {
+        const capped = shape.subset.indexed
+          ? (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${part(shape)} LIMIT $1) s`, [EXACT_COUNT_LIMIT + 1])).rows[0].n
+          : EXACT_COUNT_LIMIT + 1;
+        // Past the cap, PostgreSQL's estimate of the subset, scaled like the table's, and never below the cap.
+        subset = capped <= EXACT_COUNT_LIMIT ? exact(capped) : { value: Math.max(capped, Math.round((plannedSubset * rows) / Math.max(1, plannedRows))), estimated: true };
+        figures[shape.subset.name] = subset;
+      }
+      if (shape.all) figures[shape.all] = { value: rows, estimated: true };
+      if (shape.rest) figures[shape.rest] = { value: Math.max(0, rows - subset.value), estimated: true };
     }
-    if (small.length > 0) {
-      const columns = small.map(([table, tableFigures], i) => {
-        const counts = Object.entries(tableFigures).map(([name, where]) => `'${name}', count(*)${where === null ? '' : ` FILTER (WHERE ${where})`}`);
-        return `(SELECT json_build_object(${counts.join(', ')}) FROM ${table}) AS t${i}`;
-      });
-      const { rows } = await db.query<Record<string, Record<string, number>>>(`SELECT ${columns.join(', ')}`);
-      small.forEach((_, i) => Object.entries(rows[0][`t${i}`]).forEach(([name, count]) => (figures[name] = exact(count))));
-    }
-    return figures as TableFigures;
+    return figures;
   }
 
   private async recentOf(db: PoolClient): Promise<RecentEvents> {
@@ -368,4 +400,16 @@ function bySlice(hour: Bucket[], sampled: SliceMinute[]): { buckets: Bucket[]; e
     }
   }
   return { buckets: hour.map((b) => ({ ...b, count: counts.get(b.minute.getTime()) ?? 0 })), estimated };
+}
+
+/** A small table's figures, counted in one pass. */
+async function exactCounts(db: PoolClient, shape: TableShape): Promise<Record<string, number>> {
+  const subset = shape.subset ? `, count(*) FILTER (WHERE ${shape.subset.where})::int AS subset` : '';
+  const { rows } = await db.query<{ rows: number; subset?: number }>(`SELECT count(*)::int AS rows${subset} FROM ${shape.table}`);
+  const { rows: total, subset: part = 0 } = rows[0];
+  return {
+    ...(shape.all ? { [shape.all]: total } : {}),
+    ...(shape.rest ? { [shape.rest]: total - part } : {}),
+    ...(shape.subset ? { [shape.subset.name]: part } : {}),
+  };
 }
