@@ -99,8 +99,9 @@ describe('job queue (graphile-worker inside the service)', () => {
       expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual([`post:${postId}`]);
       expect(await queuedJobs(api.pool)).toEqual([]);
 
+      // On the class, before the replica starts: its first look at the queue may run the job before it is up.
+      const handle = jest.spyOn(ReconcileTask.prototype, 'handle');
       const worker = await startService(db.url, { ...pozy, ROLE: 'worker' });
-      const handle = jest.spyOn(worker.app.get(ReconcileTask), 'handle');
       try {
         await waitFor('the worker replica to run the job', async () => (handle.mock.calls.length > 0 ? true : undefined));
         // Started is not finished: the job's counters are written when it ends.
@@ -114,6 +115,7 @@ describe('job queue (graphile-worker inside the service)', () => {
         expect(webhook.status).toBe(404);
         expect((await fetch(`${worker.baseUrl}/posts`)).status).toBe(404);
       } finally {
+        handle.mockRestore();
         await worker.close();
       }
     } finally {
