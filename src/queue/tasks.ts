@@ -26,5 +26,5 @@ export type TaskName = keyof typeof TASKS;
 export type TaskPayload<N extends TaskName> = InstanceType<(typeof TASKS)[N]>;
 export const TASK_NAMES = Object.keys(TASKS) as TaskName[];
 
-/** The job key that keeps one pending job per resource (DESIGN.md §1.3). */
+/** The job key that keeps one pending job per resource. */
 export const resourceJobKey = (resource: ResourceType, id: string): string => `${resource}:${id}`;

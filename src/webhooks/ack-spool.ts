@@ -67,7 +67,7 @@ const BATCH = 200;
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 
 /**
- * DESIGN.md §1.2: events the database did not acknowledge in time are written here (SQLite, WAL, fsync on every
+ * The acknowledgment spool: events the database did not acknowledge in time are written here (SQLite, WAL, fsync on every
  * commit) and answered 2xx, so an accepted event is never lost. Each is retried against the database after
  * SPOOL_RETRY_FIRST_MS (10 s), then every SPOOL_RETRY_SECOND_MS (20 min), with the same idempotent insert; when its
  * failures are network timeouts that have lasted over DEAD_LETTER_AFTER_MS (60 s), it moves to the acknowledgment

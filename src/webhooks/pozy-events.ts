@@ -1,6 +1,6 @@
 import type { ResourceType } from '../queue/tasks';
 
-/** Post events whose `post.id` names the post to reconcile (pozy-api.md §4). */
+/** Post events whose `post.id` names the post to reconcile. */
 export const POST_EVENTS = [
   'post.scheduled',
   'post.published',

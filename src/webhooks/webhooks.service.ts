@@ -44,7 +44,7 @@ export class WebhooksService implements OnModuleInit {
     }
   }
 
-  /** DESIGN.md §1.1: authenticate the raw bytes, then parse and validate, then store once and enqueue. */
+  /** Authenticates the raw bytes, then parses and validates, then stores once and enqueues. */
   async receive(rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
     this.authenticate(rawBody, headers['x-pozy-signature']);
     const delivery = validateInstance(PozyDeliveryHeadersDto.fromHeaders(headers), {

@@ -2,7 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsBoolean, IsNotEmpty, IsOptional, IsString } from 'class-validator';
 import { populatedId } from './populated-id';
 
-/** A SocialAccount as `GET /v1/accounts?profileId=` lists it (pozy-api.md §3). */
+/** A SocialAccount as `GET /v1/accounts?profileId=` lists it. */
 export class PozyAccountDto {
   @IsString()
   @IsNotEmpty()

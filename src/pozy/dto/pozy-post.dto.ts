@@ -2,7 +2,7 @@ import { Transform, Type } from 'class-transformer';
 import { IsArray, IsISO8601, IsNotEmpty, IsOptional, IsString, ValidateNested } from 'class-validator';
 import { populatedId } from './populated-id';
 
-/** One target of a post (pozy-api.md §2 PlatformTarget): only the fields the mirror keeps are checked. */
+/** One target of a post (Pozy's PlatformTarget): only the fields the mirror keeps are checked. */
 export class PozyPlatformTargetDto {
   @IsString()
   @IsNotEmpty()

@@ -1,6 +1,6 @@
 import { IsInt, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Min } from 'class-validator';
 
-/** One delivery attempt as `GET /v1/webhooks/logs` lists it (pozy-api.md §5): what the backfill relies on. */
+/** One delivery attempt as `GET /v1/webhooks/logs` lists it (Pozy's delivery log, camelCase on the wire): what the backfill relies on. */
 export class PozyWebhookLogDto {
   @IsString()
   @IsNotEmpty()
