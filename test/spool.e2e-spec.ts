@@ -167,3 +167,51 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     expect(rows[0].n).toBe(1);
   });
 });
+
+describe('ACK_TIMEOUT_MS above three seconds', () => {
+  let db: TestDatabase;
+  let service: RunningService;
+  let direct: Pool;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('spool_ack_timeout');
+    direct = new Pool({ connectionString: db.url, max: 2 });
+    service = await startService(db.url, { ROLE: 'api', ACK_TIMEOUT_MS: '4500' });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await direct?.end();
+    await db?.drop();
+  });
+
+  it('waits that long for the database before spooling: an insert slowed 3.5 s is stored, not spooled', async () => {
+    const locker = await direct.connect();
+    try {
+      // The event's own statement writes its read request; holding that table stalls it, as a busy database would.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE reconcile_request IN EXCLUSIVE MODE');
+      const event = postEvent('66aa01f3c2b1e4d5f6a7abcd');
+      const started = Date.now();
+      const answer = deliver(service.baseUrl, event);
+      await waitFor('the insert to wait on the lock', async () => {
+        const { rows } = await direct.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO pozy_event%'");
+        return rows.length > 0 ? true : undefined;
+      });
+      // Held past the three seconds the insert used to give up at, well inside the 4.5 s configured.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 3_500 - (Date.now() - started))));
+      await locker.query('COMMIT');
+
+      const { status, body } = await answer;
+      expect(status).toBe(200);
+      expect(body).toMatchObject({ received: true, duplicate: false });
+      expect(body).not.toHaveProperty('spooled');
+      expect(service.app.get(AckSpool).counts()).toEqual({ pending: 0, dead: 0 });
+      const { rows } = await direct.query('SELECT id FROM pozy_event WHERE id = $1', [event.id]);
+      expect(rows).toEqual([{ id: event.id }]);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      locker.release();
+    }
+  });
+});

@@ -207,7 +207,10 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   /** The same insert as a delivery: a record whose insert did commit before (a late acknowledgment) adds nothing. */
   private async insert(rows: Row[]): Promise<number> {
     const events = rows.map((row) => reviveEvent(row.event));
-    const outcome = await withDeadline(this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs), this.config.ackTimeoutMs);
+    const outcome = await withDeadline(
+      this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs, this.config.ackTimeoutMs),
+      this.config.ackTimeoutMs,
+    );
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
     this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();

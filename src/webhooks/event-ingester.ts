@@ -100,14 +100,15 @@ export class EventIngester {
   }
 
   /**
-   * Past the deadline the events are answered from the spool and the slot is freed, though the statement may still
-   * hold its connection (until its own 3 s timeout): answering Pozy within 5 s comes first.
+   * Past the deadline the events are answered from the spool and the slot is freed; the statement gives up at the
+   * same deadline and frees its connection: answering Pozy within 5 s comes first.
    */
   private async insert(groups: Waiting[][]): Promise<void> {
     const outcome = await withDeadline(
       this.events.insertBatch(
         groups.map((group) => group[0].event),
         this.coalesceWindowMs,
+        this.ackTimeoutMs,
       ),
       this.ackTimeoutMs,
     );

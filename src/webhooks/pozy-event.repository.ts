@@ -57,8 +57,6 @@ WITH input AS (
 SELECT ARRAY(SELECT id FROM inserted) AS inserted_ids, (SELECT min(due_at) FROM requested) AS first_due_at,
        (SELECT count(*) FROM requested)::int AS requested`;
 
-const INSERT_TIMEOUT_MS = 3_000;
-
 @Injectable()
 export class PozyEventRepository {
   constructor(
@@ -68,16 +66,17 @@ export class PozyEventRepository {
 
   /**
    * Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction.
-   * `coalesceWindowMs` is the least time between two reads of one resource.
+   * `coalesceWindowMs` is the least time between two reads of one resource; past `timeoutMs` the statement is given
+   * up, and its connection freed.
    */
-  async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number): Promise<BatchOutcome> {
+  async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number, timeoutMs: number): Promise<BatchOutcome> {
     const column = <T>(pick: (e: NewPozyEvent) => T) => events.map(pick);
     // pg honours a per-query query_timeout; its types only know the pool-wide one.
     const statement: QueryConfig & { query_timeout: number } = {
       // Named: each connection parses and plans it once, not on every batch.
       name: 'insert_pozy_events',
-      // Pozy waits 5 s for an answer; a database that has not answered in 3 s fails the delivery (Pozy retries).
-      query_timeout: INSERT_TIMEOUT_MS,
+      // The caller's deadline (ACK_TIMEOUT_MS: Pozy waits 5 s for an answer); past it the events go to the spool.
+      query_timeout: timeoutMs,
       text: INSERT_EVENTS_AND_REQUESTS,
       values: [
         column((e) => e.id),
