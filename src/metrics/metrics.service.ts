@@ -2,10 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { EXACT_COUNT_LIMIT, type BacklogFigures } from '../health/sync-figures.repository';
 
-export type WebhookOutcome = 'accepted' | 'duplicate' | 'test' | 'spooled' | 'rejected';
-export type ReconcileJobOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed' | 'failed' | 'dead_lettered';
-export type SavedReason = 'coalesced' | 'skipped';
-
 const ESTIMATED_PAST = `; exact up to ${EXACT_COUNT_LIMIT}, PostgreSQL's estimate beyond`;
 
 /**
