@@ -2,6 +2,7 @@ import { Rng } from '../src/simulator/faults';
 import { mirrorDifferences } from '../src/simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
+import { metricTotal, parseMetrics } from './support/metrics';
 import { everything, latestRun } from './support/runs';
 import { RunningService, startService, waitFor } from './support/service';
 
@@ -59,8 +60,8 @@ describe('one Pozy budget for two replicas', () => {
     const most = sim.mostAcceptedInWindow(WINDOW_MS);
     const readsByReplica = await Promise.all(
       [service, second].map(async (s) => {
-        const metrics = await (await fetch(`${s.baseUrl}/metrics`)).text();
-        return [...metrics.matchAll(/^pozy_sync_pozy_api_requests_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        const metrics = parseMetrics(await (await fetch(`${s.baseUrl}/metrics`)).text());
+        return metricTotal(metrics, 'pozy_sync_pozy_api_requests_total');
       }),
     );
     process.stdout.write(
@@ -206,8 +207,7 @@ describe('an import against a Pozy that allows less than the budget says, and an
       const r = await latestRun(service.pool);
       return r && r.status !== 'running' ? r : undefined;
     }, 90_000);
-    const metrics = await (await fetch(`${service.baseUrl}/metrics`)).text();
-    const pauses = Number(/^pozy_sync_pozy_rate_limit_pauses_total (\d+)/m.exec(metrics)?.[1] ?? 0);
+    const pauses = metricTotal(parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text()), 'pozy_sync_pozy_rate_limit_pauses_total');
     const api = sim.stats().api;
     process.stdout.write(
       `budget under 429s: import ${run.status} with ${run.pages_read} list pages; ${pauses} pauses for 429s (${api.rateLimited} for Pozy's limit); ` +

@@ -1,18 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { parseMetrics } from './support/metrics';
 import { Harness, settled, startHarness } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';
-
-/** `name{labels} value` lines of the Prometheus text, as a lookup by the exact series. */
-function parseMetrics(text: string): Map<string, number> {
-  const series = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    series.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return series;
-}
 
 describe('GET /metrics', () => {
   let db: TestDatabase;

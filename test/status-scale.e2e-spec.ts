@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { EXACT_COUNT_LIMIT, HOUR_SCAN_LIMIT } from '../src/health/sync-figures.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { parseMetrics } from './support/metrics';
 import { RunningService, startService, waitFor } from './support/service';
 
 const POSTS = 1_000_000;
@@ -30,17 +31,6 @@ const FAILING_JOBS = 2;
 const TOLERANCE = 0.02;
 /** Calls timed per endpoint (fewer to time a slow build). */
 const CALLS = Number(process.env.STATUS_SCALE_CALLS ?? 15);
-
-/** `name{labels} value` lines of the Prometheus text, by series. */
-function parseMetrics(text: string): Map<string, number> {
-  const series = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    series.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return series;
-}
 
 interface StatusBody {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
