@@ -9,8 +9,10 @@
  *   import     the first start against a workspace of 100,000 posts within Pozy's default budget: time beside the
  *              bound the budget sets, API calls, peak RSS, and an event's read during it, lanes against one line
  *              (import.ts)
+ *   query      GET /posts?limit=50 on a mirror of 500,000 posts, against a bare endpoint running one fixed keyset
+ *              statement (query.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import), BENCH_DATABASE_URL (a server to create the bench
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
@@ -20,6 +22,7 @@ import { freePort } from './net';
 import { runImportScenario } from './import';
 import { runReceiveScenario } from './receive';
 import { runNotifyScenario } from './notify';
+import { runQueryScenario } from './query';
 import { runReconcileScenario } from './reconcile';
 
 const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
@@ -27,10 +30,11 @@ const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   reconcile: runReconcileScenario,
   notify: runNotifyScenario,
   import: runImportScenario,
+  query: runQueryScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);
