@@ -9,6 +9,8 @@ const env = {
   PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY || process.execPath,
   PRISMA_HIDE_UPDATE_MESSAGE: '1',
   CHECKPOINT_DISABLE: '1',
+  // The prisma-kysely generator is a package binary; `node scripts/prisma-generate.js` run outside npm lacks it on PATH.
+  PATH: [path.join(__dirname, '..', 'node_modules', '.bin'), process.env.PATH].filter(Boolean).join(path.delimiter),
 };
 const cli = path.join(__dirname, '..', 'node_modules', 'prisma', 'build', 'index.js');
 const result = spawnSync(process.execPath, [cli, 'generate'], { stdio: 'inherit', env, cwd: path.join(__dirname, '..') });

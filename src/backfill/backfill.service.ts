@@ -65,7 +65,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    * Resolves once the run is recorded, so its id can be followed at once.
    */
   async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
-    const lock = await tryAdvisoryLock(this.database.pool, LockKey.Backfill);
+    const lock = await tryAdvisoryLock(this.database.db, LockKey.Backfill);
     if (!lock) return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
     let runId: string;
     let scanFrom: Date | null;

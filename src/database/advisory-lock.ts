@@ -1,4 +1,5 @@
-import type { Pool, PoolClient } from 'pg';
+import { sql } from 'kysely';
+import type { Db } from './database.service';
 
 /** Every advisory lock the service takes, in one place so that no two uses share a key by accident. */
 export enum LockKey {
@@ -12,29 +13,35 @@ export enum LockKey {
 
 /** A held session-level advisory lock: it belongs to the connection, which is kept until `release()`. */
 export interface HeldLock {
+  /** Unlocks and gives the connection back; resolves once it has. */
   release(): Promise<void>;
 }
 
 /**
- * Takes `key` without waiting, on a connection of its own; null when another session (another replica) holds it.
- * Releasing destroys the connection if the unlock fails, since a pooled connection must not keep the lock.
+ * Takes `key` without waiting, on a connection of its own held until `release()`; null when another session (another
+ * replica) holds it. A replica that dies loses the connection, and the lock with it.
  */
-export async function tryAdvisoryLock(pool: Pool, key: LockKey): Promise<HeldLock | null> {
-  const client: PoolClient = await pool.connect();
-  let locked = false;
-  try {
-    locked = (await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key])).rows[0].ok;
-  } finally {
-    if (!locked) client.release();
-  }
-  if (!locked) return null;
-  return {
-    release: async () => {
-      const unlocked = await client.query('SELECT pg_advisory_unlock($1)', [key]).then(
-        () => true,
-        () => false,
-      );
-      client.release(!unlocked);
-    },
-  };
+export function tryAdvisoryLock(db: Db, key: LockKey): Promise<HeldLock | null> {
+  return new Promise<HeldLock | null>((resolve, reject) => {
+    let answered = false;
+    let release!: () => void;
+    const released = new Promise<void>((resolveRelease) => (release = resolveRelease));
+    const connection = db.connection().execute(async (conn) => {
+      const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${key}) AS ok`.execute(conn);
+      answered = true;
+      if (!rows[0].ok) return resolve(null);
+      resolve({
+        release: async () => {
+          release();
+          await connection.catch(() => undefined);
+        },
+      });
+      await released;
+      // A failed unlock means a broken connection, whose session (and lock) is gone with it.
+      await sql`SELECT pg_advisory_unlock(${key})`.execute(conn).catch(() => undefined);
+    });
+    connection.catch((error: unknown) => {
+      if (!answered) reject(error instanceof Error ? error : new Error(String(error)));
+    });
+  });
 }

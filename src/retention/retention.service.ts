@@ -103,7 +103,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
 
   /** Prunes now unless a prune is running on any replica (then null). */
   async pruneExclusive(now = new Date()): Promise<PruneResult | null> {
-    const lock = await tryAdvisoryLock(this.database.pool, LockKey.Retention);
+    const lock = await tryAdvisoryLock(this.database.db, LockKey.Retention);
     if (!lock) return null;
     const run = this.prune(now).finally(() => lock.release());
     this.running = run.catch(() => undefined);

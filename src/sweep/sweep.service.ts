@@ -125,7 +125,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
         if ((await this.runs.get(this.current.runId))?.status === 'running') return { held: null, runningRunId: this.current.runId };
         await this.current.done;
       }
-      const held = await tryAdvisoryLock(this.database.pool, LockKey.Sweep);
+      const held = await tryAdvisoryLock(this.database.db, LockKey.Sweep);
       if (held) {
         try {
           const orphan = await this.runs.running();
@@ -155,7 +155,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     this.supervising = true;
     let lock: HeldLock | null = null;
     try {
-      lock = await tryAdvisoryLock(this.database.pool, LockKey.Sweep);
+      lock = await tryAdvisoryLock(this.database.db, LockKey.Sweep);
       if (!lock) return;
       const run = await this.nextRun();
       if (run) {
