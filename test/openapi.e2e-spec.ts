@@ -4,7 +4,7 @@ import { RequestMethod } from '@nestjs/common';
 import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { OpenAPIObject, OperationObject, ReferenceObject, ResponseObject } from '@nestjs/swagger';
-import { AdminTokenGuard } from '../src/admin/admin-token.guard';
+import { AdminTokenGuard } from '../src/common/admin-token.guard';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { RunningService, startService } from './support/service';
 

@@ -2,7 +2,7 @@ import { Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiInvalidRequestResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';
-import { AdminTokenGuard } from './admin-token.guard';
+import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ResourceIdParams } from './dto/resource-id.params';
 import { ResyncAcceptedResponse } from './dto/resync.response';
 import { ResyncService } from './resync.service';

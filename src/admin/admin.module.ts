@@ -5,7 +5,7 @@ import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
-import { AdminTokenGuard } from './admin-token.guard';
+import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ResyncService } from './resync.service';
 
 @Module({

@@ -6,7 +6,7 @@ import { ApiAdminAuth } from '../http/openapi';
 import { DeadLetter, DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationReplayService } from '../notifications/notification-replay.service';
 import { ResourceType } from '../queue/tasks';
-import { AdminTokenGuard } from './admin-token.guard';
+import { AdminTokenGuard } from '../common/admin-token.guard';
 import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
 import { DeadLetterListResponse, DeadLetterReplayAllResponse, DeadLetterReplayResponse } from './dto/dead-letter.response';
 import { ResyncService } from './resync.service';

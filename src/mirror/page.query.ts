@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
-import { LimitParam } from './query-params';
+import { LimitParam } from '../common/query-params';
 
 /** `limit` and `cursor`, shared by every list endpoint of the mirror. */
 export class PageQuery {

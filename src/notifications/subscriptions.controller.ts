@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiInvalidRequestResponse, ApiNotFoundErrorResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';
 import { BulkReplayQuery } from './dto/notification.query';

@@ -1,6 +1,6 @@
 import { Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';

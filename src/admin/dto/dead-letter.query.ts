@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsOptional, IsUUID } from 'class-validator';
-import { BooleanParam, LimitParam } from '../../mirror/query-params';
+import { BooleanParam, LimitParam } from '../../common/query-params';
 
 export const QUEUES = ['delivery', 'ack'] as const;
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsISO8601, IsOptional, IsUUID, Matches } from 'class-validator';
-import { BooleanParam, LimitParam } from '../../mirror/query-params';
+import { BooleanParam, LimitParam } from '../../common/query-params';
 
 export const NOTIFICATION_STATES = ['pending', 'delivered', 'superseded', 'dead', 'cancelled'] as const;
 export type NotificationState = (typeof NOTIFICATION_STATES)[number];

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional } from 'class-validator';
-import { BooleanParam } from '../../mirror/query-params';
+import { BooleanParam } from '../../common/query-params';
 
 export class SweepQuery {
   /** Count what the sweep would change, and change nothing. */

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQuery } from '../../page.query';
-import { BooleanParam } from '../../query-params';
+import { BooleanParam } from '../../../common/query-params';
 
 export class ListAccountsQuery extends PageQuery {
   @ApiPropertyOptional({ maxLength: 200, description: "This profile's accounts.", example: '66a9ffee00112233445566aa' })

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../common/api-error';
+import { ApiError } from './api-error';
 import { AppConfig } from '../config/app-config';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
