@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
-import { signPozyPayload } from '../webhooks/webhook-signature';
+import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { FaultConfig, Rng } from './faults';
 import type { PozyEvent } from './world';
 
