@@ -1,5 +1,5 @@
 import type { PozyEvent } from '../simulator/world';
-import { mirrorDifferences } from '../simulator/mirror-check';
+import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { startService, waitFor } from './support/service';

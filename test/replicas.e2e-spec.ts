@@ -6,7 +6,7 @@ import type { Pool } from 'pg';
 import { BackfillService } from '../src/backfill/backfill.service';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from '../simulator/mirror-check';
+import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyEvent } from '../simulator/world';
 import { createTestDatabase, TestDatabase } from './support/database';
