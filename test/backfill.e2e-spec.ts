@@ -1,4 +1,4 @@
-import type { PozyEvent } from '../simulator/world';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';

@@ -1,4 +1,4 @@
-import type { PozyEvent } from '../simulator/world';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';

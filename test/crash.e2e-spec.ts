@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { Pool } from 'pg';
 import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
-import type { PozyEvent } from '../simulator/world';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { freePort } from './support/ports';
 import { deliver } from './support/pozy-events';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Rng } from '../simulator/faults';
-import type { PozyEvent } from '../simulator/world';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { mirrorDifferences } from './support/mirror-check';

@@ -8,7 +8,7 @@ import { ReconcileTask } from '../src/reconcile/reconcile.task';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
-import type { PozyEvent } from '../simulator/world';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { backlog } from './support/harness';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';

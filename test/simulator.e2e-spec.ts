@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Rng } from '../simulator/faults';
 import { PozySimulator, SimulatorOptions } from '../simulator/simulator';
 import type { WebhookLogRow } from '../simulator/webhook-sender';
-import { Account, Post, PozyEvent, PozyWorld } from '../simulator/world';
+import { PozyWorld } from '../simulator/world';
+import { Account, Post, PozyEvent } from '../simulator/world/pozy-shapes';
 import { waitFor } from './support/service';
 
 const API_KEY = 'sk_test_simulator';

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool } from 'pg';
-import type { PlatformTarget, PozyWorld } from '../../simulator/world';
+import type { PozyWorld } from '../../simulator/world';
+import type { PlatformTarget } from '../../simulator/world/pozy-shapes';
 
 interface PostRow {
   id: string;
