@@ -55,19 +55,6 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly backfillRuns = new Counter({
-    name: 'pozy_sync_backfill_runs_total',
-    help: 'Backfill runs finished by this process, by status',
-    labelNames: ['status'] as const,
-    registers: [this.registry],
-  });
-
-  readonly backfillRecovered = new Counter({
-    name: 'pozy_sync_backfill_events_recovered_total',
-    help: "Events found in Pozy's delivery logs that had never reached us, stored by a backfill",
-    registers: [this.registry],
-  });
-
   readonly notificationAttempts = new Counter({
     name: 'pozy_sync_notification_attempts_total',
     help: 'Attempts to deliver change notifications, by outcome (delivered, retry, dead: moved to the dead-letter queue)',
