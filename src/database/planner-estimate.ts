@@ -1,14 +1,17 @@
-import type { Explainable } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 
 /**
  * PostgreSQL's planner's estimate of the rows each query answers, without running any of them (EXPLAIN).
  * It comes from the table's statistics (ANALYZE, autovacuum) scaled to the table's size on disk now, so it follows
  * a growing table between two analyses. The planner never estimates fewer than one row.
- * The queries are explained one after another, on the connection (or in the transaction) they were built on.
+ * The queries are explained one after another on `db` (a connection, a transaction), with their parameters.
  */
-export async function plannerRows(queries: readonly Explainable[]): Promise<number[]> {
+export async function plannerRows<DB>(db: Kysely<DB>, queries: readonly CompiledQuery[]): Promise<number[]> {
   const rows: number[] = [];
-  for (const query of queries) rows.push(planRows(await query.explain('json')));
+  for (const query of queries) {
+    const plan = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${query.sql}`, [...query.parameters]));
+    rows.push(planRows(plan.rows));
+  }
   return rows;
 }
 

@@ -1,5 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { type Expression, expressionBuilder, type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import {
+  type Compilable,
+  type CompiledQuery,
+  DummyDriver,
+  type Expression,
+  expressionBuilder,
+  type InferResult,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type SelectQueryBuilder,
+  sql,
+} from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
 import type { DB } from '../generated/kysely/database';
@@ -66,6 +79,19 @@ type OutsideTables = {
 type Tables = DB & OutsideTables;
 type FiguresDb = Kysely<Tables>;
 
+/**
+ * Builds and compiles the statements below once, when this file loads: a status read runs some twenty, and building
+ * them anew each time cost about as much as running them. It has no connection: they run on the read's own.
+ */
+const compiler: FiguresDb = new Kysely<Tables>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+
 /** `SELECT 1 FROM ... WHERE ...`: rows to count, or to ask the planner about. */
 type Rows = SelectQueryBuilder<Tables, keyof Tables, { one: 1 }>;
 const ONE = sql.lit(1 as const).as('one');
@@ -73,25 +99,26 @@ const ONE = sql.lit(1 as const).as('one');
 const expressions = expressionBuilder<Tables>();
 /** `::integer`: pg answers `count(*)` (bigint) as a string. */
 const asInt = (value: Expression<unknown>) => expressions.cast<number>(value, 'integer');
-/** `count(*)` of at most `limit` of `rows`: the read stops there. */
-const countUpTo = (db: FiguresDb, rows: Rows, limit: number) =>
-  db.selectFrom(rows.limit(limit).as('s')).select((eb) => asInt(eb.fn.countAll()).as('n'));
+/** `count(*)` of at most EXACT_COUNT_LIMIT + 1 of `rows`: the read stops there. */
+const countUpTo = (rows: Rows) =>
+  compiler.selectFrom(rows.limit(EXACT_COUNT_LIMIT + 1).as('s')).select((eb) => asInt(eb.fn.countAll()).as('n'));
 /** Milliseconds from `at` to now, by the database's clock. */
 const msSince = (at: Expression<Date | null>) => sql<number | null>`extract(epoch FROM now() - ${at}) * 1000`;
 const hourAgo = sql<Date>`now() - interval '1 hour'`;
 const truncated = (unit: 'minute' | 'hour', at: Expression<Date>) => sql<Date>`date_trunc(${sql.lit(unit)}, ${at})`;
 
-// Each subset is read through its partial index (prisma/migrations/20261130120000_status_at_scale).
-const SUBSETS = {
-  pendingReads: (db: FiguresDb): Rows => db.selectFrom('reconcile_request').select(ONE).where('due_at', 'is not', null),
-  deadReconciles: (db: FiguresDb): Rows => unsettledDeadLetters(db, 'reconcile'),
-  deadNotifications: (db: FiguresDb): Rows => unsettledDeadLetters(db, 'notification'),
-  pendingNotifications: (db: FiguresDb): Rows => db.selectFrom('notification').select(ONE).where('state', '=', 'pending'),
-} as const;
-type Subset = keyof typeof SUBSETS;
+type Subset = 'pendingReads' | 'deadReconciles' | 'deadNotifications' | 'pendingNotifications';
 
-function unsettledDeadLetters(db: FiguresDb, kind: 'reconcile' | 'notification'): Rows {
-  return db
+// Each subset is read through its partial index (prisma/migrations/20261130120000_status_at_scale).
+const SUBSETS: Readonly<Record<Subset, Rows>> = {
+  pendingReads: compiler.selectFrom('reconcile_request').select(ONE).where('due_at', 'is not', null),
+  deadReconciles: unsettledDeadLetters('reconcile'),
+  deadNotifications: unsettledDeadLetters('notification'),
+  pendingNotifications: compiler.selectFrom('notification').select(ONE).where('state', '=', 'pending'),
+};
+
+function unsettledDeadLetters(kind: 'reconcile' | 'notification'): Rows {
+  return compiler
     .selectFrom('dead_letter')
     .select(ONE)
     .where('queue', '=', 'delivery')
@@ -100,49 +127,49 @@ function unsettledDeadLetters(db: FiguresDb, kind: 'reconcile' | 'notification')
     .where('resolved_at', 'is', null);
 }
 
-function backlogRow(db: FiguresDb) {
-  const upTo = (subset: Subset) => countUpTo(db, SUBSETS[subset](db), EXACT_COUNT_LIMIT + 1).$asScalar();
-  return db
-    .selectNoFrom((eb) => [
-      upTo('pendingReads').as('pendingReads'),
+const upTo = (subset: Subset) => countUpTo(SUBSETS[subset]).$asScalar();
+
+const BACKLOG = compiler
+  .selectNoFrom((eb) => [
+    upTo('pendingReads').as('pendingReads'),
+    eb
+      .cast<number | null>(
+        eb.selectFrom('reconcile_request').select((r) => msSince(r.fn.min('requested_at')).as('ms')).where('due_at', 'is not', null),
+        'float8',
+      )
+      .as('oldestPendingReadMs'),
+    upTo('deadReconciles').as('deadReconciles'),
+    upTo('deadNotifications').as('deadNotifications'),
+    upTo('pendingNotifications').as('pendingNotifications'),
+    // The oldest pending notification is looked up per subscription: the index leads with (state, subscription_id), so
+    // each lookup reads one entry, where one over the whole subset would read all of it.
+    eb
+      .cast<number | null>(
+        eb
+          .selectFrom('subscription as s')
+          .crossJoinLateral((lateral) =>
+            lateral
+              .selectFrom('notification as n')
+              .select('n.created_at')
+              .where('n.state', '=', 'pending')
+              .whereRef('n.subscription_id', '=', 's.id')
+              .orderBy('n.created_at')
+              .limit(1)
+              .as('oldest'),
+          )
+          .select((o) => msSince(o.fn.min('oldest.created_at')).as('ms')),
+        'float8',
+      )
+      .as('oldestPendingNotificationMs'),
+    asInt(
       eb
-        .cast<number | null>(
-          eb.selectFrom('reconcile_request').select((r) => msSince(r.fn.min('requested_at')).as('ms')).where('due_at', 'is not', null),
-          'float8',
-        )
-        .as('oldestPendingReadMs'),
-      upTo('deadReconciles').as('deadReconciles'),
-      upTo('deadNotifications').as('deadNotifications'),
-      upTo('pendingNotifications').as('pendingNotifications'),
-      // The oldest pending notification is looked up per subscription: the index leads with (state, subscription_id), so
-      // each lookup reads one entry, where one over the whole subset would read all of it.
-      eb
-        .cast<number | null>(
-          eb
-            .selectFrom('subscription as s')
-            .crossJoinLateral((lateral) =>
-              lateral
-                .selectFrom('notification as n')
-                .select('n.created_at')
-                .where('n.state', '=', 'pending')
-                .whereRef('n.subscription_id', '=', 's.id')
-                .orderBy('n.created_at')
-                .limit(1)
-                .as('oldest'),
-            )
-            .select((o) => msSince(o.fn.min('oldest.created_at')).as('ms')),
-          'float8',
-        )
-        .as('oldestPendingNotificationMs'),
-      asInt(eb
-          .selectFrom('subscription')
-          .select((s) => s.fn.countAll().as('n'))
-          .where('paused_at', 'is not', null)
-          .where('deleted_at', 'is', null),
-      ).as('pausedSubscriptions'),
-    ])
-    .executeTakeFirstOrThrow();
-}
+        .selectFrom('subscription')
+        .select((s) => s.fn.countAll().as('n'))
+        .where('paused_at', 'is not', null)
+        .where('deleted_at', 'is', null),
+    ).as('pausedSubscriptions'),
+  ])
+  .compile();
 
 /**
  * Per table: the figure of all its rows, or of the rows outside a subset (`rest`), and the subset's figure. A
@@ -165,8 +192,20 @@ interface TableShape {
   all?: keyof TableFigures;
   rest?: keyof TableFigures;
   subset?: { name: keyof TableFigures; indexed: boolean };
-  /** The table's rows, its subset's, and both counted in one pass (`subset` 0 without one). */
-  statements(db: FiguresDb): { everyRow: Rows; subsetRows?: Rows; counts: SelectQueryBuilder<Tables, keyof Tables, { rows: number; subset: number }> };
+  /** Every row, to ask the planner about. */
+  everyRow: CompiledQuery;
+  /** The subset's rows: to ask the planner about, and counted up to the cap. */
+  subsetRows?: { rows: CompiledQuery; upTo: CompiledQuery<{ n: number }> };
+  /** The table's rows and its subset's, counted in one pass (`subset` 0 without one). */
+  counts: CompiledQuery<{ rows: number; subset: number }>;
+}
+
+function statements(everyRow: Rows, subsetRows: Rows | null, counts: Compilable<{ rows: number; subset: number }>) {
+  return {
+    everyRow: everyRow.compile(),
+    ...(subsetRows ? { subsetRows: { rows: subsetRows.compile(), upTo: countUpTo(subsetRows).compile() } } : {}),
+    counts: counts.compile(),
+  };
 }
 
 const TABLE_SHAPES: readonly TableShape[] = [
@@ -174,63 +213,62 @@ const TABLE_SHAPES: readonly TableShape[] = [
     table: 'post',
     rest: 'posts',
     subset: { name: 'deletedPosts', indexed: true },
-    statements: (db) => ({
-      everyRow: db.selectFrom('post').select(ONE),
-      subsetRows: db.selectFrom('post').select(ONE).where('deleted_at', 'is not', null),
-      counts: db
+    ...statements(
+      compiler.selectFrom('post').select(ONE),
+      compiler.selectFrom('post').select(ONE).where('deleted_at', 'is not', null),
+      compiler
         .selectFrom('post')
         .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('deleted_at', 'is not', null)).as('subset')]),
-    }),
+    ),
   },
   {
     table: 'account',
     rest: 'accounts',
     subset: { name: 'removedAccounts', indexed: true },
-    statements: (db) => ({
-      everyRow: db.selectFrom('account').select(ONE),
-      subsetRows: db.selectFrom('account').select(ONE).where('removed_at', 'is not', null),
-      counts: db
+    ...statements(
+      compiler.selectFrom('account').select(ONE),
+      compiler.selectFrom('account').select(ONE).where('removed_at', 'is not', null),
+      compiler
         .selectFrom('account')
         .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('removed_at', 'is not', null)).as('subset')]),
-    }),
+    ),
   },
   {
     table: 'pozy_event',
     all: 'storedEvents',
-    statements: (db) => ({
-      everyRow: db.selectFrom('pozy_event').select(ONE),
-      counts: db.selectFrom('pozy_event').select((eb) => [asInt(eb.fn.countAll()).as('rows'), eb.lit(0).as('subset')]),
-    }),
+    ...statements(
+      compiler.selectFrom('pozy_event').select(ONE),
+      null,
+      compiler.selectFrom('pozy_event').select((eb) => [asInt(eb.fn.countAll()).as('rows'), eb.lit(0).as('subset')]),
+    ),
   },
   // graphile-worker deletes the jobs that succeed: normally few, but a stalled worker lets them pile up.
   {
     table: 'graphile_worker._private_jobs',
     all: 'jobs',
     subset: { name: 'failingJobs', indexed: false },
-    statements: (db) => ({
-      everyRow: db.selectFrom('graphile_worker._private_jobs').select(ONE),
-      subsetRows: db.selectFrom('graphile_worker._private_jobs').select(ONE).where('last_error', 'is not', null),
-      counts: db
+    ...statements(
+      compiler.selectFrom('graphile_worker._private_jobs').select(ONE),
+      compiler.selectFrom('graphile_worker._private_jobs').select(ONE).where('last_error', 'is not', null),
+      compiler
         .selectFrom('graphile_worker._private_jobs')
         .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('last_error', 'is not', null)).as('subset')]),
-    }),
+    ),
   },
 ];
 
 // How many rows each table holds by PostgreSQL's bookkeeping: its analyzed density scaled to its size now, or,
 // for a table never analyzed (reltuples -1: a first import a moment ago), the live rows its statistics counted.
-function tableSizes(db: FiguresDb, tables: readonly string[]) {
-  return db
-    .selectFrom('pg_class as c')
-    .leftJoin('pg_stat_all_tables as s', 's.relid', 'c.oid')
-    .select((eb) => [
-      eb.cast<string>(eb.cast('c.oid', sql`regclass`), 'text').as('table'),
-      eb.cast<number>('c.reltuples', 'float8').as('reltuples'),
-      eb.cast<number>(eb.fn.coalesce('s.n_live_tup', eb.lit(0)), 'float8').as('liveRows'),
-    ])
-    .where('c.oid', '=', (eb) => eb.fn.any(eb.cast<number[]>(eb.val(tables), sql`regclass[]`)))
-    .execute();
-}
+const TABLE_SIZES = compiler
+  .selectFrom('pg_class as c')
+  .leftJoin('pg_stat_all_tables as s', 's.relid', 'c.oid')
+  .select((eb) => [
+    eb.cast<string>(eb.cast('c.oid', sql`regclass`), 'text').as('table'),
+    eb.cast<number>('c.reltuples', 'float8').as('reltuples'),
+    eb.cast<number>(eb.fn.coalesce('s.n_live_tup', eb.lit(0)), 'float8').as('liveRows'),
+  ])
+  .where('c.oid', '=', (eb) => eb.fn.any(eb.cast<number[]>(eb.val(TABLE_SHAPES.map((shape) => shape.table)), sql`regclass[]`)))
+  .compile();
 
 export interface MinuteCount {
   minute: Date;
@@ -247,38 +285,36 @@ export interface RecentEvents {
 }
 
 // Sixty-one buckets: the first holds the end of the minute an hour ago, the other sixty are the chart's.
-function hourByMinute(db: FiguresDb) {
-  return db
-    .with('recent', (w) => w.selectFrom('pozy_event').select('received_at').where('received_at', '>', hourAgo).limit(HOUR_SCAN_LIMIT + 1))
-    .with('counted', (w) =>
-      w
-        .selectFrom('recent')
-        .select((eb) => [truncated('minute', eb.ref('received_at')).as('minute'), asInt(eb.fn.countAll()).as('count'), eb.fn.max('received_at').as('newest')])
-        .groupBy((eb) => truncated('minute', eb.ref('received_at'))),
-    )
-    .with('m', (w) =>
-      w.selectNoFrom(
-        sql<Date>`generate_series(date_trunc('minute', now() - interval '1 hour'), date_trunc('minute', now()), interval '1 minute')`.as('minute'),
-      ),
-    )
-    .selectFrom('m')
-    .leftJoin('counted as c', 'c.minute', 'm.minute')
-    .select((eb) => ['m.minute', asInt(eb.fn.coalesce('c.count', eb.lit(0))).as('count'), 'c.newest', eb.fn<Date>('now').as('now')])
-    .orderBy('m.minute')
-    .execute();
-}
-type Bucket = Awaited<ReturnType<typeof hourByMinute>>[number];
+const HOUR_BY_MINUTE = compiler
+  .with('recent', (w) => w.selectFrom('pozy_event').select('received_at').where('received_at', '>', hourAgo).limit(HOUR_SCAN_LIMIT + 1))
+  .with('counted', (w) =>
+    w
+      .selectFrom('recent')
+      .select((eb) => [truncated('minute', eb.ref('received_at')).as('minute'), asInt(eb.fn.countAll()).as('count'), eb.fn.max('received_at').as('newest')])
+      .groupBy((eb) => truncated('minute', eb.ref('received_at'))),
+  )
+  .with('m', (w) =>
+    w.selectNoFrom(
+      sql<Date>`generate_series(date_trunc('minute', now() - interval '1 hour'), date_trunc('minute', now()), interval '1 minute')`.as('minute'),
+    ),
+  )
+  .selectFrom('m')
+  .leftJoin('counted as c', 'c.minute', 'm.minute')
+  .select((eb) => ['m.minute', asInt(eb.fn.coalesce('c.count', eb.lit(0))).as('count'), 'c.newest', eb.fn<Date>('now').as('now')])
+  .orderBy('m.minute')
+  .compile();
+type Bucket = InferResult<typeof HOUR_BY_MINUTE>[number];
 
 // A busy hour: each five-minute slice (on the clock's 5-minute marks) is read on its own, at most SLICE_SCAN_LIMIT + 1
 // events of it, counted by minute (minutes without events have no row). Slices, not minutes: a BRIN scan reads whole
 // 128-page ranges, which a minute's events may not fill.
-function eachSlice(db: FiguresDb) {
-  const slices = db.selectNoFrom(
+const EACH_SLICE = (() => {
+  const slices = compiler.selectNoFrom(
     sql<Date>`generate_series(date_bin('5 minutes', now() - interval '1 hour', timestamptz '2000-01-01 00:00Z'), now(), interval '5 minutes')`.as(
       'slice',
     ),
   );
-  return db
+  return compiler
     .selectFrom(slices.as('sl'))
     .crossJoinLateral((eb) =>
       eb
@@ -302,9 +338,16 @@ function eachSlice(db: FiguresDb) {
     )
     .select((eb) => ['sl.slice', 'b.minute', 'b.count', 'b.newest', eb.fn<Date>('now').as('now')])
     .orderBy('b.minute')
-    .execute();
+    .compile();
+})();
+type SliceMinute = InferResult<typeof EACH_SLICE>[number];
+
+/** The one row `query` answers. */
+async function first<R>(db: FiguresDb, query: CompiledQuery<R>): Promise<R> {
+  const { rows } = await db.executeQuery(query);
+  if (rows.length === 0) throw new Error('A figure read answered no row');
+  return rows[0];
 }
-type SliceMinute = Awaited<ReturnType<typeof eachSlice>>[number];
 
 /** How many events were received after `after` (all of them: null), up to NEWEST_PROBE_LIMIT + 1, and the newest read. */
 function probeNewest(db: FiguresDb, after: Date | null) {
@@ -321,29 +364,25 @@ function probeNewest(db: FiguresDb, after: Date | null) {
     .executeTakeFirstOrThrow();
 }
 
-function gapsOf(db: FiguresDb) {
-  return db
-    .selectFrom('pozy_event')
-    .select((eb) => [truncated('hour', eb.ref('timestamp')).as('hour'), asInt(eb.fn.countAll()).as('events')])
-    .where('recovered_by', 'is not', null)
-    .where('timestamp', '>', sql<Date>`now() - interval '48 hours'`)
-    .groupBy((eb) => truncated('hour', eb.ref('timestamp')))
-    .orderBy((eb) => truncated('hour', eb.ref('timestamp')))
-    .execute();
-}
+const GAPS = compiler
+  .selectFrom('pozy_event')
+  .select((eb) => [truncated('hour', eb.ref('timestamp')).as('hour'), asInt(eb.fn.countAll()).as('events')])
+  .where('recovered_by', 'is not', null)
+  .where('timestamp', '>', sql<Date>`now() - interval '48 hours'`)
+  .groupBy((eb) => truncated('hour', eb.ref('timestamp')))
+  .orderBy((eb) => truncated('hour', eb.ref('timestamp')))
+  .compile();
 
-function lastSyncedAt(db: FiguresDb) {
-  return db
-    .selectNoFrom((eb) =>
-      eb
-        .fn<Date | null>('greatest', [
-          eb.selectFrom('post').select((p) => p.fn.max('synced_at').as('m')),
-          eb.selectFrom('account').select((a) => a.fn.max('synced_at').as('m')),
-        ])
-        .as('lastSyncedAt'),
-    )
-    .executeTakeFirstOrThrow();
-}
+const LAST_SYNCED = compiler
+  .selectNoFrom((eb) =>
+    eb
+      .fn<Date | null>('greatest', [
+        eb.selectFrom('post').select((p) => p.fn.max('synced_at').as('m')),
+        eb.selectFrom('account').select((a) => a.fn.max('synced_at').as('m')),
+      ])
+      .as('lastSyncedAt'),
+  )
+  .compile();
 
 /** Everything GET /sync/status and the status page read from the database beside the subscribers and backfill runs. */
 export interface StatusFigures {
@@ -376,8 +415,8 @@ export class SyncFiguresRepository {
       backlog: await this.backlogOf(db),
       tables: await this.tablesOf(db),
       recent: await this.recentOf(db),
-      lastSyncedAt: (await lastSyncedAt(db)).lastSyncedAt,
-      gaps: await gapsOf(db),
+      lastSyncedAt: (await first(db, LAST_SYNCED)).lastSyncedAt,
+      gaps: (await db.executeQuery(GAPS)).rows,
     }));
   }
 
@@ -387,18 +426,22 @@ export class SyncFiguresRepository {
    * compiling then takes hundreds of milliseconds, far longer than the scan.
    */
   private read<T>(work: (db: FiguresDb) => Promise<T>): Promise<T> {
-    return this.database.db
-      .transaction()
-      .setIsolationLevel('repeatable read')
-      .setAccessMode('read only')
-      .execute(async (trx) => {
-        await sql`SET LOCAL jit = off`.execute(trx);
-        return work(trx.withTables<OutsideTables>());
-      });
+    return this.database.db.connection().execute(async (connection) => {
+      // One round trip for both: a statement string without parameters may hold several (pg's simple protocol).
+      await sql`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off`.execute(connection);
+      try {
+        const result = await work(connection.withTables<OutsideTables>());
+        await sql`COMMIT`.execute(connection);
+        return result;
+      } catch (error) {
+        await sql`ROLLBACK`.execute(connection).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   private async backlogOf(db: FiguresDb): Promise<BacklogFigures> {
-    const row = await backlogRow(db);
+    const row = await first(db, BACKLOG);
     const counts = await this.completeCounts(db, row);
     return {
       pendingReads: counts.pendingReads,
@@ -412,20 +455,16 @@ export class SyncFiguresRepository {
 
   /** Rows of the mirror, of stored events and of graphile-worker's jobs. */
   private async tablesOf(db: FiguresDb): Promise<TableFigures> {
-    const shapes = TABLE_SHAPES.map((shape) => ({ ...shape, ...shape.statements(db) }));
-    const [planned, sizes] = await Promise.all([
-      plannerRows(shapes.flatMap((shape) => [shape.everyRow, ...(shape.subsetRows ? [shape.subsetRows] : [])])),
-      tableSizes(db, shapes.map((shape) => shape.table)),
-    ]);
+    const { rows: sizes } = await db.executeQuery(TABLE_SIZES);
     const figures = {} as TableFigures;
-    for (const shape of shapes) {
-      const plannedRows = planned.shift()!;
-      const plannedSubset = shape.subsetRows ? planned.shift()! : 0;
+    for (const shape of TABLE_SHAPES) {
+      // Each EXPLAIN is a round trip of its own: the subset's is asked only when its estimate is wanted.
+      const [plannedRows] = await plannerRows(db, [shape.everyRow]);
       const size = sizes.find((row) => row.table === shape.table || row.table.endsWith(`.${shape.table}`));
       const rows = size && size.reltuples < 0 && size.liveRows > 0 ? Math.round(size.liveRows) : plannedRows;
       if (rows < EXACT_COUNT_LIMIT) {
         // A small table's figures, counted in one pass.
-        const counted = await shape.counts.executeTakeFirstOrThrow();
+        const counted = await first(db, shape.counts);
         if (shape.all) figures[shape.all] = exact(counted.rows);
         if (shape.rest) figures[shape.rest] = exact(counted.rows - counted.subset);
         if (shape.subset) figures[shape.subset.name] = exact(counted.subset);
@@ -433,10 +472,9 @@ export class SyncFiguresRepository {
       }
       let subset: Figure = { value: 0, estimated: false };
       if (shape.subset && shape.subsetRows) {
-        const capped = shape.subset.indexed
-          ? (await countUpTo(db, shape.subsetRows, EXACT_COUNT_LIMIT + 1).executeTakeFirstOrThrow()).n
-          : EXACT_COUNT_LIMIT + 1;
+        const capped = shape.subset.indexed ? (await first(db, shape.subsetRows.upTo)).n : EXACT_COUNT_LIMIT + 1;
         // Past the cap, PostgreSQL's estimate of the subset, scaled like the table's, and never below the cap.
+        const plannedSubset = capped <= EXACT_COUNT_LIMIT ? 0 : (await plannerRows(db, [shape.subsetRows.rows]))[0];
         subset = capped <= EXACT_COUNT_LIMIT ? exact(capped) : { value: Math.max(capped, Math.round((plannedSubset * rows) / Math.max(1, plannedRows))), estimated: true };
         figures[shape.subset.name] = subset;
       }
@@ -447,7 +485,7 @@ export class SyncFiguresRepository {
   }
 
   private async recentOf(db: FiguresDb): Promise<RecentEvents> {
-    const hour = await hourByMinute(db);
+    const { rows: hour } = await db.executeQuery(HOUR_BY_MINUTE);
     const now = hour[0].now;
     const total = hour.reduce((sum, b) => sum + b.count, 0);
     if (total <= HOUR_SCAN_LIMIT) {
@@ -458,7 +496,7 @@ export class SyncFiguresRepository {
         lastReceivedAt: newest ? exact(newest) : await this.newestReceivedAt(db, now, new Date(now.getTime() - HOUR_MS)),
       };
     }
-    const sampled = await eachSlice(db);
+    const { rows: sampled } = await db.executeQuery(EACH_SLICE);
     const { buckets, estimated } = bySlice(hour, sampled);
     // The newest event read is the newest of all when its slice was read whole; the later slices held none.
     const last = sampled.at(-1);
@@ -475,7 +513,7 @@ export class SyncFiguresRepository {
   /** Counts that reached the limit become the planner's estimate, which is never taken below the count. */
   private async completeCounts(db: FiguresDb, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
     const over = (Object.keys(SUBSETS) as Subset[]).filter((subset) => row[subset] > EXACT_COUNT_LIMIT);
-    const estimates = await plannerRows(over.map((subset) => SUBSETS[subset](db)));
+    const estimates = await plannerRows(db, over.map((subset) => SUBSETS[subset].compile()));
     const counts = {} as Record<Subset, Figure>;
     for (const subset of Object.keys(SUBSETS) as Subset[]) counts[subset] = exact(row[subset]);
     over.forEach((subset, i) => (counts[subset] = { value: Math.max(estimates[i], row[subset]), estimated: true }));
