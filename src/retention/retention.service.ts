@@ -1,9 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
-import { LockKey, tryAdvisoryLock } from '../database/advisory-lock';
+import { HeldLock, LockKey } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
+import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 
 const DAY_MS = 86_400_000;
 
@@ -80,22 +79,21 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   private readonly logger = new Logger(RetentionService.name);
   private running: Promise<unknown> | undefined;
   private stopping = false;
+  private cron: ScheduledJob | undefined;
 
   constructor(
     private readonly config: AppConfig,
     private readonly database: DatabaseService,
-    private readonly scheduler: SchedulerRegistry,
+    private readonly jobs: LockedSchedule,
   ) {}
 
   /** RETENTION_CRON, when set: on one replica at a time (the others skip that tick). */
   onApplicationBootstrap(): void {
-    if (!this.config.runsWorker || !this.config.retention.cron) return;
-    const job = CronJob.from({ cronTime: this.config.retention.cron, onTick: () => void this.scheduledPrune(), start: true });
-    this.scheduler.addCronJob('retention', job);
+    this.cron = this.jobs.schedule('retention', this.config.retention.cron, LockKey.Retention, (lock) => this.pruneHolding(lock));
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('cron', 'retention')) this.scheduler.deleteCronJob('retention');
+    this.cron?.stop();
     // A long backlog stops between two batches rather than holding up the shutdown; the next run goes on.
     this.stopping = true;
     await this.running;
@@ -103,8 +101,13 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
 
   /** Prunes now unless a prune is running on any replica (then null). */
   async pruneExclusive(now = new Date()): Promise<PruneResult | null> {
-    const lock = await tryAdvisoryLock(this.database.db, LockKey.Retention);
+    const lock = await this.jobs.tryLock(LockKey.Retention);
     if (!lock) return null;
+    return this.pruneHolding(lock, now);
+  }
+
+  /** Prunes with the lock held, and lets it go. */
+  private async pruneHolding(lock: HeldLock, now = new Date()): Promise<PruneResult> {
     const run = this.prune(now).finally(() => lock.release());
     this.running = run.catch(() => undefined);
     try {
@@ -142,14 +145,5 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       if (deleted < batchSize) break;
     }
     return total;
-  }
-
-  private async scheduledPrune(): Promise<void> {
-    if (this.running) return;
-    try {
-      if (!(await this.pruneExclusive())) this.logger.debug('Retention skipped: a prune is running on another replica');
-    } catch (error) {
-      this.logger.error(`Scheduled retention failed: ${(error as Error).message}`);
-    }
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { POZY_WEBHOOK_PATH } from '../webhooks/webhooks.controller';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
+import { POZY_WEBHOOK_PATH } from './webhooks.controller';
 
 /**
  * Counts the refusals of POST /webhooks/pozy by reason, and times every answer, at the HTTP layer: refusals by the
