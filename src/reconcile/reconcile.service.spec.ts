@@ -61,10 +61,11 @@ function build(w: World): ReconcileService {
       return { written, created: 0, removed: 0, stale: 1 - written, changed: written, notified: 0 };
     },
   };
+  // The events received for the resource (under either name a repository gives it), and its read state.
+  const events = async () => ({ latest: w.latestEvent, perAccount: w.perAccount });
   const state = {
-    async events() {
-      return { latest: w.latestEvent, perAccount: w.perAccount };
-    },
+    events,
+    resourceEvents: events,
     async readState() {
       return { lastReadAt: w.lastReadAt, forcedAt: w.forcedAt };
     },
