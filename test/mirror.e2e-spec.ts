@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { WorkerService } from '../src/queue/worker.service';
-import type { Account, PozyEvent } from '../src/simulator/world';
+import type { Account, PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
-import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { mirrorDifferences } from './support/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
 

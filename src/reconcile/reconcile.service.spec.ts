@@ -61,11 +61,14 @@ function build(w: World): ReconcileService {
       return { written, created: 0, removed: 0, stale: 1 - written, changed: written, notified: 0 };
     },
   };
-  // The events received for the resource (under either name a repository gives it), and its read state.
-  const events = async () => ({ latest: w.latestEvent, perAccount: w.perAccount });
-  const state = {
-    events,
-    resourceEvents: events,
+  // The events received for the resource.
+  const events = {
+    async resourceEvents() {
+      return { latest: w.latestEvent, perAccount: w.perAccount };
+    },
+  };
+  // Its reconcile request: the read state, and what a read records.
+  const requests = {
     async readState() {
       return { lastReadAt: w.lastReadAt, forcedAt: w.forcedAt };
     },
@@ -83,9 +86,10 @@ function build(w: World): ReconcileService {
     pozy as unknown as Args[0],
     posts as unknown as Args[1],
     accounts as unknown as Args[2],
-    state as unknown as Args[3],
+    events as unknown as Args[3],
+    requests as unknown as Args[4],
     config,
-    metrics as unknown as Args[5],
+    metrics as unknown as Args[6],
   );
 }
 

@@ -1,10 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService, Queryable } from '../database/database.service';
+import { Expression, Selectable, sql } from 'kysely';
+import { DatabaseService, Db } from '../database/database.service';
+import type { DB } from '../generated/kysely/database';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
-export type RunTrigger = 'auto' | 'admin' | 'schedule';
-export type RunStatus = 'running' | 'succeeded' | 'failed';
+const RUN_TRIGGERS = ['auto', 'admin', 'schedule'] as const;
+export type RunTrigger = (typeof RUN_TRIGGERS)[number];
+const RUN_STATUSES = ['running', 'succeeded', 'failed'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
 /** In order: list accounts, list posts, then walk the mirror for accounts and posts Pozy no longer lists. */
 export const RUN_PHASES = ['accounts', 'posts', 'missing-accounts', 'missing-posts', 'done'] as const;
 export type RunPhase = (typeof RUN_PHASES)[number];
@@ -79,54 +83,26 @@ export class LostRunError extends Error {
   }
 }
 
-const COLUMNS = `id, kind, trigger, dry_run, status, phase, owner, started_at, resumed_at, posts_done_at_resume, finished_at,
-  pass, posts_offset, accounts_listed_from, posts_listed_from, missing_cursor, accounts_total, posts_total, accounts_done,
-  posts_done, pages_read, posts_created, posts_changed, posts_deleted, posts_unchanged, accounts_created,
-  accounts_changed, accounts_deleted, accounts_unchanged, last_error, error, now() AS read_at`;
+/** The database's clock, read with the row. */
+const readAt = sql<Date>`now()`.as('read_at');
 
-interface Row {
-  id: string;
-  kind: RunKind;
-  trigger: RunTrigger;
-  dry_run: boolean;
-  status: RunStatus;
-  phase: RunPhase;
-  owner: string | null;
-  started_at: Date;
-  resumed_at: Date;
-  posts_done_at_resume: number;
-  finished_at: Date | null;
-  pass: number;
-  posts_offset: number;
-  accounts_listed_from: Date | null;
-  posts_listed_from: Date | null;
-  missing_cursor: string | null;
-  accounts_total: number | null;
-  posts_total: number | null;
-  accounts_done: number;
-  posts_done: number;
-  pages_read: number;
-  posts_created: number;
-  posts_changed: number;
-  posts_deleted: number;
-  posts_unchanged: number;
-  accounts_created: number;
-  accounts_changed: number;
-  accounts_deleted: number;
-  accounts_unchanged: number;
-  last_error: string | null;
-  error: string | null;
-  read_at: Date;
+type RunRow = Selectable<DB['sweep_run']> & { read_at: Date };
+
+/** `value`, one of `values`, or an error naming the column that holds something this version does not know. */
+function oneOf<T extends string>(values: readonly T[], value: string, column: string): T {
+  const known = values.find((v) => v === value);
+  if (known === undefined) throw new Error(`sweep_run.${column} holds '${value}', which this version does not know`);
+  return known;
 }
 
-function toRun(r: Row): SweepRun {
+function toRun(r: RunRow): SweepRun {
   return {
     id: r.id,
-    kind: r.kind,
-    trigger: r.trigger,
+    kind: oneOf(RUN_KINDS, r.kind, 'kind'),
+    trigger: oneOf(RUN_TRIGGERS, r.trigger, 'trigger'),
     dryRun: r.dry_run,
-    status: r.status,
-    phase: r.phase,
+    status: oneOf(RUN_STATUSES, r.status, 'status'),
+    phase: oneOf(RUN_PHASES, r.phase, 'phase'),
     owner: r.owner,
     startedAt: r.started_at,
     resumedAt: r.resumed_at,
@@ -153,136 +129,154 @@ function toRun(r: Row): SweepRun {
 /** The chunk of the mirror one step of the walk for missing rows covers. */
 const WALK_CHUNK = 10_000;
 
-// A chunk of the mirror in id order, and those of its live rows the run has not seen listed, read from Pozy before
-// the listing began (a row read since is fresher than the listing). $1 run, $2 cursor ('' from the start), $3 the
-// listing's start, $4 the chunk's size, $5 the listing's sweep_seen tag.
-const MISSING_POSTS = `
-WITH chunk AS (SELECT id, deleted_at, read_started_at FROM post WHERE id > $2 ORDER BY id LIMIT $4)
-SELECT (SELECT max(id) FROM chunk) AS last,
-       coalesce((SELECT array_agg(c.id ORDER BY c.id) FROM chunk c
-                  WHERE c.deleted_at IS NULL AND c.read_started_at < $3
-                    AND NOT EXISTS (SELECT 1 FROM sweep_seen s WHERE s.run_id = $1 AND s.resource = $5 AND s.id = c.id)),
-                '{}') AS missing`;
-
-const MISSING_ACCOUNTS = `
-WITH chunk AS (SELECT id, profile_id, removed_at, read_started_at FROM account WHERE id > $2 ORDER BY id LIMIT $4)
-SELECT (SELECT max(id) FROM chunk) AS last,
-       coalesce((SELECT array_agg(c.profile_id || ':' || c.id ORDER BY c.id) FROM chunk c
-                  WHERE c.removed_at IS NULL AND c.read_started_at < $3
-                    AND NOT EXISTS (SELECT 1 FROM sweep_seen s WHERE s.run_id = $1 AND s.resource = 'account' AND s.id = c.id)),
-                '{}') AS missing`;
-
 /** The runs (`sweep_run`) and what each has seen listed (`sweep_seen`). */
 @Injectable()
 export class SweepRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
   async create(run: Pick<SweepRun, 'id' | 'kind' | 'trigger' | 'dryRun' | 'owner'>): Promise<SweepRun> {
-    const { rows } = await this.database.pool.query<Row>(
-      `INSERT INTO sweep_run (id, kind, trigger, dry_run, status, phase, owner) VALUES ($1, $2, $3, $4, 'running', 'accounts', $5)
-       RETURNING ${COLUMNS}`,
-      [run.id, run.kind, run.trigger, run.dryRun, run.owner],
-    );
-    return toRun(rows[0]);
+    const row = await this.database.db
+      .insertInto('sweep_run')
+      .values({ id: run.id, kind: run.kind, trigger: run.trigger, dry_run: run.dryRun, status: 'running', phase: 'accounts', owner: run.owner })
+      .returningAll()
+      .returning(readAt)
+      .executeTakeFirstOrThrow();
+    return toRun(row);
   }
 
   async get(id: string): Promise<SweepRun | undefined> {
-    const { rows } = await this.database.pool.query<Row>(`SELECT ${COLUMNS} FROM sweep_run WHERE id = $1`, [id]);
-    return rows[0] && toRun(rows[0]);
+    const row = await this.database.db.selectFrom('sweep_run').selectAll().select(readAt).where('id', '=', id).executeTakeFirst();
+    return row && toRun(row);
   }
 
   /** The run in progress, if any: at most one runs at a time. */
   async running(): Promise<SweepRun | undefined> {
-    const { rows } = await this.database.pool.query<Row>(
-      `SELECT ${COLUMNS} FROM sweep_run WHERE status = 'running' ORDER BY started_at DESC LIMIT 1`,
-    );
-    return rows[0] && toRun(rows[0]);
+    const row = await this.database.db
+      .selectFrom('sweep_run')
+      .selectAll()
+      .select(readAt)
+      .where('status', '=', 'running')
+      .orderBy('started_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && toRun(row);
   }
 
   async latest(kind: RunKind): Promise<SweepRun | undefined> {
-    const { rows } = await this.database.pool.query<Row>(
-      `SELECT ${COLUMNS} FROM sweep_run WHERE kind = $1 ORDER BY started_at DESC LIMIT 1`,
-      [kind],
-    );
-    return rows[0] && toRun(rows[0]);
+    const row = await this.database.db
+      .selectFrom('sweep_run')
+      .selectAll()
+      .select(readAt)
+      .where('kind', '=', kind)
+      .orderBy('started_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && toRun(row);
   }
 
   /** Whether a run has ever listed the whole workspace into the mirror (an import, or a full sweep that wrote). */
   async completedOnce(): Promise<boolean> {
-    const { rowCount } = await this.database.pool.query(`SELECT 1 FROM sweep_run WHERE status = 'succeeded' AND NOT dry_run LIMIT 1`);
-    return (rowCount ?? 0) > 0;
+    const run = await this.database.prisma.sweepRun.findFirst({ where: { status: 'succeeded', dryRun: false }, select: { id: true } });
+    return run !== null;
   }
 
   /** Takes the run over (a resume): from now on only `owner` writes its checkpoint. */
   async claim(id: string, owner: string): Promise<SweepRun> {
-    const { rows } = await this.database.pool.query<Row>(
-      `UPDATE sweep_run SET owner = $2, status = 'running', error = NULL, finished_at = NULL, resumed_at = now(),
-              posts_done_at_resume = posts_done
-        WHERE id = $1 RETURNING ${COLUMNS}`,
-      [id, owner],
-    );
-    if (!rows[0]) throw new Error(`No run ${id}`);
-    return toRun(rows[0]);
+    const row = await this.database.db
+      .updateTable('sweep_run')
+      .set((eb) => ({
+        owner,
+        status: 'running',
+        error: null,
+        finished_at: null,
+        resumed_at: eb.fn('now'),
+        posts_done_at_resume: eb.ref('posts_done'),
+      }))
+      .where('id', '=', id)
+      .returningAll()
+      .returning(readAt)
+      .executeTakeFirst();
+    if (!row) throw new Error(`No run ${id}`);
+    return toRun(row);
   }
 
-  /** Writes a page's progress and checkpoint inside the page's transaction; throws LostRunError if not the owner. */
-  async advance(client: Queryable, id: string, owner: string, p: RunProgress): Promise<void> {
-    const { rowCount } = await client.query(
-      `UPDATE sweep_run SET
-          phase = coalesce($3, phase), posts_offset = coalesce($4, posts_offset),
-          accounts_listed_from = coalesce(accounts_listed_from, $5), posts_listed_from = coalesce(posts_listed_from, $6),
-          missing_cursor = CASE WHEN $7 THEN $8 ELSE missing_cursor END,
-          accounts_total = coalesce($9, accounts_total), posts_total = coalesce($10, posts_total),
-          accounts_done = accounts_done + $11, posts_done = posts_done + $12, pages_read = pages_read + $13,
-          posts_created = posts_created + $14, posts_changed = posts_changed + $15,
-          posts_deleted = posts_deleted + $16, posts_unchanged = posts_unchanged + $17,
-          accounts_created = accounts_created + $18, accounts_changed = accounts_changed + $19,
-          accounts_deleted = accounts_deleted + $20, accounts_unchanged = accounts_unchanged + $21,
-          last_error = NULL
-        WHERE id = $1 AND owner = $2 AND status = 'running'`,
-      [
-        id,
-        owner,
-        p.phase ?? null,
-        p.postsOffset ?? null,
-        p.accountsListedFrom ?? null,
-        p.postsListedFrom ?? null,
-        p.missingCursor !== undefined,
-        p.missingCursor ?? null,
-        p.accountsTotal ?? null,
-        p.postsTotal ?? null,
-        p.accountsDone ?? 0,
-        p.postsDone ?? 0,
-        p.pagesRead ?? 0,
-        p.posts?.created ?? 0,
-        p.posts?.changed ?? 0,
-        p.posts?.deleted ?? 0,
-        p.posts?.unchanged ?? 0,
-        p.accounts?.created ?? 0,
-        p.accounts?.changed ?? 0,
-        p.accounts?.deleted ?? 0,
-        p.accounts?.unchanged ?? 0,
-      ],
-    );
-    if (rowCount !== 1) throw new LostRunError(id);
+  /**
+   * One transaction: `write` (a page's mirror write, answering how many notifications it queued), then what the run
+   * saw and its checkpoint, so that a crash never leaves a page written without its checkpoint or the other way
+   * round. `progress` is asked for once `write` has run (it counts what the write did). Answers `write`'s answer;
+   * throws LostRunError if `owner` no longer owns the run.
+   */
+  commitPage(
+    run: { id: string; owner: string },
+    seen: { resource: SweepResource; ids: string[] },
+    write: (trx: Db) => Promise<number>,
+    progress: () => RunProgress,
+  ): Promise<number> {
+    return this.database.db.transaction().execute(async (trx) => {
+      const notified = await write(trx);
+      await this.markSeen(run.id, seen.resource, seen.ids, trx);
+      await this.advance(run.id, run.owner, progress(), trx);
+      return notified;
+    });
+  }
+
+  /** Writes progress and the checkpoint (inside the page's transaction, if given); throws LostRunError if not the owner. */
+  async advance(id: string, owner: string, p: RunProgress, db: Db = this.database.db): Promise<void> {
+    const add = (n: number | undefined) => n ?? 0;
+    const { numUpdatedRows } = await db
+      .updateTable('sweep_run')
+      .set((eb) => ({
+        phase: p.phase ?? eb.ref('phase'),
+        posts_offset: p.postsOffset ?? eb.ref('posts_offset'),
+        accounts_listed_from: eb.fn.coalesce('accounts_listed_from', eb.val(p.accountsListedFrom ?? null)),
+        posts_listed_from: eb.fn.coalesce('posts_listed_from', eb.val(p.postsListedFrom ?? null)),
+        // Null starts the next walk from the beginning.
+        missing_cursor: p.missingCursor !== undefined ? p.missingCursor : eb.ref('missing_cursor'),
+        accounts_total: p.accountsTotal ?? eb.ref('accounts_total'),
+        posts_total: p.postsTotal ?? eb.ref('posts_total'),
+        accounts_done: eb('accounts_done', '+', add(p.accountsDone)),
+        posts_done: eb('posts_done', '+', add(p.postsDone)),
+        pages_read: eb('pages_read', '+', add(p.pagesRead)),
+        posts_created: eb('posts_created', '+', add(p.posts?.created)),
+        posts_changed: eb('posts_changed', '+', add(p.posts?.changed)),
+        posts_deleted: eb('posts_deleted', '+', add(p.posts?.deleted)),
+        posts_unchanged: eb('posts_unchanged', '+', add(p.posts?.unchanged)),
+        accounts_created: eb('accounts_created', '+', add(p.accounts?.created)),
+        accounts_changed: eb('accounts_changed', '+', add(p.accounts?.changed)),
+        accounts_deleted: eb('accounts_deleted', '+', add(p.accounts?.deleted)),
+        accounts_unchanged: eb('accounts_unchanged', '+', add(p.accounts?.unchanged)),
+        last_error: null,
+      }))
+      .where('id', '=', id)
+      .where('owner', '=', owner)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    if (numUpdatedRows !== 1n) throw new LostRunError(id);
     if (p.nextPass) {
-      await client.query(
-        `UPDATE sweep_run SET pass = pass + 1, posts_offset = 0, posts_done = 0, posts_done_at_resume = 0,
-                posts_listed_from = NULL, posts_total = NULL, resumed_at = now()
-          WHERE id = $1`,
-        [id],
-      );
+      await db
+        .updateTable('sweep_run')
+        .set((eb) => ({
+          pass: eb('pass', '+', 1),
+          posts_offset: 0,
+          posts_done: 0,
+          posts_done_at_resume: 0,
+          posts_listed_from: null,
+          posts_total: null,
+          resumed_at: eb.fn('now'),
+        }))
+        .where('id', '=', id)
+        .execute();
     }
   }
 
   /** A transient failure the run is waiting out (null: past it). */
   async noteError(id: string, owner: string, message: string | null): Promise<void> {
-    await this.database.pool.query(`UPDATE sweep_run SET last_error = $3 WHERE id = $1 AND owner = $2`, [id, owner, message]);
+    await this.database.prisma.sweepRun.updateMany({ where: { id, owner }, data: { lastError: message } });
   }
 
   /** Stopped, not finished: the run stays `running` with no owner, for whichever replica resumes it. */
   async release(id: string, owner: string): Promise<void> {
-    await this.database.pool.query(`UPDATE sweep_run SET owner = NULL WHERE id = $1 AND owner = $2`, [id, owner]);
+    await this.database.prisma.sweepRun.updateMany({ where: { id, owner }, data: { owner: null } });
   }
 
   /**
@@ -290,56 +284,89 @@ export class SweepRunRepository {
    * and needs it.
    */
   async finish(id: string, owner: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
-    const { rows } = await this.database.pool.query<{ kind: RunKind }>(
-      `UPDATE sweep_run SET status = $3, error = $4, phase = CASE WHEN $3 = 'succeeded' THEN 'done' ELSE phase END,
-              finished_at = now(), owner = NULL
-        WHERE id = $1 AND owner = $2 RETURNING kind`,
-      [id, owner, status, error],
-    );
-    if (!rows[0]) throw new LostRunError(id);
-    if (status === 'succeeded' || rows[0].kind !== 'import') await this.forgetSeen(id);
+    const row = await this.database.db
+      .updateTable('sweep_run')
+      .set((eb) => ({
+        status,
+        error,
+        phase: status === 'succeeded' ? 'done' : eb.ref('phase'),
+        finished_at: eb.fn('now'),
+        owner: null,
+      }))
+      .where('id', '=', id)
+      .where('owner', '=', owner)
+      .returning('kind')
+      .executeTakeFirst();
+    if (!row) throw new LostRunError(id);
+    if (status === 'succeeded' || row.kind !== 'import') await this.forgetSeen(id);
   }
 
   /** Which of `ids` the run has already seen listed. */
   async seen(runId: string, resource: SweepResource, ids: string[]): Promise<Set<string>> {
-    const { rows } = await this.database.pool.query<{ id: string }>(
-      `SELECT id FROM sweep_seen WHERE run_id = $1 AND resource = $2 AND id = ANY($3::text[])`,
-      [runId, resource, ids],
-    );
+    const rows = await this.database.db
+      .selectFrom('sweep_seen')
+      .select('id')
+      .where('run_id', '=', runId)
+      .where('resource', '=', resource)
+      .where((eb) => eb('id', '=', eb.fn.any(eb.val(ids))))
+      .execute();
     return new Set(rows.map((r) => r.id));
   }
 
   /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */
   async seenThenDeleted(runId: string, pass: number): Promise<number> {
-    const { rows } = await this.database.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM sweep_seen s JOIN post p ON p.id = s.id
-        WHERE s.run_id = $1 AND s.resource = $2 AND p.deleted_at IS NOT NULL`,
-      [runId, postsSeenIn(pass)],
-    );
-    return rows[0].n;
+    const { n } = await this.database.db
+      .selectFrom('sweep_seen as s')
+      .innerJoin('post as p', 'p.id', 's.id')
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .where('s.run_id', '=', runId)
+      .where('s.resource', '=', postsSeenIn(pass))
+      .where('p.deleted_at', 'is not', null)
+      .executeTakeFirstOrThrow();
+    return n;
   }
 
-  async markSeen(client: Queryable, runId: string, resource: SweepResource, ids: string[]): Promise<void> {
+  async markSeen(runId: string, resource: SweepResource, ids: string[], db: Db = this.database.db): Promise<void> {
     if (ids.length === 0) return;
-    await client.query(
-      `INSERT INTO sweep_seen (run_id, resource, id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING`,
-      [runId, resource, ids],
-    );
+    await db
+      .insertInto('sweep_seen')
+      .columns(['run_id', 'resource', 'id'])
+      .expression(
+        db
+          .selectFrom(sql<{ id: string }>`unnest(${ids}::text[])`.as<'listed'>(sql`listed(id)`))
+          .select((eb) => [eb.cast<string>(eb.val(runId), 'uuid').as('run_id'), eb.cast<string>(eb.val(resource), 'text').as('resource'), 'listed.id']),
+      )
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
 
   /**
    * The next chunk of the walk for posts the last listing pass did not see: its last id (null: the walk is over)
-   * and the misses.
+   * and the misses: the chunk's live rows the run has not seen listed, read from Pozy before the listing began (a
+   * row read since is fresher than the listing).
    */
   async missingPosts(runId: string, pass: number, cursor: string | null, listedFrom: Date): Promise<{ last: string | null; missing: string[] }> {
-    const { rows } = await this.database.pool.query<{ last: string | null; missing: string[] }>(MISSING_POSTS, [
-      runId,
-      cursor ?? '',
-      listedFrom,
-      WALK_CHUNK,
-      postsSeenIn(pass),
-    ]);
-    return rows[0];
+    const { last, missing } = await this.database.db
+      .with('chunk', (db) =>
+        db.selectFrom('post').select(['id', 'deleted_at', 'read_started_at']).where('id', '>', cursor ?? '').orderBy('id').limit(WALK_CHUNK),
+      )
+      .selectNoFrom((eb) => [
+        eb.selectFrom('chunk').select((eb) => eb.fn.max('id').as('last')).$asScalar().as('last'),
+        eb
+          .selectFrom('chunk as c')
+          .select((eb) => eb.fn.agg<string[]>('array_agg', ['c.id']).orderBy('c.id').as('ids'))
+          .where((eb) =>
+            eb.and([
+              eb('c.deleted_at', 'is', null),
+              eb('c.read_started_at', '<', listedFrom),
+              eb.not(eb.exists(this.seenRow(runId, postsSeenIn(pass), eb.ref('c.id')))),
+            ]),
+          )
+          .$asScalar()
+          .as('missing'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { last, missing: missing ?? [] };
   }
 
   /** The same for accounts, each with its profile (a profile's list says whether it is gone). */
@@ -348,22 +375,52 @@ export class SweepRunRepository {
     cursor: string | null,
     listedFrom: Date,
   ): Promise<{ last: string | null; missing: Array<{ id: string; profileId: string }> }> {
-    const { rows } = await this.database.pool.query<{ last: string | null; missing: string[] }>(MISSING_ACCOUNTS, [
-      runId,
-      cursor ?? '',
-      listedFrom,
-      WALK_CHUNK,
-    ]);
-    return {
-      last: rows[0].last,
-      missing: rows[0].missing.map((pair) => {
-        const at = pair.indexOf(':');
-        return { profileId: pair.slice(0, at), id: pair.slice(at + 1) };
-      }),
-    };
+    const chunk = await this.database.db
+      .with('chunk', (db) =>
+        db
+          .selectFrom('account')
+          .select(['id', 'profile_id', 'removed_at', 'read_started_at'])
+          .where('id', '>', cursor ?? '')
+          .orderBy('id')
+          .limit(WALK_CHUNK),
+      )
+      .with('missing', (db) =>
+        db
+          .selectFrom('chunk as c')
+          .select(['c.id', 'c.profile_id'])
+          .where((eb) =>
+            eb.and([
+              eb('c.removed_at', 'is', null),
+              eb('c.read_started_at', '<', listedFrom),
+              eb.not(eb.exists(this.seenRow(runId, 'account', eb.ref('c.id')))),
+            ]),
+          ),
+      )
+      .selectNoFrom((eb) => [
+        eb.selectFrom('chunk').select((eb) => eb.fn.max('id').as('last')).$asScalar().as('last'),
+        eb.selectFrom('missing').select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids')).$asScalar().as('ids'),
+        eb
+          .selectFrom('missing')
+          .select((eb) => eb.fn.agg<string[]>('array_agg', ['profile_id']).orderBy('id').as('profiles'))
+          .$asScalar()
+          .as('profiles'),
+      ])
+      .executeTakeFirstOrThrow();
+    const profiles = chunk.profiles ?? [];
+    return { last: chunk.last, missing: (chunk.ids ?? []).map((id, i) => ({ id, profileId: profiles[i] })) };
+  }
+
+  /** The run's `sweep_seen` row for `id` under `resource`, for an EXISTS. */
+  private seenRow(runId: string, resource: SweepResource, id: Expression<string>) {
+    return this.database.db
+      .selectFrom('sweep_seen as s')
+      .select((eb) => eb.lit(1).as('one'))
+      .where('s.run_id', '=', runId)
+      .where('s.resource', '=', resource)
+      .where('s.id', '=', id);
   }
 
   private async forgetSeen(runId: string): Promise<void> {
-    await this.database.pool.query(`DELETE FROM sweep_seen WHERE run_id = $1`, [runId]);
+    await this.database.db.deleteFrom('sweep_seen').where('run_id', '=', runId).execute();
   }
 }

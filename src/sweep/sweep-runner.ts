@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
-import { DatabaseService, Queryable } from '../database/database.service';
+import type { Db } from '../database/database.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
@@ -9,7 +9,7 @@ import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
 import { PostsPage, POSTS_PAGE_LIMIT, PozyClient } from '../pozy/pozy-client.service';
 import { PozyRateLimitedError, PozyUnavailableError } from '../pozy/pozy-errors';
-import { postsSeenIn, RunProgress, SweepCounts, SweepRun, SweepRunRepository } from './sweep-run.repository';
+import { postsSeenIn, RunProgress, SweepCounts, SweepResource, SweepRun, SweepRunRepository } from './sweep-run.repository';
 
 /**
  * Each page is read from `offset - OVERLAP`: its first post must be one already seen, or posts deleted behind the
@@ -109,7 +109,6 @@ export class SweepRunner {
     private readonly runs: SweepRunRepository,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
-    private readonly database: DatabaseService,
     private readonly signal: NotificationSignal,
     private readonly metrics: MetricsService,
   ) {}
@@ -158,14 +157,14 @@ export class SweepRunner {
     const differing = fresh.filter((a) => !unchanged.has(a._id));
     const counts: Partial<SweepCounts> = {};
     count(counts, 'unchanged', unchanged.size);
-    await this.transaction(x, async (client) => {
+    await this.transaction(x, { resource: 'account', ids: fresh.map((a) => a._id) }, async (trx) => {
       if (x.run.dryRun) {
         const known = await this.accounts.existing(differing.map((a) => a._id));
         count(counts, 'created', differing.filter((a) => !known.has(a._id)).length);
         count(counts, 'changed', differing.filter((a) => known.has(a._id)).length);
       } else if (differing.length > 0) {
         const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: new Map<string, Date>() };
-        const written = await this.accounts.writeAccounts(differing, read, client);
+        const written = await this.accounts.writeAccounts(differing, read, trx);
         count(counts, 'created', written.created);
         count(counts, 'changed', written.changed - written.created);
         // Listed differently, yet not written: the mirror already holds a newer read.
@@ -173,10 +172,7 @@ export class SweepRunner {
         return written.notified;
       }
       return 0;
-    }, async (client) => {
-      await this.runs.markSeen(client, x.run.id, 'account', fresh.map((a) => a._id));
-      await this.runs.advance(client, x.run.id, x.owner, { ...progress, accountsDone: fresh.length, accounts: counts });
-    });
+    }, () => ({ ...progress, accountsDone: fresh.length, accounts: counts }));
     this.countItems(x, 'account', counts);
     if (progress.phase) x.run = { ...x.run, phase: progress.phase };
   }
@@ -273,23 +269,20 @@ export class SweepRunner {
     // A post listed again in a later pass was counted by the first.
     const firstPass = x.run.pass === 1;
     if (firstPass) count(counts, 'unchanged', fresh.length - differing.length);
-    await this.transaction(x, async (client) => {
+    await this.transaction(x, { resource: postsSeenIn(x.run.pass), ids: fresh.map((p) => p._id) }, async (trx) => {
       if (x.run.dryRun) {
         count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
         count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
         return 0;
       }
       if (differing.length === 0) return 0;
-      const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, client);
+      const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
       count(counts, 'created', written.created);
       count(counts, 'changed', written.changed - written.created);
       // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
       if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
       return written.notified;
-    }, async (client) => {
-      await this.runs.markSeen(client, x.run.id, postsSeenIn(x.run.pass), fresh.map((p) => p._id));
-      await this.runs.advance(client, x.run.id, x.owner, { ...progress, posts: counts });
-    });
+    }, () => ({ ...progress, posts: counts }));
     return counts;
   }
 
@@ -384,31 +377,21 @@ export class SweepRunner {
 
   /** Progress with nothing else to write. */
   private async commit(x: Execution, progress: RunProgress): Promise<void> {
-    await this.runs.advance(this.database.pool, x.run.id, x.owner, progress);
+    await this.runs.advance(x.run.id, x.owner, progress);
   }
 
   /**
-   * One transaction: the mirror write (which answers how many notifications it queued) and the run's bookkeeping,
-   * so that a crash never leaves a page written without its checkpoint or the other way round.
+   * One transaction: the mirror write (which answers how many notifications it queued) and the run's bookkeeping
+   * (what it saw, and its progress once the write has counted it), so that a crash never leaves a page written
+   * without its checkpoint or the other way round.
    */
   private async transaction(
     x: Execution,
-    write: (client: Queryable) => Promise<number>,
-    bookkeeping: (client: Queryable) => Promise<void>,
+    seen: { resource: SweepResource; ids: string[] },
+    write: (trx: Db) => Promise<number>,
+    progress: () => RunProgress,
   ): Promise<void> {
-    const client = await this.database.pool.connect();
-    let notified = 0;
-    try {
-      await client.query('BEGIN');
-      notified = await write(client);
-      await bookkeeping(client);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    const notified = await this.runs.commitPage({ id: x.run.id, owner: x.owner }, seen, write, progress);
     this.signal.queued(notified);
     x.checkStop();
   }

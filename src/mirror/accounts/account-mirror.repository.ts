@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService, Queryable } from '../../database/database.service';
+import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { DatabaseService, Db } from '../../database/database.service';
+import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
-import { ANY_SUBSCRIPTION, FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
+import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
 
 export interface ProfileRead {
   readId: string;
@@ -23,64 +25,32 @@ export interface ProfileWriteOutcome {
   notified: number;
 }
 
-// What subscribers see of a change: the account as GET /accounts/:id answers it, with its version.
-const CHANGES = `
-changes AS (
-  SELECT CASE WHEN w.removed_at IS NULL THEN 'account.changed' ELSE 'account.removed' END AS type,
-         'account:' || w.id AS resource_key, w.sequence, NULL::timestamptz AS pozy_updated_at,
-         ARRAY[w.platform] AS platforms, ARRAY[w.profile_id] AS profile_ids,
-         jsonb_build_object(
-           'id', w.id, 'sequence', w.sequence, 'pozyUpdatedAt', NULL,
-           'account', jsonb_build_object(
-             'id', w.id, 'profileId', w.profile_id, 'platform', w.platform, 'username', w.username,
-             'displayName', w.display_name, 'isActive', w.is_active, 'needsReconnection', w.needs_reconnection,
-             'lastEventAt', ${isoSql('w.last_event_at')}, 'syncedAt', ${isoSql('w.synced_at')},
-             'removedAt', ${isoSql('w.removed_at')})) AS data
-    FROM written w
-   -- The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-   WHERE w.changed_by = w.read_id AND ${ANY_SUBSCRIPTION}
-)`;
+/** The columns of an account that its profile's list gives. */
+type AccountColumns = Required<
+  Pick<Insertable<DB['account']>, 'id' | 'profile_id' | 'platform' | 'username' | 'display_name' | 'is_active' | 'needs_reconnection'>
+>;
+
+/** The accounts as rows of the account table, from one JSON parameter whatever their number. */
+const accountsFromJson = (rows: Array<AccountColumns & Pick<Insertable<DB['account']>, 'last_event_at'>>) =>
+  sql<Selectable<DB['account']>>`jsonb_populate_recordset(NULL::${sql.table('account')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
+
+/** What Pozy says of an account, as the mirror holds it. */
+const ACCOUNT_STATE = ['profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection'] as const;
 
 // The mirrored state, bookkeeping aside: a difference is a change to notify.
-const ACCOUNT_DIFFERS = `
-(a.profile_id, a.platform, a.username, a.display_name, a.is_active, a.needs_reconnection, a.removed_at IS NULL)
-IS DISTINCT FROM
-(excluded.profile_id, excluded.platform, excluded.username, excluded.display_name, excluded.is_active,
- excluded.needs_reconnection, true)`;
+const accountDiffers = (eb: ExpressionBuilder<DB & { excluded: DB['account'] }, 'account' | 'excluded'>) => {
+  const stored = [...ACCOUNT_STATE.map((column) => eb.ref(`account.${column}`)), eb('account.removed_at', 'is', null)];
+  const read = [...ACCOUNT_STATE.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
+  return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
+};
 
-// Accounts have no version in Pozy: the read that started later wins. $1: the accounts as JSON rows; $2, $3: the
-// read's start and id.
-const WRITE_ACCOUNTS = `
-WITH written AS (
-INSERT INTO account AS a (id, profile_id, platform, username, display_name, is_active, needs_reconnection,
-                          last_event_at, synced_at, read_started_at, read_id, removed_at, sequence, changed_by)
-SELECT id, profile_id, platform, username, display_name, is_active, needs_reconnection, last_event_at, now(),
-       $2::timestamptz, $3::uuid, NULL, 1, $3::uuid
-  FROM jsonb_to_recordset($1::jsonb) AS t(id text, profile_id text, platform text, username text, display_name text,
-                                        is_active boolean, needs_reconnection boolean, last_event_at timestamptz)
- ORDER BY id
-ON CONFLICT (id) DO UPDATE
-   SET profile_id = excluded.profile_id, platform = excluded.platform, username = excluded.username,
-       display_name = excluded.display_name, is_active = excluded.is_active,
-       needs_reconnection = excluded.needs_reconnection,
-       last_event_at = greatest(a.last_event_at, excluded.last_event_at), synced_at = now(),
-       read_started_at = excluded.read_started_at, read_id = excluded.read_id, removed_at = NULL,
-       sequence = a.sequence + CASE WHEN ${ACCOUNT_DIFFERS} THEN 1 ELSE 0 END,
-       changed_by = CASE WHEN ${ACCOUNT_DIFFERS} THEN excluded.read_id ELSE a.changed_by END
- WHERE excluded.read_started_at > a.read_started_at
-RETURNING a.*, (a.xmax = 0) AS inserted
-), ${CHANGES}, ${fanOutCte('changes')}
-${FAN_OUT_RESULT}`;
+/** A write of accounts, returning the rows it wrote and whether it inserted each. */
+type WrittenQuery =
+  | InsertQueryBuilder<DB, 'account', Selectable<DB['account']> & { inserted: boolean }>
+  | UpdateQueryBuilder<DB, 'account', 'account', Selectable<DB['account']> & { inserted: boolean }>;
 
-// Accounts of the profile that its list no longer has were removed (kept, queryable, marked).
-const MARK_REMOVED = `
-WITH written AS (
-UPDATE account
-   SET removed_at = now(), synced_at = now(), read_started_at = $3, read_id = $4, sequence = sequence + 1, changed_by = $4
- WHERE profile_id = $1 AND NOT (id = ANY($2::text[])) AND removed_at IS NULL AND read_started_at < $3
-RETURNING *, false AS inserted
-), ${CHANGES}, ${fanOutCte('changes')}
-${FAN_OUT_RESULT}`;
+// Whether the statement inserted the row (rather than updating it).
+const inserted = sql<boolean>`${sql.ref('account.xmax')} = 0`.as('inserted');
 
 @Injectable()
 export class AccountMirrorRepository {
@@ -94,62 +64,174 @@ export class AccountMirrorRepository {
    * with the notifications of what changed.
    */
   async writeProfile(profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
-    const client = await this.database.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const written = await this.writeAccounts(accounts, read, client);
-      const ids = accounts.map((account) => account._id);
-      const removed = (await client.query<FanOutResult>(MARK_REMOVED, [profileId, ids, read.startedAt, read.readId])).rows[0];
-      await client.query('COMMIT');
-      this.signal.queued(written.notified + removed.notified);
-      return {
-        written: written.written,
-        created: written.created,
-        removed: removed.written,
-        stale: accounts.length - written.written,
-        changed: written.changed + removed.changed,
-        notified: written.notified + removed.notified,
-      };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    const { written, removed } = await this.database.db.transaction().execute(async (trx) => ({
+      written: await this.writeAccounts(accounts, read, trx),
+      removed: await this.markRemoved(profileId, accounts.map((account) => account._id), read, trx),
+    }));
+    this.signal.queued(written.notified + removed.notified);
+    return {
+      written: written.written,
+      created: written.created,
+      removed: removed.written,
+      stale: accounts.length - written.written,
+      changed: written.changed + removed.changed,
+      notified: written.notified + removed.notified,
+    };
   }
 
   /** Which of these account ids the mirror holds (removed ones included). */
   async existing(ids: string[]): Promise<Set<string>> {
-    const { rows } = await this.database.pool.query<{ id: string }>('SELECT id FROM account WHERE id = ANY($1::text[])', [ids]);
+    const rows = await this.database.prisma.account.findMany({ where: { id: { in: ids } }, select: { id: true } });
     return new Set(rows.map((r) => r.id));
   }
 
   /** Which of these accounts the mirror holds exactly as Pozy listed them (bookkeeping aside). */
   async unchanged(accounts: PozyAccountDto[]): Promise<Set<string>> {
-    const { rows } = await this.database.pool.query<{ id: string }>(
-      `SELECT a.id FROM account a
-         JOIN jsonb_to_recordset($1::jsonb) AS t(id text, profile_id text, platform text, username text, display_name text,
-                                              is_active boolean, needs_reconnection boolean) ON t.id = a.id
-        WHERE a.removed_at IS NULL
-          AND (a.profile_id, a.platform, a.username, a.display_name, a.is_active, a.needs_reconnection)
-              IS NOT DISTINCT FROM (t.profile_id, t.platform, t.username, t.display_name, t.is_active, t.needs_reconnection)`,
-      [JSON.stringify(accounts.map(accountRow))],
-    );
+    const rows = await this.database.db
+      .selectFrom('account as a')
+      .innerJoin(accountsFromJson(accounts.map(accountRow)), 'input.id', 'a.id')
+      .select('a.id')
+      .where((eb) =>
+        eb.and([
+          eb('a.removed_at', 'is', null),
+          sql<boolean>`(${sql.join(ACCOUNT_STATE.map((column) => eb.ref(`a.${column}`)))})
+                       IS NOT DISTINCT FROM (${sql.join(ACCOUNT_STATE.map((column) => eb.ref(`input.${column}`)))})`,
+        ]),
+      )
+      .execute();
     return new Set(rows.map((r) => r.id));
   }
 
   /**
    * Writes accounts of any profiles as one read listed them, removing none (a part of a list says nothing of what
    * it leaves out), inside the caller's transaction: the caller tells the NotificationSignal once it commits.
+   * Accounts have no version in Pozy: the read that started later wins.
    */
-  async writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, client: Queryable): Promise<FanOutResult> {
+  writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, trx: Db) {
     const rows = accounts.map((account) => ({ ...accountRow(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
-    return (await client.query<FanOutResult>(WRITE_ACCOUNTS, [JSON.stringify(rows), read.startedAt, read.readId])).rows[0];
+    const written = trx
+      .insertInto('account')
+      .columns([
+        'id', 'profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection', 'last_event_at',
+        'synced_at', 'read_started_at', 'read_id', 'removed_at', 'sequence', 'changed_by',
+      ])
+      .expression((eb) =>
+        eb
+          .selectFrom(accountsFromJson(rows))
+          .select((eb) => [
+            'input.id', 'input.profile_id', 'input.platform', 'input.username', 'input.display_name', 'input.is_active',
+            'input.needs_reconnection', 'input.last_event_at',
+            eb.fn<Date>('now').as('synced_at'),
+            eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
+            eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),
+            eb.lit(null).as('removed_at'),
+            eb.lit(1).as('sequence'),
+            eb.cast<string>(eb.val(read.readId), 'uuid').as('changed_by'),
+          ])
+          // One lock order for every writer.
+          .orderBy('input.id'),
+      )
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => {
+            const differs = accountDiffers(eb);
+            return {
+              profile_id: eb.ref('excluded.profile_id'),
+              platform: eb.ref('excluded.platform'),
+              username: eb.ref('excluded.username'),
+              display_name: eb.ref('excluded.display_name'),
+              is_active: eb.ref('excluded.is_active'),
+              needs_reconnection: eb.ref('excluded.needs_reconnection'),
+              last_event_at: eb.fn('greatest', ['account.last_event_at', 'excluded.last_event_at']),
+              synced_at: eb.fn('now'),
+              read_started_at: eb.ref('excluded.read_started_at'),
+              read_id: eb.ref('excluded.read_id'),
+              removed_at: eb.lit(null),
+              sequence: eb('account.sequence', '+', eb.case().when(differs).then(1).else(0).end()),
+              changed_by: eb.case().when(differs).then(eb.ref('excluded.read_id')).else(eb.ref('account.changed_by')).end(),
+            };
+          })
+          .where('excluded.read_started_at', '>', (eb) => eb.ref('account.read_started_at')),
+      )
+      .returningAll()
+      .returning(inserted);
+    return this.fanOut(trx, written);
+  }
+
+  /** Accounts of the profile that its list no longer has were removed (kept, queryable, marked). */
+  private markRemoved(profileId: string, listed: string[], read: ProfileRead, trx: Db) {
+    const written = trx
+      .updateTable('account')
+      .set((eb) => ({
+        removed_at: eb.fn('now'),
+        synced_at: eb.fn('now'),
+        read_started_at: read.startedAt,
+        read_id: read.readId,
+        sequence: eb('sequence', '+', eb.lit(1)),
+        changed_by: read.readId,
+      }))
+      .where((eb) =>
+        eb.and([
+          eb('profile_id', '=', profileId),
+          eb.not(eb('id', '=', eb.fn.any(eb.val(listed)))),
+          eb('removed_at', 'is', null),
+          eb('read_started_at', '<', read.startedAt),
+        ]),
+      )
+      .returningAll()
+      .returning(sql<boolean>`false`.as('inserted'));
+    return this.fanOut(trx, written);
+  }
+
+  /**
+   * `written` (the write, returning the rows it touched) with the notifications of what it changed, in one
+   * statement. What subscribers see of a change: the account as GET /accounts/:id answers it, with its version.
+   */
+  private fanOut(db: Db, written: WrittenQuery) {
+    return db
+      .with('written', () => written)
+      .with('changes', (qc) =>
+        changesQuery(
+          qc
+            .selectFrom('written as w')
+            // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+            .where((eb) => eb.and([eb('w.changed_by', '=', eb.ref('w.read_id')), eb.exists(anySubscription(db))]))
+            .select((eb) => [
+              eb.case().when('w.removed_at', 'is', null).then(sql.lit('account.changed')).else(sql.lit('account.removed')).end().as('type'),
+              sql<string>`'account:' || ${eb.ref('w.id')}`.as('resource_key'),
+              'w.sequence',
+              sql<Date | null>`NULL::timestamptz`.as('pozy_updated_at'),
+              sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
+              sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
+              jsonbObject({
+                id: eb.ref('w.id'),
+                sequence: eb.ref('w.sequence'),
+                pozyUpdatedAt: eb.lit(null),
+                account: jsonbObject({
+                  id: eb.ref('w.id'),
+                  profileId: eb.ref('w.profile_id'),
+                  platform: eb.ref('w.platform'),
+                  username: eb.ref('w.username'),
+                  displayName: eb.ref('w.display_name'),
+                  isActive: eb.ref('w.is_active'),
+                  needsReconnection: eb.ref('w.needs_reconnection'),
+                  lastEventAt: isoText(eb.ref('w.last_event_at')),
+                  syncedAt: isoText(eb.ref('w.synced_at')),
+                  removedAt: isoText(eb.ref('w.removed_at')),
+                }),
+              }).as('data'),
+            ]),
+        ),
+      )
+      .with('notified', () => notifySubscribers(db))
+      .selectNoFrom(fanOutResult(db))
+      .executeTakeFirstOrThrow();
   }
 }
 
 /** An account as the mirror's columns hold it. */
-function accountRow(account: PozyAccountDto) {
+function accountRow(account: PozyAccountDto): AccountColumns {
   return {
     id: account._id,
     profile_id: account.profileId,

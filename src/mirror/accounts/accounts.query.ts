@@ -1,27 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../../database/database.service';
+import { Prisma } from '../../generated/prisma/client';
 import { decodeCursor, page } from '../cursor';
 import { ListAccountsQuery } from './dto/list-accounts.query';
 
-/** A mirrored account as the query endpoints answer it. */
-export interface MirroredAccount {
-  id: string;
-  profileId: string;
-  platform: string;
-  username: string | null;
-  displayName: string | null;
-  isActive: boolean;
-  needsReconnection: boolean;
-  lastEventAt: Date | null;
-  syncedAt: Date;
-  removedAt: Date | null;
-}
+/** What the query endpoints answer of an account: the mirrored state, bookkeeping of the reads aside. */
+const ANSWERED = {
+  id: true,
+  profileId: true,
+  platform: true,
+  username: true,
+  displayName: true,
+  isActive: true,
+  needsReconnection: true,
+  lastEventAt: true,
+  syncedAt: true,
+  removedAt: true,
+} as const satisfies Prisma.AccountSelect;
 
-const SELECT_ACCOUNTS = `
-SELECT id, profile_id AS "profileId", platform, username, display_name AS "displayName", is_active AS "isActive",
-       needs_reconnection AS "needsReconnection", last_event_at AS "lastEventAt", synced_at AS "syncedAt",
-       removed_at AS "removedAt"
-  FROM account`;
+/** A mirrored account as the query endpoints answer it. */
+export type MirroredAccount = Prisma.AccountGetPayload<{ select: typeof ANSWERED }>;
 
 const DEFAULT_LIMIT = 50;
 
@@ -32,29 +30,25 @@ export class AccountsQuery {
 
   async list(query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const { rows } = await this.database.pool.query<MirroredAccount>(
-      `${SELECT_ACCOUNTS}
-        WHERE ($1::text IS NULL OR profile_id = $1)
-          AND ($2::text IS NULL OR platform = $2)
-          AND ($3::boolean IS NULL OR (is_active AND NOT needs_reconnection) = $3)
-          AND ($4::boolean OR removed_at IS NULL)
-          AND ($5::text IS NULL OR id > $5)
-        ORDER BY id
-        LIMIT $6`,
-      [
-        query.profileId ?? null,
-        query.platform ?? null,
-        query.connected ?? null,
-        query.includeRemoved === true,
-        decodeCursor(query.cursor),
-        limit + 1,
-      ],
-    );
+    const after = decodeCursor(query.cursor);
+    const where: Prisma.AccountWhereInput[] = [];
+    if (query.profileId !== undefined) where.push({ profileId: query.profileId });
+    if (query.platform !== undefined) where.push({ platform: query.platform });
+    // Connected: active and not waiting for the user to reconnect.
+    if (query.connected === true) where.push({ isActive: true, needsReconnection: false });
+    if (query.connected === false) where.push({ OR: [{ isActive: false }, { needsReconnection: true }] });
+    if (query.includeRemoved !== true) where.push({ removedAt: null });
+    if (after !== null) where.push({ id: { gt: after } });
+    const rows = await this.database.prisma.account.findMany({
+      select: ANSWERED,
+      where: { AND: where },
+      orderBy: { id: 'asc' },
+      take: limit + 1,
+    });
     return page(rows, limit);
   }
 
-  async get(id: string): Promise<MirroredAccount | undefined> {
-    const { rows } = await this.database.pool.query<MirroredAccount>(`${SELECT_ACCOUNTS} WHERE id = $1`, [id]);
-    return rows[0];
+  get(id: string): Promise<MirroredAccount | null> {
+    return this.database.prisma.account.findUnique({ select: ANSWERED, where: { id } });
   }
 }

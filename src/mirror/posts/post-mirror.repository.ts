@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService, Queryable } from '../../database/database.service';
+import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql } from 'kysely';
+import { DatabaseService, Db } from '../../database/database.service';
+import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
-import { ANY_SUBSCRIPTION, FAN_OUT_RESULT, fanOutCte, FanOutResult, isoSql } from '../../notifications/outbox-sql';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
-
+import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
   readId: string;
@@ -25,85 +26,43 @@ export interface PostWriteResult {
   notified: number;
 }
 
-// What subscribers see of a change: the post as GET /posts/:id answers it, with its version.
-const CHANGES = `
-changes AS (
-  SELECT CASE WHEN w.deleted_at IS NULL THEN 'post.changed' ELSE 'post.deleted' END AS type,
-         'post:' || w.id AS resource_key, w.sequence, w.pozy_updated_at, w.platform_names AS platforms,
-         profiles.ids AS profile_ids,
-         jsonb_build_object(
-           'id', w.id, 'sequence', w.sequence, 'pozyUpdatedAt', ${isoSql('w.pozy_updated_at')},
-           'post', jsonb_build_object(
-             'id', w.id, 'status', w.status, 'content', w.content, 'scheduledFor', ${isoSql('w.scheduled_for')},
-             'publishedAt', ${isoSql('w.published_at')}, 'platforms', w.platforms, 'profileIds', to_jsonb(profiles.ids),
-             'pozyCreatedAt', ${isoSql('w.pozy_created_at')}, 'pozyUpdatedAt', ${isoSql('w.pozy_updated_at')},
-             'lastEventAt', ${isoSql('w.last_event_at')}, 'syncedAt', ${isoSql('w.synced_at')},
-             'deletedAt', ${isoSql('w.deleted_at')})) AS data
-    FROM written w
-   -- Each account found by its key (a scan of the account table per post would cost a page of 500 posts a tenth
-   -- of a second), once per post (OFFSET 0 keeps it from being inlined into both uses below).
-   CROSS JOIN LATERAL (SELECT ARRAY(SELECT DISTINCT a.profile_id FROM unnest(w.account_ids) AS u(id) JOIN account a ON a.id = u.id
-                                     ORDER BY 1) AS ids OFFSET 0) profiles
-   -- The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-   WHERE w.changed_by = w.read_id AND ${ANY_SUBSCRIPTION}
-)`;
+/** The columns of a post that a read of Pozy gives. */
+type PostColumns = Required<
+  Pick<
+    Insertable<DB['post']>,
+    | 'id'
+    | 'status'
+    | 'content'
+    | 'scheduled_for'
+    | 'published_at'
+    | 'platforms'
+    | 'account_ids'
+    | 'platform_names'
+    | 'pozy_created_at'
+    | 'pozy_updated_at'
+    | 'last_event_at'
+  >
+>;
+
+type PostUpsert = ExpressionBuilder<DB & { excluded: DB['post'] }, 'post' | 'excluded'>;
+
+/** The posts as rows of the post table, from one JSON parameter whatever their number. */
+const postsFromJson = (rows: PostColumns[]) =>
+  sql<Selectable<DB['post']>>`jsonb_populate_recordset(NULL::${sql.table('post')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
 
 // The mirrored state, bookkeeping (syncedAt, lastEventAt, which read) aside: a difference is a change to notify.
-const POST_DIFFERS = `
-(p.status, p.content, p.scheduled_for, p.published_at, p.platforms, p.pozy_created_at, p.pozy_updated_at, p.deleted_at IS NULL)
-IS DISTINCT FROM
-(excluded.status, excluded.content, excluded.scheduled_for, excluded.published_at, excluded.platforms,
- excluded.pozy_created_at, excluded.pozy_updated_at, true)`;
+const postDiffers = (eb: PostUpsert) => {
+  const state = ['status', 'content', 'scheduled_for', 'published_at', 'platforms', 'pozy_created_at', 'pozy_updated_at'] as const;
+  const stored = [...state.map((column) => eb.ref(`post.${column}`)), eb('post.deleted_at', 'is', null)];
+  const read = [...state.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
+  return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
+};
 
-// The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
-// a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever seen
-// as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
-// $1: the posts as JSON rows (one read's answer: a post, or a page of the list); $2, $3: the read's start and id.
-const WRITE_POSTS = `
-WITH input AS (
-  SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(id text, status text, content text, scheduled_for timestamptz,
-    published_at timestamptz, platforms jsonb, account_ids text[], platform_names text[], pozy_created_at timestamptz,
-    pozy_updated_at timestamptz, last_event_at timestamptz)
-), written AS (
-INSERT INTO post AS p (id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
-                       pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at,
-                       sequence, changed_by)
-SELECT id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names, pozy_created_at,
-       pozy_updated_at, last_event_at, now(), $2::timestamptz, $3::uuid, NULL, 1, $3::uuid
-  FROM input
- -- One lock order for every writer, so two pages or a page and a job never deadlock.
- ORDER BY id
-ON CONFLICT (id) DO UPDATE
-   SET status = excluded.status, content = excluded.content, scheduled_for = excluded.scheduled_for,
-       published_at = excluded.published_at, platforms = excluded.platforms, account_ids = excluded.account_ids,
-       platform_names = excluded.platform_names, pozy_created_at = excluded.pozy_created_at,
-       pozy_updated_at = excluded.pozy_updated_at, last_event_at = greatest(p.last_event_at, excluded.last_event_at),
-       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id, deleted_at = NULL,
-       sequence = p.sequence + CASE WHEN ${POST_DIFFERS} THEN 1 ELSE 0 END,
-       changed_by = CASE WHEN ${POST_DIFFERS} THEN excluded.read_id ELSE p.changed_by END
- WHERE (excluded.pozy_updated_at, excluded.read_started_at)
-       > (coalesce(p.pozy_updated_at, '-infinity'::timestamptz), p.read_started_at)
-   AND (p.deleted_at IS NULL OR excluded.read_started_at > p.read_started_at)
-RETURNING p.*, (p.xmax = 0) AS inserted
-), ${CHANGES}, ${fanOutCte('changes')}
-${FAN_OUT_RESULT}`;
+/** A guarded write of posts, returning the rows it wrote. */
+type WrittenQuery = InsertQueryBuilder<DB, 'post', Selectable<DB['post']> & { inserted: boolean }>;
 
-// A 404 has no Pozy version: it is dated by the read's start, and only a read that started later may replace it.
-// It wins a tie with a read that found the post: deleting is the last thing that happens to a post.
-const MARK_DELETED = `
-WITH written AS (
-INSERT INTO post AS p (id, status, platforms, account_ids, platform_names, last_event_at, synced_at,
-                       read_started_at, read_id, deleted_at, sequence, changed_by)
-VALUES ($1, 'deleted', '[]'::jsonb, '{}', '{}', $2, now(), $3, $4, now(), 1, $4)
-ON CONFLICT (id) DO UPDATE
-   SET deleted_at = coalesce(p.deleted_at, now()), last_event_at = greatest(p.last_event_at, excluded.last_event_at),
-       synced_at = now(), read_started_at = excluded.read_started_at, read_id = excluded.read_id,
-       sequence = p.sequence + CASE WHEN p.deleted_at IS NULL THEN 1 ELSE 0 END,
-       changed_by = CASE WHEN p.deleted_at IS NULL THEN excluded.read_id ELSE p.changed_by END
- WHERE excluded.read_started_at >= p.read_started_at
-RETURNING p.*, (p.xmax = 0) AS inserted
-), ${CHANGES}, ${fanOutCte('changes')}
-${FAN_OUT_RESULT}`;
+// Whether the statement inserted the row (rather than updating it).
+const inserted = sql<boolean>`${sql.ref('post.xmax')} = 0`.as('inserted');
 
 @Injectable()
 export class PostMirrorRepository {
@@ -122,11 +81,11 @@ export class PostMirrorRepository {
 
   /**
    * Writes the posts one read answered (a page of Pozy's list) in one statement, each under the same guard as a
-   * single post. With `client`, it runs inside the caller's transaction, and the caller tells the
+   * single post. With `trx`, it runs inside the caller's transaction, and the caller tells the
    * NotificationSignal once it commits.
    */
-  async writeMany(posts: readonly PozyPostDto[], read: PostRead, client?: Queryable): Promise<PostWriteResult> {
-    const rows = posts.map((post) => {
+  async writeMany(posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
+    const rows = posts.map((post): PostColumns => {
       const platforms = post.platforms.map((target) => ({
         platform: target.platform,
         accountId: target.accountId,
@@ -150,26 +109,189 @@ export class PostMirrorRepository {
         last_event_at: read.lastEventAt?.toISOString() ?? null,
       };
     });
-    const { rows: result } = await (client ?? this.database.pool).query<FanOutResult>(WRITE_POSTS, [JSON.stringify(rows), read.startedAt, read.readId]);
-    return this.result(result[0], !client);
+    const db = trx ?? this.database.db;
+    // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
+    // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
+    // seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
+    const written = db
+      .insertInto('post')
+      .columns([
+        'id', 'status', 'content', 'scheduled_for', 'published_at', 'platforms', 'account_ids', 'platform_names',
+        'pozy_created_at', 'pozy_updated_at', 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'deleted_at',
+        'sequence', 'changed_by',
+      ])
+      .expression((eb) =>
+        eb
+          .selectFrom(postsFromJson(rows))
+          .select((eb) => [
+            'input.id', 'input.status', 'input.content', 'input.scheduled_for', 'input.published_at', 'input.platforms',
+            'input.account_ids', 'input.platform_names', 'input.pozy_created_at', 'input.pozy_updated_at',
+            'input.last_event_at',
+            eb.fn<Date>('now').as('synced_at'),
+            eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
+            eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),
+            eb.lit(null).as('deleted_at'),
+            eb.lit(1).as('sequence'),
+            eb.cast<string>(eb.val(read.readId), 'uuid').as('changed_by'),
+          ])
+          // One lock order for every writer, so two pages or a page and a job never deadlock.
+          .orderBy('input.id'),
+      )
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => {
+            const differs = postDiffers(eb);
+            return {
+              status: eb.ref('excluded.status'),
+              content: eb.ref('excluded.content'),
+              scheduled_for: eb.ref('excluded.scheduled_for'),
+              published_at: eb.ref('excluded.published_at'),
+              platforms: eb.ref('excluded.platforms'),
+              account_ids: eb.ref('excluded.account_ids'),
+              platform_names: eb.ref('excluded.platform_names'),
+              pozy_created_at: eb.ref('excluded.pozy_created_at'),
+              pozy_updated_at: eb.ref('excluded.pozy_updated_at'),
+              last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
+              synced_at: eb.fn('now'),
+              read_started_at: eb.ref('excluded.read_started_at'),
+              read_id: eb.ref('excluded.read_id'),
+              deleted_at: eb.lit(null),
+              sequence: eb('post.sequence', '+', eb.case().when(differs).then(1).else(0).end()),
+              changed_by: eb.case().when(differs).then(eb.ref('excluded.read_id')).else(eb.ref('post.changed_by')).end(),
+            };
+          })
+          .where((eb) =>
+            eb.and([
+              eb(
+                eb.refTuple('excluded.pozy_updated_at', 'excluded.read_started_at'),
+                '>',
+                eb.tuple(eb.fn.coalesce('post.pozy_updated_at', sql<Date>`'-infinity'::timestamptz`), eb.ref('post.read_started_at')),
+              ),
+              eb.or([eb('post.deleted_at', 'is', null), eb('excluded.read_started_at', '>', eb.ref('post.read_started_at'))]),
+            ]),
+          ),
+      )
+      .returningAll()
+      .returning(inserted);
+    return this.result(await this.fanOut(db, written), !trx);
   }
 
   /** The mirror's version of each of these posts it holds: Pozy's updatedAt, and whether it is marked deleted. */
   async versions(ids: string[]): Promise<Map<string, { pozyUpdatedAt: Date | null; deleted: boolean }>> {
-    const { rows } = await this.database.pool.query<{ id: string; pozy_updated_at: Date | null; deleted: boolean }>(
-      'SELECT id, pozy_updated_at, deleted_at IS NOT NULL AS deleted FROM post WHERE id = ANY($1::text[])',
-      [ids],
-    );
-    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozy_updated_at, deleted: r.deleted }]));
+    const rows = await this.database.prisma.post.findMany({
+      where: { id: { in: ids } },
+      select: { id: true, pozyUpdatedAt: true, deletedAt: true },
+    });
+    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozyUpdatedAt, deleted: r.deletedAt !== null }]));
   }
 
-  /** Pozy answered 404: the post is marked deleted (kept, not dropped). */
+  /**
+   * Pozy answered 404: the post is marked deleted (kept, not dropped). A 404 has no Pozy version: it is dated by
+   * the read's start, and only a read that started later may replace it. It wins a tie with a read that found the
+   * post: deleting is the last thing that happens to a post.
+   */
   async markDeleted(postId: string, read: PostRead): Promise<PostWriteResult> {
-    const { rows } = await this.database.pool.query<FanOutResult>(MARK_DELETED, [postId, read.lastEventAt, read.startedAt, read.readId]);
-    return this.result(rows[0], true);
+    const db = this.database.db;
+    const written = db
+      .insertInto('post')
+      .values((eb) => ({
+        id: postId,
+        status: 'deleted',
+        platforms: JSON.stringify([]),
+        account_ids: [],
+        platform_names: [],
+        last_event_at: read.lastEventAt,
+        synced_at: eb.fn('now'),
+        read_started_at: read.startedAt,
+        read_id: read.readId,
+        deleted_at: eb.fn('now'),
+        sequence: 1,
+        changed_by: read.readId,
+      }))
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => {
+            const wasLive = eb('post.deleted_at', 'is', null);
+            return {
+              deleted_at: eb.fn.coalesce('post.deleted_at', eb.fn<Date>('now')),
+              last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
+              synced_at: eb.fn('now'),
+              read_started_at: eb.ref('excluded.read_started_at'),
+              read_id: eb.ref('excluded.read_id'),
+              sequence: eb('post.sequence', '+', eb.case().when(wasLive).then(1).else(0).end()),
+              changed_by: eb.case().when(wasLive).then(eb.ref('excluded.read_id')).else(eb.ref('post.changed_by')).end(),
+            };
+          })
+          .where('excluded.read_started_at', '>=', (eb) => eb.ref('post.read_started_at')),
+      )
+      .returningAll()
+      .returning(inserted);
+    return this.result(await this.fanOut(db, written), true);
   }
 
-  private result(row: FanOutResult, committed: boolean): PostWriteResult {
+  /**
+   * `written` (the guarded write, returning the rows it touched) with the notifications of what it changed, in one
+   * statement. What subscribers see of a change: the post as GET /posts/:id answers it, with its version.
+   */
+  private fanOut(db: Db, written: WrittenQuery) {
+    return db
+      .with('written', () => written)
+      .with('changes', (qc) =>
+        changesQuery(
+          qc
+            .selectFrom('written as w')
+            // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
+            // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
+            .crossJoinLateral((eb) =>
+              eb
+                .selectFrom(sql<{ id: string }>`unnest(${eb.ref('w.account_ids')})`.as<'u'>(sql`u(id)`))
+                .innerJoin('account as a', 'a.id', 'u.id')
+                .select((eb) =>
+                  eb.fn
+                    .coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`)
+                    .as('ids'),
+                )
+                .as('profiles'),
+            )
+            // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+            .where((eb) => eb.and([eb('w.changed_by', '=', eb.ref('w.read_id')), eb.exists(anySubscription(db))]))
+            .select((eb) => [
+              eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
+              sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
+              'w.sequence',
+              'w.pozy_updated_at',
+              'w.platform_names as platforms',
+              'profiles.ids as profile_ids',
+              jsonbObject({
+                id: eb.ref('w.id'),
+                sequence: eb.ref('w.sequence'),
+                pozyUpdatedAt: isoText(eb.ref('w.pozy_updated_at')),
+                post: jsonbObject({
+                  id: eb.ref('w.id'),
+                  status: eb.ref('w.status'),
+                  content: eb.ref('w.content'),
+                  scheduledFor: isoText(eb.ref('w.scheduled_for')),
+                  publishedAt: isoText(eb.ref('w.published_at')),
+                  platforms: eb.ref('w.platforms'),
+                  profileIds: eb.fn('to_jsonb', ['profiles.ids']),
+                  pozyCreatedAt: isoText(eb.ref('w.pozy_created_at')),
+                  pozyUpdatedAt: isoText(eb.ref('w.pozy_updated_at')),
+                  lastEventAt: isoText(eb.ref('w.last_event_at')),
+                  syncedAt: isoText(eb.ref('w.synced_at')),
+                  deletedAt: isoText(eb.ref('w.deleted_at')),
+                }),
+              }).as('data'),
+            ]),
+        ),
+      )
+      .with('notified', () => notifySubscribers(db))
+      .selectNoFrom(fanOutResult(db))
+      .executeTakeFirstOrThrow();
+  }
+
+  private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>, committed: boolean): PostWriteResult {
     if (committed) this.signal.queued(row.notified);
     return { outcome: row.written > 0 ? 'written' : 'stale', created: row.created, changed: row.changed, notified: row.notified };
   }

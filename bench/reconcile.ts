@@ -25,9 +25,9 @@ import { Client } from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { PozySimulator } from '../simulator/simulator';
 import { PozyWorld } from '../simulator/world';
-import { signPozyPayload } from '../webhooks/webhook-signature';
+import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { freePort, waitForHttp } from './net';
-import { cell, median, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, median, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
 import { startSlowReturnProxy } from './slow-return-proxy';
 
 const SECRET = 'whsec_bench';
@@ -414,7 +414,7 @@ export async function runReconcileScenario(serverUrl: string): Promise<void> {
     const pozyEnv = { POZY_API_URL: proxy?.url ?? sim.url, POZY_API_KEY: API_KEY };
     const service: System = {
       name: 'pozy-sync (ROLE=all)',
-      script: join(__dirname, '..', 'main.js'),
+      script: BUILT_SERVICE,
       env: {
         ...pozyEnv,
         POZY_WEBHOOK_SECRET: SECRET,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 import { freePort, waitForHttp } from './net';
-import { cell, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, startProcess, stopProcess, withDatabase } from './processes';
 
 const settings = {
   posts: Number(process.env.BENCH_QUERY_POSTS ?? 500_000),
@@ -108,14 +108,14 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
     };
     // The service creates the tables; the posts go in once it has.
     process.stdout.write(`  seeding ${settings.posts.toLocaleString('en')} posts... `);
-    await serve(join(__dirname, '..', 'main.js'), service, () => seed(databaseUrl));
+    await serve(BUILT_SERVICE, service, () => seed(databaseUrl));
     console.log('done');
     const rows: Measured[] = [];
     process.stdout.write('  baseline... ');
     rows.push(await serve(join(__dirname, 'baseline-query.js'), { DATABASE_URL: databaseUrl }, (url) => measure('baseline (one fixed statement)', url, '/posts')));
     console.log('done');
     process.stdout.write('  pozy-sync... ');
-    await serve(join(__dirname, '..', 'main.js'), service, async (url) => {
+    await serve(BUILT_SERVICE, service, async (url) => {
       rows.push(await measure('pozy-sync GET /posts?limit=50', url, '/posts?limit=50'));
       rows.push(await measure('pozy-sync, status + platform', url, '/posts?limit=50&status=published&platform=linkedin'));
       const cursor = await secondPageCursor(url);

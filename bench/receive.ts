@@ -13,9 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
-import { signPozyPayload } from '../webhooks/webhook-signature';
+import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { freePort, waitForHttp } from './net';
-import { cell, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const SIMULATOR_RATE_LIMIT_PER_MINUTE = 100_000;
@@ -200,7 +200,7 @@ export async function runReceiveScenario(serverUrl: string): Promise<void> {
       withDatabase(serverUrl, 'pozy_bench_service', (url) =>
         measure(
           `pozy-sync (${name})`,
-          join(__dirname, '..', 'main.js'),
+          BUILT_SERVICE,
           url,
           {
             ...pozy,

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool } from 'pg';
-import type { PlatformTarget, PozyWorld } from './world';
+import type { PozyWorld } from '../../simulator/world';
+import type { PlatformTarget } from '../../simulator/world/pozy-shapes';
 
 interface PostRow {
   id: string;
@@ -29,6 +30,7 @@ const accountIdOf = (target: PlatformTarget) => (typeof target.accountId === 'st
 
 /**
  * Compares pozy-sync's mirror (its database) with the simulator's world: used by the tests and by `npm run demo`.
+ * It reads the tables with its own SQL, not the service's repositories, so that it cannot share their mistakes.
  * Every difference between the mirror and the simulator's world, for the posts and profiles that had events
  * (a resource no event ever named cannot be in the mirror, and is the full sweep's business). Empty means equal.
  */

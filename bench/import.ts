@@ -11,17 +11,16 @@
  */
 /* eslint-disable no-console -- a command-line report */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from 'pg';
-import { AppConfig } from '../config/app-config';
-import { DatabaseService } from '../database/database.service';
-import { Lane } from '../pozy/budget/budget-policy';
-import { BudgetRepository } from '../pozy/budget/budget.repository';
-import { PozyBudget } from '../pozy/budget/pozy-budget.service';
-import { POSTS_PAGE_LIMIT } from '../pozy/pozy-client.service';
+import { AppConfig } from '../src/config/app-config';
+import { DatabaseService } from '../src/database/database.service';
+import { Lane } from '../src/pozy/budget/budget-policy';
+import { BudgetRepository } from '../src/pozy/budget/budget.repository';
+import { PozyBudget } from '../src/pozy/budget/pozy-budget.service';
+import { POSTS_PAGE_LIMIT } from '../src/pozy/pozy-client.service';
 import { PozySimulator } from '../simulator/simulator';
 import { freePort, waitForHttp } from './net';
-import { cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -100,7 +99,7 @@ export async function runImportScenario(serverUrl: string): Promise<void> {
 /** The service's own import of the simulated workspace, timed; returns the end-to-end figure of an event's read. */
 async function importOnce(sim: PozySimulator, databaseUrl: string, boundS: number): Promise<string> {
   const port = await freePort();
-  const service = startProcess(join(__dirname, '..', 'main.js'), {
+  const service = startProcess(BUILT_SERVICE, {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
     HOST: '127.0.0.1',

@@ -17,7 +17,7 @@
  */
 /* eslint-disable no-console -- a command-line report */
 import { Logger } from '@nestjs/common';
-import { EmbeddedDatabase } from '../database/embedded-postgres';
+import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { freePort } from './net';
 import { runImportScenario } from './import';
 import { runReceiveScenario } from './receive';

@@ -6,9 +6,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
-import { signPozyPayload } from '../webhooks/webhook-signature';
+import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { FaultConfig, Rng } from './faults';
-import type { PozyEvent } from './world';
+import type { PozyEvent } from './world/pozy-shapes';
 
 /** Seconds before attempts 1..7, each counted from the end of the previous attempt (≈ 33 h in all). */
 export const RETRY_LADDER_S: readonly number[] = [0, 10, 100, 1_000, 10_000, 8 * 3_600, 22 * 3_600];

@@ -17,10 +17,11 @@ import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { Client, Pool } from 'pg';
 import { freePort, waitForHttp } from '../bench/net';
-import { EmbeddedDatabase } from '../database/embedded-postgres';
+import { BUILT_SERVICE } from '../bench/processes';
+import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { startDemoSubscriber } from './demo-subscriber';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from '../simulator/mirror-check';
+import { mirrorDifferences } from '../test/support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 
 const SECRET = 'whsec_demo';
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
     sim.world.seedExisting({ posts: settings.existingPosts, accounts: settings.existingAccounts });
     const port = settings.port || (await freePort());
     const spawnService = async () =>
-      spawn(process.execPath, [join(__dirname, '..', 'main.js')], {
+      spawn(process.execPath, [BUILT_SERVICE], {
         env: {
           PATH: process.env.PATH ?? '',
           DATABASE_URL: databaseUrl,

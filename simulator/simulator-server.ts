@@ -17,7 +17,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FaultConfig, Rng } from './faults';
 import { WebhookSender } from './webhook-sender';
-import { POST_SORTS, POST_STATUSES, PozyWorld } from './world';
+import { PozyWorld } from './world';
+import { POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
 
 export interface SimulatorServerOptions {
   world: PozyWorld;

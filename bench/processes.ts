@@ -1,7 +1,11 @@
 /** What the bench's scenarios share: child processes, scratch databases, percentiles, table cells. */
 import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Client, Pool } from 'pg';
+
+/** The built service, `npm run build`'s dist/main.js, seen from this file built into dist-tools/bench/. */
+export const BUILT_SERVICE = join(__dirname, '..', '..', 'dist', 'main.js');
 
 /** Runs `script` with Node and only the given environment (plus PATH); its stderr goes to the bench's. */
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {

@@ -20,7 +20,7 @@ import { Pool } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { PozySimulator } from '../simulator/simulator';
 import { freePort, waitForHttp } from './net';
-import { cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -111,7 +111,7 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
     await withDatabase(serverUrl, 'pozy_bench_notify', async (databaseUrl) => {
       const port = await freePort();
       const serviceUrl = `http://127.0.0.1:${port}`;
-      const child = startProcess(join(__dirname, '..', 'main.js'), {
+      const child = startProcess(BUILT_SERVICE, {
         DATABASE_URL: databaseUrl,
         PORT: String(port),
         HOST: '127.0.0.1',

@@ -1,0 +1,95 @@
+import { Expression, RawBuilder, Selectable, SelectQueryBuilder, sql } from 'kysely';
+import type { Db } from '../database/database.service';
+import type { DB } from '../generated/kysely/database';
+
+/**
+ * The outbox half of a mirror write, as Kysely pieces of the write's own statement: the write's CTEs `written` (the
+ * rows the guarded write touched) and `changes` (one row per resource whose mirrored state changed) feed a CTE
+ * `notified` that inserts one notification per matching active subscription, so it commits in the very statement
+ * that changed the mirror.
+ */
+
+/** A row of a write's `changes` CTE: the notification's fields, and what subscriptions filter on. */
+export type ChangeRow = Pick<Selectable<DB['notification']>, 'type' | 'resource_key' | 'sequence' | 'pozy_updated_at' | 'data'> &
+  Pick<Selectable<DB['subscription']>, 'profile_ids' | 'platforms'>;
+
+/** What the answer reads of a write's `written` CTE. */
+type WrittenRow = Pick<Selectable<DB['post']>, 'changed_by' | 'read_id'> & { inserted: boolean };
+
+/** Checks, at compile time, that a `changes` CTE's query has the columns `notifySubscribers` reads. */
+export const changesQuery = <D, T extends keyof D, O extends ChangeRow>(query: SelectQueryBuilder<D, T, O>) => query;
+
+/** A timestamp as JSON exactly as the query endpoints answer it (JavaScript's toISOString), whatever the session's time zone. */
+export const isoText = (timestamp: Expression<Date | null>): RawBuilder<string | null> =>
+  sql<string | null>`to_char(${timestamp} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** `jsonb_build_object` of these fields, in this order (the keys are literals: a parameter there would have no type). */
+export const jsonbObject = (fields: Record<string, Expression<unknown>>): RawBuilder<unknown> =>
+  sql`jsonb_build_object(${sql.join(Object.entries(fields).flatMap(([key, value]) => [sql.lit(key), value]))})`;
+
+/**
+ * A `changes` CTE's guard: with no active subscription there is nobody to tell, and the notification bodies (the
+ * costly part of a write of many rows) are not built at all. Evaluated once per statement.
+ */
+export const anySubscription = (db: Db) =>
+  db
+    .selectFrom('subscription')
+    .select((eb) => eb.lit(1).as('one'))
+    .where((eb) => eb.and([eb.ref('active'), eb('deleted_at', 'is', null)]));
+
+/** The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. */
+export const notifySubscribers = (db: Db) =>
+  db
+    .withTables<{ changes: ChangeRow }>()
+    .insertInto('notification')
+    .columns(['id', 'subscription_id', 'type', 'resource_key', 'sequence', 'pozy_updated_at', 'data'])
+    .expression((eb) =>
+      eb
+        .selectFrom('changes as c')
+        .innerJoin('subscription as s', (join) =>
+          join.on((eb) =>
+            eb.and([
+              eb.ref('s.active'),
+              eb('s.deleted_at', 'is', null),
+              eb('c.type', '=', eb.fn.any('s.event_types')),
+              eb.or([eb(eb.fn('cardinality', ['s.profile_ids']), '=', eb.lit(0)), eb('s.profile_ids', '&&', eb.ref('c.profile_ids'))]),
+              eb.or([eb(eb.fn('cardinality', ['s.platforms']), '=', eb.lit(0)), eb('s.platforms', '&&', eb.ref('c.platforms'))]),
+            ]),
+          ),
+        )
+        .select([
+          sql<string>`'msg_' || replace(gen_random_uuid()::text, '-', '')`.as('id'),
+          's.id as subscription_id',
+          'c.type',
+          'c.resource_key',
+          'c.sequence',
+          'c.pozy_updated_at',
+          'c.data',
+        ]),
+    )
+    .returning((eb) => eb.lit(1).as('one'));
+
+/**
+ * The statement's answer once `written`, `changes` and `notified` exist. What changed is counted from `written`,
+ * since `changes` is empty when nobody subscribes.
+ */
+export const fanOutResult = (db: Db) => {
+  const ctes = db.withTables<{ written: WrittenRow; notified: { one: number } }>();
+  const written = ctes.selectFrom('written');
+  return [
+    written.select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n')).$asScalar().as('written'),
+    written
+      .select((eb) => eb.cast<number>(eb.fn.countAll().filterWhere((eb) => eb.ref('inserted')), 'integer').as('n'))
+      .$asScalar()
+      .as('created'),
+    written
+      .select((eb) => eb.cast<number>(eb.fn.countAll().filterWhereRef('changed_by', '=', 'read_id'), 'integer').as('n'))
+      .$asScalar()
+      .as('changed'),
+    ctes
+      .selectFrom('notified')
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .$asScalar()
+      .as('notified'),
+  ] as const;
+};
