@@ -1,8 +1,8 @@
 /**
- * Delivers the world's events to the subscription's URL the way Pozy does (its API reference, and its guide where
- * they differ): the envelope serialized once and stored, so every retry and redelivery sends the same bytes; the
- * X-Pozy-* headers; 2xx within 5 s is success; anything else climbs the 7-attempt ladder, then dead-letters.
- * Every attempt is a log row, as `GET /v1/webhooks/logs` shows them.
+ * Delivers the world's events to the subscription's URL the way Pozy does (docs/pozy-api.md: its API reference, and
+ * its guide where they differ): the envelope serialized once and stored, so every retry and redelivery sends the
+ * same bytes; the X-Pozy-* headers; 2xx within 5 s is success; anything else climbs the 7-attempt ladder, then
+ * dead-letters. Every attempt is a log row, as `GET /v1/webhooks/logs` shows them.
  */
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';

@@ -81,6 +81,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     expect(new Date(body.lastEventAt).getTime()).toBeGreaterThan(0);
   });
 
+  // The two tests of the version-guard article docs/pozy-api.md lists under Sources.
   describe("the article's two tests, through the receiver", () => {
     it('an older event delivered after a newer one leaves the newer state', async () => {
       const { accounts } = await profileWithAccounts(1);
