@@ -3,6 +3,41 @@ import eslint from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+// Module layers, lowest first (docs/architecture.md): a module imports only from its own layer or the ones below.
+// Features publish into metrics and call the stores, the pozy client and the queue; views (health, admin, status
+// page) read the features.
+const LAYERS = [
+  ['config', 'generated'],
+  ['common', 'logging', 'http'],
+  ['database', 'metrics'],
+  ['queue', 'events', 'pozy', 'dead-letters', 'notifications'],
+  ['mirror'],
+  ['reconcile'],
+  ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],
+  ['health', 'admin', 'status-page'],
+];
+
+/** One config per layer: its files may not import a module of any higher layer (nor the tools outside src/). */
+const layerRules = LAYERS.map((modules, i) => {
+  const higher = LAYERS.slice(i + 1).flat();
+  return {
+    files: modules.map((m) => `src/${m}/**/*.ts`),
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...(higher.length
+              ? [{ regex: `^(\\.\\./)+(${higher.join('|')})(/|$)`, message: `A lower layer (${modules.join(', ')}) must not import a higher one; see docs/architecture.md.` }]
+              : []),
+            { regex: '^(\\.\\./)+(tools|simulator|bench|demo)(/|$)', message: 'The service never imports the tools.' },
+          ],
+        },
+      ],
+    },
+  };
+});
+
 export default tseslint.config(
   { ignores: ['dist/', 'dist-tools/', 'coverage/', 'node_modules/', 'src/generated/', '.data/', 'eslint.config.mjs', 'scripts/', 'prisma.config.ts', 'jest.config.js', 'jest.unit.config.js', 'test/support/summary-reporter.js', 'examples/'] },
   eslint.configs.recommended,
@@ -29,4 +64,5 @@ export default tseslint.config(
       '@typescript-eslint/unbound-method': 'off',
     },
   },
+  ...layerRules,
 );

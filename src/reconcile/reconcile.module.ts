@@ -3,7 +3,7 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { AccountsModule } from '../mirror/accounts/accounts.module';
 import { PostsModule } from '../mirror/posts/posts.module';
 import { PozyModule } from '../pozy/pozy.module';
-import { PozyEventModule } from '../webhooks/pozy-event.module';
+import { PozyEventModule } from '../events/pozy-event.module';
 import { ReconcileDispatcher } from './reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { ReconcileService } from './reconcile.service';

@@ -8,7 +8,7 @@ import { Lane } from '../pozy/budget/budget-policy';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
-import { PozyEventRepository, ResourceEvents } from '../webhooks/pozy-event.repository';
+import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
 import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
 
 export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed';

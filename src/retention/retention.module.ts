@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { BackfillModule } from '../backfill/backfill.module';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
-import { PozyEventModule } from '../webhooks/pozy-event.module';
+import { PozyEventModule } from '../events/pozy-event.module';
 import { RetentionController } from './retention.controller';
 import { RetentionService } from './retention.service';
 

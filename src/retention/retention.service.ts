@@ -5,7 +5,7 @@ import { BackfillRunRepository } from '../backfill/backfill-run.repository';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationHistoryRepository } from '../notifications/notification-history.repository';
 import { JobQueueRepository } from '../queue/job-queue.repository';
-import { PozyEventRepository } from '../webhooks/pozy-event.repository';
+import { PozyEventRepository } from '../events/pozy-event.repository';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 
 const DAY_MS = 86_400_000;

@@ -5,7 +5,7 @@ import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
-import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
 
 const FIRST_RETRY_MS = 10_000;
 const NEXT_RETRIES_MS = 20 * 60_000;

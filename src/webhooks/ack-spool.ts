@@ -13,11 +13,11 @@ import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
-import { AckTimeoutError } from './ack-deadline';
+import { AckTimeoutError } from '../events/ack-deadline';
 import { isEventDataError } from './event-data-error';
-import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
 
-export { AckTimeoutError, withDeadline } from './ack-deadline';
+export { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 
 /** A network timeout, ours or pg's (connect or query): what the acknowledgment dead-letter rule counts. */
 export function isTimeout(error: unknown): boolean {

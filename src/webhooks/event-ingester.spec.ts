@@ -4,7 +4,7 @@ import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import type { AckSpool } from './ack-spool';
 import { EventIngester, StoreOutcome } from './event-ingester';
-import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
 
 const DUE_AT = new Date('2026-11-30T12:00:01Z');
 

@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
 import { isEventDataError } from './event-data-error';
-import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
 
 /** Events per statement at most. */
 const MAX_BATCH = 200;

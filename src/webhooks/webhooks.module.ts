@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { AckSpool } from './ack-spool';
 import { EventIngester } from './event-ingester';
-import { PozyEventModule } from './pozy-event.module';
+import { PozyEventModule } from '../events/pozy-event.module';
 import { SpoolMetrics } from './spool-metrics';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksService } from './webhooks.service';
