@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'src/generated/', '.data/', 'eslint.config.mjs', 'scripts/', 'prisma.config.ts', 'jest.config.js', 'test/support/summary-reporter.js', 'examples/'] },
+  { ignores: ['dist/', 'dist-tools/', 'coverage/', 'node_modules/', 'src/generated/', '.data/', 'eslint.config.mjs', 'scripts/', 'prisma.config.ts', 'jest.config.js', 'jest.unit.config.js', 'test/support/summary-reporter.js', 'examples/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

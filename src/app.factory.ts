@@ -7,8 +7,8 @@ import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
 import { setupOpenApi } from './http/openapi';
 import { MetricsService } from './metrics/metrics.service';
-import { instrumentWebhookRoute } from './metrics/webhook-metrics';
 import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
+import { instrumentWebhookRoute } from './webhooks/webhook-metrics';
 import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
 
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */

@@ -1,6 +1,5 @@
 import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
 import { AdminModule } from './admin/admin.module';
 import { BackfillModule } from './backfill/backfill.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
@@ -16,6 +15,7 @@ import { NotificationsModule } from './notifications/notifications.module';
 import { QueueModule } from './queue/queue.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { RetentionModule } from './retention/retention.module';
+import { LockedScheduleModule } from './schedule/locked-schedule.module';
 import { StatusPageModule } from './status-page/status-page.module';
 import { SweepModule } from './sweep/sweep.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -41,7 +41,7 @@ export class AppModule {
         RetentionModule,
         HealthModule,
         StatusPageModule,
-        ScheduleModule.forRoot(),
+        LockedScheduleModule,
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },

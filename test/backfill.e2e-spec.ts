@@ -1,5 +1,5 @@
-import type { PozyEvent } from '../src/simulator/world';
-import { mirrorDifferences } from '../src/simulator/mirror-check';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
+import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { startService, waitFor } from './support/service';

@@ -1,5 +1,5 @@
-import { Rng } from '../src/simulator/faults';
-import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { Rng } from '../simulator/faults';
+import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';

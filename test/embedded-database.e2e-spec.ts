@@ -141,7 +141,7 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
   });
 });
 
-describe('the demo (node dist/demo/demo.js)', () => {
+describe('the demo (node dist-tools/demo/demo.js)', () => {
   it('stops the service, its PostgreSQL and itself on SIGTERM', async () => {
     const demo = spawnService(
       { DEMO_PORT: String(await freePort()), EMBEDDED_DATABASE_PORT: String(await freePort()), DEMO_SEED: '7' },

@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { WorkerService } from '../src/queue/worker.service';
-import type { Account, PozyEvent } from '../src/simulator/world';
+import type { Account, PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
-import { mirrorDifferences } from '../src/simulator/mirror-check';
+import { mirrorDifferences } from './support/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
 
@@ -81,6 +81,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     expect(new Date(body.lastEventAt).getTime()).toBeGreaterThan(0);
   });
 
+  // The two tests of the version-guard article docs/pozy-api.md lists under Sources.
   describe("the article's two tests, through the receiver", () => {
     it('an older event delivered after a newer one leaves the newer state', async () => {
       const { accounts } = await profileWithAccounts(1);

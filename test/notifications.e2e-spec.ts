@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { Account } from '../src/simulator/world';
+import type { Account } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { freePort } from './support/ports';
@@ -11,7 +11,7 @@ import { Received, TestSubscriber, verifies } from './support/subscriber';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
-/** DEAD_LETTER_AFTER_MS here: the design's 60 s, scaled down for the test. */
+/** DEAD_LETTER_AFTER_MS here: the default 60 s (docs/architecture.md), scaled down for the test. */
 const DEAD_AFTER_MS = 1_500;
 
 interface CreatedSubscription {

@@ -5,10 +5,10 @@ import type { JobHelpers } from 'graphile-worker';
 import type { Pool } from 'pg';
 import { BackfillService } from '../src/backfill/backfill.service';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
-import { Rng } from '../src/simulator/faults';
-import { mirrorDifferences } from '../src/simulator/mirror-check';
-import { PozySimulator } from '../src/simulator/simulator';
-import type { PozyEvent } from '../src/simulator/world';
+import { Rng } from '../simulator/faults';
+import { mirrorDifferences } from './support/mirror-check';
+import { PozySimulator } from '../simulator/simulator';
+import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { backlog } from './support/harness';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
@@ -335,7 +335,7 @@ describe('two replicas sharing one database under load', () => {
     // ...each reconcile job run once (a job is retried only after a failure, with its attempt count raised)...
     const runKeys = observer.runs.map((r) => `${r.jobId}#${r.attempt}`);
     expect(runKeys.length - new Set(runKeys).size).toBe(0);
-    // ...and two reads of one resource at the same time only as the design allows: a job added while an earlier
+    // ...and two reads of one resource at the same time only as docs/architecture.md allows: a job added while an earlier
     // one for the resource was already locked, which the dispatcher does no sooner than the coalescing window
     // after the earlier one (reads that take longer than the window; none do here, Pozy's API being healthy). Which
     // of the two began first says nothing: a loaded replica can lock a job and start it a moment later.

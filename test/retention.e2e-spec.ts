@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { BackfillRunRepository } from '../src/backfill/backfill-run.repository';
 import { LockKey } from '../src/database/advisory-lock';
 import { PruneCounts } from '../src/retention/retention.service';
+import { PozyEventRepository } from '../src/webhooks/pozy-event.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
@@ -70,17 +71,18 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const recent = await receive(3, 'post-recent');
     await backdate(old, '8 days');
     await backdate([recent[0]], '6 days 23 hours');
-    const query = jest.spyOn(service.pool, 'query');
+    // Each call is one DELETE statement of pozy_event's owner.
+    const statements = jest.spyOn(service.app.get(PozyEventRepository), 'pruneBefore');
 
     try {
       const { status, body } = await prune();
       expect(status).toBe(200);
       expect(body.deleted).toEqual({ ...none, events: 35 });
       // 10 + 10 + 10 + 5: the statement that deletes fewer than a batch is the last.
-      const eventBatches = query.mock.calls.filter(([sql]) => typeof sql === 'string' && sql.includes('DELETE FROM pozy_event'));
-      expect(eventBatches).toHaveLength(4);
+      expect(statements).toHaveBeenCalledTimes(4);
+      expect(await Promise.all(statements.mock.results.map((r) => r.value as Promise<number>))).toEqual([10, 10, 10, 5]);
     } finally {
-      query.mockRestore();
+      statements.mockRestore();
     }
     expect(await ids('SELECT id FROM pozy_event')).toEqual([...recent].sort());
   });

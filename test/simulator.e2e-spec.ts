@@ -1,10 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Rng } from '../src/simulator/faults';
-import { PozySimulator, SimulatorOptions } from '../src/simulator/simulator';
-import type { WebhookLogRow } from '../src/simulator/webhook-sender';
-import { Account, Post, PozyEvent, PozyWorld } from '../src/simulator/world';
+import { Rng } from '../simulator/faults';
+import { PozySimulator, SimulatorOptions } from '../simulator/simulator';
+import type { WebhookLogRow } from '../simulator/webhook-sender';
+import { PozyWorld } from '../simulator/world';
+import { Account, Post, PozyEvent } from '../simulator/world/pozy-shapes';
 import { waitFor } from './support/service';
 
 const API_KEY = 'sk_test_simulator';

@@ -195,7 +195,8 @@ describe('ACK_TIMEOUT_MS above three seconds', () => {
       const started = Date.now();
       const answer = deliver(service.baseUrl, event);
       await waitFor('the insert to wait on the lock', async () => {
-        const { rows } = await direct.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO pozy_event%'");
+        // Kysely writes its statements in lower case, with quoted identifiers.
+        const { rows } = await direct.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%insert into%pozy_event%'");
         return rows.length > 0 ? true : undefined;
       });
       // Held past the three seconds the insert used to give up at, well inside the 4.5 s configured.

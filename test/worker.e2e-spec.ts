@@ -5,7 +5,7 @@ import { DatabaseModule } from '../src/database/database.module';
 import { DatabaseService } from '../src/database/database.service';
 import { QueueModule } from '../src/queue/queue.module';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
-import { PozySimulator } from '../src/simulator/simulator';
+import { PozySimulator } from '../simulator/simulator';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { queuedJobs, reconcileRequests } from './support/queue';

@@ -3,6 +3,7 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
 import { AdminTokenGuard } from '../common/admin-token.guard';
@@ -11,6 +12,6 @@ import { ResyncService } from './resync.service';
 @Module({
   imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule],
   controllers: [AdminController, DeadLettersController],
-  providers: [AdminTokenGuard, ResyncService],
+  providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService],
 })
 export class AdminModule {}

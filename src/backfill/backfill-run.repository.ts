@@ -1,23 +1,38 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../database/database.service';
+import { sql } from 'kysely';
+import { DatabaseService, type Db } from '../database/database.service';
+import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
 
-export interface BackfillRun {
-  id: string;
-  trigger: 'schedule' | 'admin';
-  status: 'running' | 'succeeded' | 'failed';
-  startedAt: Date;
-  finishedAt: Date | null;
-  scanFrom: Date | null;
-  newestLogAt: Date | null;
-  rowsScanned: number;
-  eventsRecovered: number;
-  narrowedTypes: string[];
-  error: string | null;
+const TRIGGERS = ['schedule', 'admin'] as const;
+const STATUSES = ['running', 'succeeded', 'failed'] as const;
+export type BackfillTrigger = (typeof TRIGGERS)[number];
+export type BackfillStatus = (typeof STATUSES)[number];
+
+/** A run as GET /admin/backfill/:runId answers it: the model's fields, its trigger and status narrowed. */
+export type BackfillRun = Omit<BackfillRunRow, 'trigger' | 'status'> & { trigger: BackfillTrigger; status: BackfillStatus };
+
+function oneOf<T extends string>(values: readonly T[], value: string, what: string): T {
+  const known = values.find((v) => v === value);
+  if (known === undefined) throw new Error(`backfill_run has an unknown ${what}: ${value}`);
+  return known;
 }
 
-const COLUMNS = `id, trigger, status, started_at AS "startedAt", finished_at AS "finishedAt", scan_from AS "scanFrom",
-  newest_log_at AS "newestLogAt", rows_scanned AS "rowsScanned", events_recovered AS "eventsRecovered",
-  narrowed_types AS "narrowedTypes", error`;
+function toRun(row: BackfillRunRow): BackfillRun {
+  return { ...row, trigger: oneOf(TRIGGERS, row.trigger, 'trigger'), status: oneOf(STATUSES, row.status, 'status') };
+}
+
+/**
+ * The run whose newest log row is the checkpoint: the newest newest_log_at of a succeeded run. Retention never
+ * deletes it: without it the next backfill would scan Pozy's whole 30 days of logs and store every pruned event
+ * still in them again.
+ */
+const checkpointRun = (db: Db) =>
+  db
+    .selectFrom('backfill_run')
+    .where('status', '=', 'succeeded')
+    .where('newest_log_at', 'is not', null)
+    .orderBy('newest_log_at', 'desc')
+    .limit(1);
 
 @Injectable()
 export class BackfillRunRepository {
@@ -25,56 +40,76 @@ export class BackfillRunRepository {
 
   /** Where the next run starts: the newest log row the last successful run saw, or null (never ran). */
   async checkpoint(): Promise<Date | null> {
-    const { rows } = await this.database.pool.query<{ newest: Date | null }>(
-      `SELECT newest_log_at AS newest FROM backfill_run WHERE status = 'succeeded' AND newest_log_at IS NOT NULL
-        ORDER BY newest_log_at DESC LIMIT 1`,
-    );
-    return rows[0]?.newest ?? null;
+    const row = await checkpointRun(this.database.db).select('newest_log_at').executeTakeFirst();
+    return row?.newest_log_at ?? null;
   }
 
+  /** started_at is the database's clock, like finished_at. */
   async create(run: Pick<BackfillRun, 'id' | 'trigger' | 'scanFrom'>): Promise<void> {
-    await this.database.pool.query(
-      `INSERT INTO backfill_run (id, trigger, status, scan_from) VALUES ($1, $2, 'running', $3)`,
-      [run.id, run.trigger, run.scanFrom],
-    );
+    await this.database.db
+      .insertInto('backfill_run')
+      .values({ id: run.id, trigger: run.trigger, status: 'running', scan_from: run.scanFrom })
+      .execute();
   }
 
   async progress(id: string, p: Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'narrowedTypes'>): Promise<void> {
-    await this.database.pool.query(
-      `UPDATE backfill_run SET newest_log_at = $2, rows_scanned = $3, events_recovered = $4, narrowed_types = $5 WHERE id = $1`,
-      [id, p.newestLogAt, p.rowsScanned, p.eventsRecovered, p.narrowedTypes],
-    );
+    await this.database.prisma.backfillRun.updateMany({
+      where: { id },
+      data: { newestLogAt: p.newestLogAt, rowsScanned: p.rowsScanned, eventsRecovered: p.eventsRecovered, narrowedTypes: p.narrowedTypes },
+    });
   }
 
   async finish(id: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
-    await this.database.pool.query(`UPDATE backfill_run SET status = $2, error = $3, finished_at = now() WHERE id = $1`, [
-      id,
-      status,
-      error,
-    ]);
+    await this.database.db
+      .updateTable('backfill_run')
+      .set({ status, error, finished_at: sql<Date>`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   async get(id: string): Promise<BackfillRun | undefined> {
-    const { rows } = await this.database.pool.query<BackfillRun>(`SELECT ${COLUMNS} FROM backfill_run WHERE id = $1`, [id]);
-    return rows[0];
+    const row = await this.database.prisma.backfillRun.findUnique({ where: { id } });
+    return row ? toRun(row) : undefined;
   }
 
   async latest(): Promise<BackfillRun | undefined> {
-    const { rows } = await this.database.pool.query<BackfillRun>(`SELECT ${COLUMNS} FROM backfill_run ORDER BY started_at DESC LIMIT 1`);
-    return rows[0];
+    const row = await this.database.prisma.backfillRun.findFirst({ orderBy: { startedAt: 'desc' } });
+    return row ? toRun(row) : undefined;
   }
 
   async running(): Promise<BackfillRun | undefined> {
-    const { rows } = await this.database.pool.query<BackfillRun>(
-      `SELECT ${COLUMNS} FROM backfill_run WHERE status = 'running' ORDER BY started_at DESC LIMIT 1`,
-    );
-    return rows[0];
+    const row = await this.database.prisma.backfillRun.findFirst({ where: { status: 'running' }, orderBy: { startedAt: 'desc' } });
+    return row ? toRun(row) : undefined;
   }
 
   /** Which of these event ids are not stored yet. */
   async missing(eventIds: string[]): Promise<Set<string>> {
-    const { rows } = await this.database.pool.query<{ id: string }>('SELECT id FROM pozy_event WHERE id = ANY($1::text[])', [eventIds]);
+    const rows = await this.database.prisma.pozyEvent.findMany({ where: { id: { in: eventIds } }, select: { id: true } });
     const stored = new Set(rows.map((r) => r.id));
     return new Set(eventIds.filter((id) => !stored.has(id)));
+  }
+
+  /**
+   * Retention: deletes up to `limit` finished runs that finished before `cutoff`, never the checkpoint's run; answers
+   * how many. Rows are picked by primary key with FOR UPDATE SKIP LOCKED, so a run being written now waits for the
+   * next prune instead of holding this one up.
+   */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    const db = this.database.db;
+    const { numDeletedRows } = await db
+      .deleteFrom('backfill_run')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('backfill_run')
+          .select('id')
+          .where('status', '<>', 'running')
+          .where('finished_at', '<', cutoff)
+          .where('id', 'is distinct from', checkpointRun(db).select('id'))
+          .limit(limit)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .executeTakeFirst();
+    return Number(numDeletedRows);
   }
 }

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
+import type { Counter } from 'prom-client';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { LockKey, tryAdvisoryLock } from '../database/advisory-lock';
-import { DatabaseService } from '../database/database.service';
+import { HeldLock, LockKey } from '../database/advisory-lock';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
+import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
@@ -34,29 +33,36 @@ export type StartResult = { started: true; runId: string } | { started: false; r
 export class BackfillService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(BackfillService.name);
   private current: Promise<void> | undefined;
+  private cron: ScheduledJob | undefined;
+  private readonly runsFinished: Counter<'status'>;
+  private readonly recovered: Counter;
 
   constructor(
     private readonly config: AppConfig,
-    private readonly database: DatabaseService,
     private readonly pozy: PozyClient,
     private readonly webhooks: WebhooksService,
     private readonly runs: BackfillRunRepository,
-    private readonly scheduler: SchedulerRegistry,
-    private readonly metrics: MetricsService,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (!this.config.runsWorker || !this.config.backfillCron) return;
-    const job = CronJob.from({
-      cronTime: this.config.backfillCron,
-      onTick: () => void this.start('schedule'),
-      start: true,
+    private readonly jobs: LockedSchedule,
+    metrics: MetricsService,
+  ) {
+    this.runsFinished = metrics.counter({
+      name: 'pozy_sync_backfill_runs_total',
+      help: 'Backfill runs finished by this process, by status',
+      labelNames: ['status'],
     });
-    this.scheduler.addCronJob('backfill', job);
+    this.recovered = metrics.counter({
+      name: 'pozy_sync_backfill_events_recovered_total',
+      help: "Events found in Pozy's delivery logs that had never reached us, stored by a backfill",
+    });
+  }
+
+  /** BACKFILL_CRON, when set: on one replica at a time (the others skip that tick). */
+  onApplicationBootstrap(): void {
+    this.cron = this.jobs.schedule('backfill', this.config.backfillCron, LockKey.Backfill, (lock) => this.startHolding('schedule', lock));
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('cron', 'backfill')) this.scheduler.deleteCronJob('backfill');
+    this.cron?.stop();
     await this.current;
   }
 
@@ -65,8 +71,13 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    * Resolves once the run is recorded, so its id can be followed at once.
    */
   async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
-    const lock = await tryAdvisoryLock(this.database.db, LockKey.Backfill);
+    const lock = await this.jobs.tryLock(LockKey.Backfill);
     if (!lock) return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
+    return this.startHolding(trigger, lock);
+  }
+
+  /** With the lock held: records a run, which goes on in the background and lets the lock go when it ends. */
+  private async startHolding(trigger: BackfillRun['trigger'], lock: HeldLock): Promise<StartResult> {
     let runId: string;
     let scanFrom: Date | null;
     try {
@@ -103,17 +114,17 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       }
       await this.runs.progress(runId, progress);
       await this.runs.finish(runId, 'succeeded', null);
-      this.metrics.backfillRuns.inc({ status: 'succeeded' });
+      this.runsFinished.inc({ status: 'succeeded' });
       if (progress.eventsRecovered > 0) this.logger.warn(`Backfill ${runId} recovered ${progress.eventsRecovered} events Pozy never delivered`);
     } catch (error) {
       const message = error instanceof WindowTooDeepError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
       this.logger.error(`Backfill ${runId} failed: ${message}`);
       await this.runs.progress(runId, progress).catch(() => undefined);
       await this.runs.finish(runId, 'failed', message).catch(() => undefined);
-      this.metrics.backfillRuns.inc({ status: 'failed' });
+      this.runsFinished.inc({ status: 'failed' });
     } finally {
       // Recovered events are stored as they are found, so a failed run's count too.
-      this.metrics.backfillRecovered.inc(progress.eventsRecovered);
+      this.recovered.inc(progress.eventsRecovered);
     }
   }
 

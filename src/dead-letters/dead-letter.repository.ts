@@ -1,68 +1,146 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { Expression, RawBuilder, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
+import type { DeadLetter as DeadLetterRow } from '../generated/prisma/client';
+import { RESOURCE_TYPES, ReconcilePayload } from '../queue/tasks';
 
-export interface DeadLetter {
-  id: string;
-  queue: 'delivery';
-  kind: 'reconcile' | 'notification';
-  resourceKey: string;
-  payload: unknown;
-  reason: string;
-  error: string;
-  attempts: number;
-  firstFailureAt: Date;
-  lastFailureAt: Date;
-  createdAt: Date;
-  replayedAt: Date | null;
-  /** Set when no replay is needed any more (e.g. a newer version of the notification was delivered), with why. */
-  resolvedAt: Date | null;
-  resolution: string | null;
-  replayCount: number;
+/** What a replay of a reconcile letter reads again. */
+export type ReconcileLetterPayload = Pick<ReconcilePayload, 'resource' | 'id'>;
+
+/** A notification letter's notification (written with the attempt that gave up on it: notification.repository.ts). */
+export interface NotificationLetterPayload {
+  notificationId: string;
+  subscriptionId: string;
+  type: string;
+  sequence: number;
 }
 
-const COLUMNS = `id, queue, kind, resource_key AS "resourceKey", payload, reason, error, attempts,
-  first_failure_at AS "firstFailureAt", last_failure_at AS "lastFailureAt", created_at AS "createdAt",
-  replayed_at AS "replayedAt", replay_count AS "replayCount", resolved_at AS "resolvedAt", resolution`;
+/**
+ * A notification letter's notification id, for the statements that settle letters together with their notification
+ * (notifications/: a replay marks its letter replayed, a newer version delivered resolves it).
+ */
+export const letterNotificationId = (payload: Expression<unknown>): RawBuilder<string> =>
+  sql<string>`${payload} ->> ${sql.lit<keyof NotificationLetterPayload>('notificationId')}`;
+
+/** A letter's kind and the payload (JSON, as stored) that kind writes. */
+export type DeadLetterSubject =
+  | { kind: 'reconcile'; payload: ReconcileLetterPayload }
+  | { kind: 'notification'; payload: NotificationLetterPayload };
+
+export type DeadLetterKind = DeadLetterSubject['kind'];
+
+type LetterFields = Omit<DeadLetterRow, 'queue' | 'kind' | 'payload'> & { queue: 'delivery' };
+
+/** A letter of the delivery queue, its payload read by its kind: what a replay works from. */
+export type DeadLetter = LetterFields & DeadLetterSubject;
+
+/** A letter as listed: its payload as stored, whatever it holds. */
+export type ListedDeadLetter = LetterFields & { kind: DeadLetterKind; payload: unknown };
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isReconcilePayload = (value: unknown): value is ReconcileLetterPayload =>
+  isRecord(value) && RESOURCE_TYPES.some((type) => type === value.resource) && typeof value.id === 'string';
+
+const isNotificationPayload = (value: unknown): value is NotificationLetterPayload =>
+  isRecord(value) &&
+  typeof value.notificationId === 'string' &&
+  typeof value.subscriptionId === 'string' &&
+  typeof value.type === 'string' &&
+  typeof value.sequence === 'number';
+
+function listed(row: DeadLetterRow): ListedDeadLetter {
+  if (row.queue !== 'delivery') throw new Error(`Dead letter ${row.id} is in queue ${row.queue}, not delivery`);
+  if (row.kind !== 'reconcile' && row.kind !== 'notification') throw new Error(`Dead letter ${row.id} is of an unknown kind, ${row.kind}`);
+  return { ...row, queue: row.queue, kind: row.kind };
+}
+
+function typed(row: DeadLetterRow): DeadLetter {
+  const letter = listed(row);
+  if (letter.kind === 'reconcile' && isReconcilePayload(row.payload)) return { ...letter, kind: 'reconcile', payload: row.payload };
+  if (letter.kind === 'notification' && isNotificationPayload(row.payload)) return { ...letter, kind: 'notification', payload: row.payload };
+  throw new Error(`Dead letter ${row.id}: its payload is not what a ${row.kind} letter holds`);
+}
 
 @Injectable()
 export class DeadLetterRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** A reconcile given up on. (Notification letters are written with the attempt that gave up: notification.repository.ts.) */
-  async addReconcile(letter: Pick<DeadLetter, 'resourceKey' | 'payload' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'>): Promise<string> {
+  async addReconcile(
+    letter: Pick<DeadLetter, 'resourceKey' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'> & { payload: ReconcileLetterPayload },
+  ): Promise<string> {
     const id = randomUUID();
-    await this.database.pool.query(
-      `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at)
-       VALUES ($1, 'delivery', 'reconcile', $2, $3::jsonb, $4, $5, $6, $7, now())`,
-      [id, letter.resourceKey, JSON.stringify(letter.payload), letter.reason, letter.error, letter.attempts, letter.firstFailureAt],
-    );
+    await this.database.db
+      .insertInto('dead_letter')
+      .values({
+        id,
+        queue: 'delivery',
+        kind: 'reconcile',
+        resource_key: letter.resourceKey,
+        payload: JSON.stringify(letter.payload),
+        reason: letter.reason,
+        error: letter.error,
+        attempts: letter.attempts,
+        first_failure_at: letter.firstFailureAt,
+        // The database's clock, which stamped the first failure (reconcile_request.failing_since) too.
+        last_failure_at: sql<Date>`now()`,
+      })
+      .execute();
     return id;
   }
 
   /** Newest first. */
-  async list(limit: number): Promise<DeadLetter[]> {
-    const { rows } = await this.database.pool.query<DeadLetter>(
-      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' ORDER BY created_at DESC, id LIMIT $1`,
-      [limit],
-    );
-    return rows;
+  async list(limit: number): Promise<ListedDeadLetter[]> {
+    const rows = await this.database.prisma.deadLetter.findMany({
+      where: { queue: 'delivery' },
+      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+      take: limit,
+    });
+    return rows.map(listed);
   }
 
   async get(id: string): Promise<DeadLetter | undefined> {
-    const { rows } = await this.database.pool.query<DeadLetter>(`SELECT ${COLUMNS} FROM dead_letter WHERE id = $1`, [id]);
-    return rows[0];
+    const row = await this.database.prisma.deadLetter.findUnique({ where: { id } });
+    return row ? typed(row) : undefined;
   }
 
   /** Those neither replayed nor resolved: what a bulk replay takes. */
   async unreplayed(): Promise<DeadLetter[]> {
-    const { rows } = await this.database.pool.query<DeadLetter>(
-      `SELECT ${COLUMNS} FROM dead_letter WHERE queue = 'delivery' AND replayed_at IS NULL AND resolved_at IS NULL ORDER BY created_at`,
-    );
-    return rows;
+    const rows = await this.database.prisma.deadLetter.findMany({
+      where: { queue: 'delivery', replayedAt: null, resolvedAt: null },
+      orderBy: { createdAt: 'asc' },
+    });
+    return rows.map(typed);
   }
 
   async markReplayed(id: string): Promise<void> {
-    await this.database.pool.query('UPDATE dead_letter SET replayed_at = now(), replay_count = replay_count + 1 WHERE id = $1', [id]);
+    await this.database.db
+      .updateTable('dead_letter')
+      .set((eb) => ({ replayed_at: sql<Date>`now()`, replay_count: eb('replay_count', '+', 1) }))
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /**
+   * Retention: deletes up to `limit` letters replayed or resolved before `cutoff`; answers how many. Picked by primary
+   * key with SKIP LOCKED, so a letter being replayed right now is left to the next batch.
+   */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    const { numDeletedRows } = await this.database.db
+      .deleteFrom('dead_letter')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('dead_letter')
+          .select('id')
+          .where((eb) => eb(eb.fn.coalesce('replayed_at', 'resolved_at'), '<', cutoff))
+          .limit(limit)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .executeTakeFirst();
+    return Number(numDeletedRows);
   }
 }

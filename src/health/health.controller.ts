@@ -4,10 +4,10 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse } from '../common/error-body.dto';
 import { AppConfig } from '../config/app-config';
-import { DatabaseService } from '../database/database.service';
 import { WorkerService } from '../queue/worker.service';
 import { Draining } from './draining';
 import { HealthCheckResponse } from './dto/health.response';
+import { ReadinessRepository } from './readiness.repository';
 
 /** A readiness probe must answer well within an orchestrator's probe timeout (often 1 s), whatever the database does. */
 const DATABASE_CHECK_TIMEOUT_MS = 800;
@@ -18,7 +18,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    private readonly database: DatabaseService,
+    private readonly database: ReadinessRepository,
     private readonly worker: WorkerService,
     private readonly draining: Draining,
     private readonly config: AppConfig,
@@ -46,10 +46,7 @@ export class HealthController {
         async () => {
           const database = this.indicators.check('database');
           const started = Date.now();
-          const answered = await Promise.race([
-            this.database.pool.query('SELECT 1').then(() => true, () => false),
-            new Promise<false>((resolve) => setTimeout(() => resolve(false), DATABASE_CHECK_TIMEOUT_MS).unref()),
-          ]);
+          const answered = await this.database.answers(DATABASE_CHECK_TIMEOUT_MS);
           return answered ? database.up({ responseTimeMs: Date.now() - started }) : database.down('no answer to SELECT 1');
         },
         async () => {

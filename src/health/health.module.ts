@@ -7,15 +7,17 @@ import { SweepModule } from '../sweep/sweep.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
-import { SyncFiguresModule } from './sync-figures.module';
+import { ReadinessRepository } from './readiness.repository';
+import { StatusMetrics } from './status-metrics';
+import { SyncFiguresRepository } from './sync-figures.repository';
 import { SyncStatusController } from './sync-status.controller';
 import { SyncStatusService } from './sync-status.service';
 
 @Module({
   // Terminus logs failed checks itself; the 503 body already says what failed.
-  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule, BackfillModule, SweepModule, PozyModule, SyncFiguresModule],
+  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule, BackfillModule, SweepModule, PozyModule],
   controllers: [HealthController, SyncStatusController],
-  providers: [Draining, SyncStatusService],
+  providers: [Draining, ReadinessRepository, SyncFiguresRepository, SyncStatusService, StatusMetrics],
   exports: [Draining, SyncStatusService],
 })
 export class HealthModule {}

@@ -1,7 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import type { PoolClient } from 'pg';
+import {
+  type Compilable,
+  type CompiledQuery,
+  DummyDriver,
+  type Expression,
+  expressionBuilder,
+  type InferResult,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type SelectQueryBuilder,
+  sql,
+} from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
+import type { DB } from '../generated/kysely/database';
 
 /** Tables and subsets up to this many rows are counted exactly; larger ones get PostgreSQL's estimate. */
 export const EXACT_COUNT_LIMIT = 100_000;
@@ -52,35 +66,110 @@ export interface BacklogFigures {
   pausedSubscriptions: number;
 }
 
+/**
+ * What the figures read beside schema.prisma's tables, declared by hand since nothing generates them: graphile-worker's
+ * jobs (its own schema, migrated by graphile-worker) and two of PostgreSQL's catalogs. Only the columns read.
+ */
+type OutsideTables = {
+  'graphile_worker._private_jobs': { last_error: string | null };
+  pg_class: { oid: number; reltuples: number };
+  // bigint: pg answers it as a string.
+  pg_stat_all_tables: { relid: number; n_live_tup: string };
+};
+type Tables = DB & OutsideTables;
+type FiguresDb = Kysely<Tables>;
+
+/**
+ * Builds and compiles the statements below once, when this file loads: a status read runs some twenty, and building
+ * them anew each time cost about as much as running them. It has no connection: they run on the read's own.
+ */
+const compiler: FiguresDb = new Kysely<Tables>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+
+/** `SELECT 1 FROM ... WHERE ...`: rows to count, or to ask the planner about. */
+type Rows = SelectQueryBuilder<Tables, keyof Tables, { one: 1 }>;
+const ONE = sql.lit(1 as const).as('one');
+
+const expressions = expressionBuilder<Tables>();
+/** `::integer`: pg answers `count(*)` (bigint) as a string. */
+const asInt = (value: Expression<unknown>) => expressions.cast<number>(value, 'integer');
+/** `count(*)` of at most EXACT_COUNT_LIMIT + 1 of `rows`: the read stops there. */
+const countUpTo = (rows: Rows) =>
+  compiler.selectFrom(rows.limit(EXACT_COUNT_LIMIT + 1).as('s')).select((eb) => asInt(eb.fn.countAll()).as('n'));
+/** Milliseconds from `at` to now, by the database's clock. */
+const msSince = (at: Expression<Date | null>) => sql<number | null>`extract(epoch FROM now() - ${at}) * 1000`;
+const hourAgo = sql<Date>`now() - interval '1 hour'`;
+const truncated = (unit: 'minute' | 'hour', at: Expression<Date>) => sql<Date>`date_trunc(${sql.lit(unit)}, ${at})`;
+
+type Subset = 'pendingReads' | 'deadReconciles' | 'deadNotifications' | 'pendingNotifications';
+
 // Each subset is read through its partial index (prisma/migrations/20261130120000_status_at_scale).
-const SUBSETS = {
-  pendingReads: 'SELECT 1 FROM reconcile_request WHERE due_at IS NOT NULL',
-  deadReconciles: `SELECT 1 FROM dead_letter
-                    WHERE queue = 'delivery' AND kind = 'reconcile' AND replayed_at IS NULL AND resolved_at IS NULL`,
-  deadNotifications: `SELECT 1 FROM dead_letter
-                       WHERE queue = 'delivery' AND kind = 'notification' AND replayed_at IS NULL AND resolved_at IS NULL`,
-  pendingNotifications: "SELECT 1 FROM notification WHERE state = 'pending'",
-} as const;
-type Subset = keyof typeof SUBSETS;
+const SUBSETS: Readonly<Record<Subset, Rows>> = {
+  pendingReads: compiler.selectFrom('reconcile_request').select(ONE).where('due_at', 'is not', null),
+  deadReconciles: unsettledDeadLetters('reconcile'),
+  deadNotifications: unsettledDeadLetters('notification'),
+  pendingNotifications: compiler.selectFrom('notification').select(ONE).where('state', '=', 'pending'),
+};
 
-const upTo = (subset: Subset) => `(SELECT count(*) FROM (${SUBSETS[subset]} LIMIT $1) s)::int`;
+function unsettledDeadLetters(kind: 'reconcile' | 'notification'): Rows {
+  return compiler
+    .selectFrom('dead_letter')
+    .select(ONE)
+    .where('queue', '=', 'delivery')
+    .where('kind', '=', kind)
+    .where('replayed_at', 'is', null)
+    .where('resolved_at', 'is', null);
+}
 
-// The oldest pending notification is looked up per subscription: the index leads with (state, subscription_id), so
-// each lookup reads one entry, where one over the whole subset would read all of it.
-const BACKLOG = `
-SELECT ${upTo('pendingReads')} AS "pendingReads",
-       (SELECT extract(epoch FROM now() - min(requested_at)) * 1000 FROM reconcile_request WHERE due_at IS NOT NULL)::float8
-         AS "oldestPendingReadMs",
-       ${upTo('deadReconciles')} AS "deadReconciles",
-       ${upTo('deadNotifications')} AS "deadNotifications",
-       ${upTo('pendingNotifications')} AS "pendingNotifications",
-       (SELECT extract(epoch FROM now() - min(oldest.created_at)) * 1000
-          FROM subscription s
-         CROSS JOIN LATERAL (SELECT n.created_at FROM notification n WHERE n.state = 'pending' AND n.subscription_id = s.id
-                              ORDER BY n.created_at LIMIT 1) oldest)::float8 AS "oldestPendingNotificationMs",
-       (SELECT count(*) FROM subscription WHERE paused_at IS NOT NULL AND deleted_at IS NULL)::int AS "pausedSubscriptions"`;
+const upTo = (subset: Subset) => countUpTo(SUBSETS[subset]).$asScalar();
 
-type BacklogRow = Record<Subset, number> & Pick<BacklogFigures, 'oldestPendingReadMs' | 'oldestPendingNotificationMs' | 'pausedSubscriptions'>;
+const BACKLOG = compiler
+  .selectNoFrom((eb) => [
+    upTo('pendingReads').as('pendingReads'),
+    eb
+      .cast<number | null>(
+        eb.selectFrom('reconcile_request').select((r) => msSince(r.fn.min('requested_at')).as('ms')).where('due_at', 'is not', null),
+        'float8',
+      )
+      .as('oldestPendingReadMs'),
+    upTo('deadReconciles').as('deadReconciles'),
+    upTo('deadNotifications').as('deadNotifications'),
+    upTo('pendingNotifications').as('pendingNotifications'),
+    // The oldest pending notification is looked up per subscription: the index leads with (state, subscription_id), so
+    // each lookup reads one entry, where one over the whole subset would read all of it.
+    eb
+      .cast<number | null>(
+        eb
+          .selectFrom('subscription as s')
+          .crossJoinLateral((lateral) =>
+            lateral
+              .selectFrom('notification as n')
+              .select('n.created_at')
+              .where('n.state', '=', 'pending')
+              .whereRef('n.subscription_id', '=', 's.id')
+              .orderBy('n.created_at')
+              .limit(1)
+              .as('oldest'),
+          )
+          .select((o) => msSince(o.fn.min('oldest.created_at')).as('ms')),
+        'float8',
+      )
+      .as('oldestPendingNotificationMs'),
+    asInt(
+      eb
+        .selectFrom('subscription')
+        .select((s) => s.fn.countAll().as('n'))
+        .where('paused_at', 'is not', null)
+        .where('deleted_at', 'is', null),
+    ).as('pausedSubscriptions'),
+  ])
+  .compile();
 
 /**
  * Per table: the figure of all its rows, or of the rows outside a subset (`rest`), and the subset's figure. A
@@ -98,26 +187,88 @@ export interface TableFigures {
 }
 
 interface TableShape {
-  table: string;
+  /** As `regclass::text` names it: schema-qualified only off the search path. */
+  table: 'post' | 'account' | 'pozy_event' | 'graphile_worker._private_jobs';
   all?: keyof TableFigures;
   rest?: keyof TableFigures;
-  subset?: { name: keyof TableFigures; where: string; indexed: boolean };
+  subset?: { name: keyof TableFigures; indexed: boolean };
+  /** Every row, to ask the planner about. */
+  everyRow: CompiledQuery;
+  /** The subset's rows: to ask the planner about, and counted up to the cap. */
+  subsetRows?: { rows: CompiledQuery; upTo: CompiledQuery<{ n: number }> };
+  /** The table's rows and its subset's, counted in one pass (`subset` 0 without one). */
+  counts: CompiledQuery<{ rows: number; subset: number }>;
+}
+
+function statements(everyRow: Rows, subsetRows: Rows | null, counts: Compilable<{ rows: number; subset: number }>) {
+  return {
+    everyRow: everyRow.compile(),
+    ...(subsetRows ? { subsetRows: { rows: subsetRows.compile(), upTo: countUpTo(subsetRows).compile() } } : {}),
+    counts: counts.compile(),
+  };
 }
 
 const TABLE_SHAPES: readonly TableShape[] = [
-  { table: 'post', rest: 'posts', subset: { name: 'deletedPosts', where: 'deleted_at IS NOT NULL', indexed: true } },
-  { table: 'account', rest: 'accounts', subset: { name: 'removedAccounts', where: 'removed_at IS NOT NULL', indexed: true } },
-  { table: 'pozy_event', all: 'storedEvents' },
+  {
+    table: 'post',
+    rest: 'posts',
+    subset: { name: 'deletedPosts', indexed: true },
+    ...statements(
+      compiler.selectFrom('post').select(ONE),
+      compiler.selectFrom('post').select(ONE).where('deleted_at', 'is not', null),
+      compiler
+        .selectFrom('post')
+        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('deleted_at', 'is not', null)).as('subset')]),
+    ),
+  },
+  {
+    table: 'account',
+    rest: 'accounts',
+    subset: { name: 'removedAccounts', indexed: true },
+    ...statements(
+      compiler.selectFrom('account').select(ONE),
+      compiler.selectFrom('account').select(ONE).where('removed_at', 'is not', null),
+      compiler
+        .selectFrom('account')
+        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('removed_at', 'is not', null)).as('subset')]),
+    ),
+  },
+  {
+    table: 'pozy_event',
+    all: 'storedEvents',
+    ...statements(
+      compiler.selectFrom('pozy_event').select(ONE),
+      null,
+      compiler.selectFrom('pozy_event').select((eb) => [asInt(eb.fn.countAll()).as('rows'), eb.lit(0).as('subset')]),
+    ),
+  },
   // graphile-worker deletes the jobs that succeed: normally few, but a stalled worker lets them pile up.
-  { table: 'graphile_worker._private_jobs', all: 'jobs', subset: { name: 'failingJobs', where: 'last_error IS NOT NULL', indexed: false } },
+  {
+    table: 'graphile_worker._private_jobs',
+    all: 'jobs',
+    subset: { name: 'failingJobs', indexed: false },
+    ...statements(
+      compiler.selectFrom('graphile_worker._private_jobs').select(ONE),
+      compiler.selectFrom('graphile_worker._private_jobs').select(ONE).where('last_error', 'is not', null),
+      compiler
+        .selectFrom('graphile_worker._private_jobs')
+        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('last_error', 'is not', null)).as('subset')]),
+    ),
+  },
 ];
 
 // How many rows each table holds by PostgreSQL's bookkeeping: its analyzed density scaled to its size now, or,
 // for a table never analyzed (reltuples -1: a first import a moment ago), the live rows its statistics counted.
-const TABLE_SIZES = `
-SELECT c.oid::regclass::text AS "table", c.reltuples::float8 AS reltuples, coalesce(s.n_live_tup, 0)::float8 AS "liveRows"
-  FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
- WHERE c.oid = ANY ($1::regclass[])`;
+const TABLE_SIZES = compiler
+  .selectFrom('pg_class as c')
+  .leftJoin('pg_stat_all_tables as s', 's.relid', 'c.oid')
+  .select((eb) => [
+    eb.cast<string>(eb.cast('c.oid', sql`regclass`), 'text').as('table'),
+    eb.cast<number>('c.reltuples', 'float8').as('reltuples'),
+    eb.cast<number>(eb.fn.coalesce('s.n_live_tup', eb.lit(0)), 'float8').as('liveRows'),
+  ])
+  .where('c.oid', '=', (eb) => eb.fn.any(eb.cast<number[]>(eb.val(TABLE_SHAPES.map((shape) => shape.table)), sql`regclass[]`)))
+  .compile();
 
 export interface MinuteCount {
   minute: Date;
@@ -133,60 +284,105 @@ export interface RecentEvents {
   lastReceivedAt: Estimate<Date | null>;
 }
 
-interface Bucket {
-  minute: Date;
-  count: number;
-  newest: Date | null;
-  now: Date;
-}
-
-interface SliceMinute extends Bucket {
-  slice: Date;
-}
-
-const MINUTES = `generate_series(date_trunc('minute', now() - interval '1 hour'), date_trunc('minute', now()), interval '1 minute')`;
-
 // Sixty-one buckets: the first holds the end of the minute an hour ago, the other sixty are the chart's.
-const HOUR_BY_MINUTE = `
-WITH recent AS (
-  SELECT received_at FROM pozy_event WHERE received_at > now() - interval '1 hour' LIMIT $1
-), counted AS (
-  SELECT date_trunc('minute', received_at) AS minute, count(*)::int AS count, max(received_at) AS newest
-    FROM recent GROUP BY 1
-)
-SELECT m.minute, coalesce(c.count, 0)::int AS count, c.newest, now() AS now
-  FROM ${MINUTES} AS m(minute)
-  LEFT JOIN counted c USING (minute)
- ORDER BY m.minute`;
+const HOUR_BY_MINUTE = compiler
+  .with('recent', (w) => w.selectFrom('pozy_event').select('received_at').where('received_at', '>', hourAgo).limit(HOUR_SCAN_LIMIT + 1))
+  .with('counted', (w) =>
+    w
+      .selectFrom('recent')
+      .select((eb) => [truncated('minute', eb.ref('received_at')).as('minute'), asInt(eb.fn.countAll()).as('count'), eb.fn.max('received_at').as('newest')])
+      .groupBy((eb) => truncated('minute', eb.ref('received_at'))),
+  )
+  .with('m', (w) =>
+    w.selectNoFrom(
+      sql<Date>`generate_series(date_trunc('minute', now() - interval '1 hour'), date_trunc('minute', now()), interval '1 minute')`.as('minute'),
+    ),
+  )
+  .selectFrom('m')
+  .leftJoin('counted as c', 'c.minute', 'm.minute')
+  .select((eb) => ['m.minute', asInt(eb.fn.coalesce('c.count', eb.lit(0))).as('count'), 'c.newest', eb.fn<Date>('now').as('now')])
+  .orderBy('m.minute')
+  .compile();
+type Bucket = InferResult<typeof HOUR_BY_MINUTE>[number];
 
-// A busy hour: each five-minute slice (on the clock's 5-minute marks) is read on its own, at most $1 events of it,
-// counted by minute (minutes without events have no row). Slices, not minutes: a BRIN scan reads whole 128-page
-// ranges, which a minute's events may not fill.
-const EACH_SLICE = `
-SELECT sl.slice, b.minute, b.count, b.newest, now() AS now
-  FROM generate_series(date_bin('5 minutes', now() - interval '1 hour', timestamptz '2000-01-01 00:00Z'), now(),
-                       interval '5 minutes') AS sl(slice)
- CROSS JOIN LATERAL (
-   SELECT date_trunc('minute', received_at) AS minute, count(*)::int AS count, max(received_at) AS newest
-     FROM (SELECT received_at FROM pozy_event
-            WHERE received_at >= sl.slice AND received_at < sl.slice + interval '5 minutes'
-              AND received_at > now() - interval '1 hour'
-            LIMIT $1) sample
-    GROUP BY 1) b
- ORDER BY b.minute`;
+// A busy hour: each five-minute slice (on the clock's 5-minute marks) is read on its own, at most SLICE_SCAN_LIMIT + 1
+// events of it, counted by minute (minutes without events have no row). Slices, not minutes: a BRIN scan reads whole
+// 128-page ranges, which a minute's events may not fill.
+const EACH_SLICE = (() => {
+  const slices = compiler.selectNoFrom(
+    sql<Date>`generate_series(date_bin('5 minutes', now() - interval '1 hour', timestamptz '2000-01-01 00:00Z'), now(), interval '5 minutes')`.as(
+      'slice',
+    ),
+  );
+  return compiler
+    .selectFrom(slices.as('sl'))
+    .crossJoinLateral((eb) =>
+      eb
+        .selectFrom(
+          eb
+            .selectFrom('pozy_event')
+            .select('received_at')
+            .where('received_at', '>=', eb.ref('sl.slice'))
+            .where('received_at', '<', sql<Date>`${eb.ref('sl.slice')} + interval '5 minutes'`)
+            .where('received_at', '>', hourAgo)
+            .limit(SLICE_SCAN_LIMIT + 1)
+            .as('sample'),
+        )
+        .select((s) => [
+          truncated('minute', s.ref('sample.received_at')).as('minute'),
+          asInt(s.fn.countAll()).as('count'),
+          s.fn.max('sample.received_at').as('newest'),
+        ])
+        .groupBy((s) => truncated('minute', s.ref('sample.received_at')))
+        .as('b'),
+    )
+    .select((eb) => ['sl.slice', 'b.minute', 'b.count', 'b.newest', eb.fn<Date>('now').as('now')])
+    .orderBy('b.minute')
+    .compile();
+})();
+type SliceMinute = InferResult<typeof EACH_SLICE>[number];
 
-const NEWEST_PROBE = `
-SELECT count(*)::int AS count, max(received_at) AS newest
-  FROM (SELECT received_at FROM pozy_event WHERE received_at > $1::timestamptz LIMIT $2) s`;
+/** The one row `query` answers. */
+async function first<R>(db: FiguresDb, query: CompiledQuery<R>): Promise<R> {
+  const { rows } = await db.executeQuery(query);
+  if (rows.length === 0) throw new Error('A figure read answered no row');
+  return rows[0];
+}
 
-const GAPS = `
-SELECT date_trunc('hour', "timestamp") AS hour, count(*)::int AS events
-  FROM pozy_event
- WHERE recovered_by IS NOT NULL AND "timestamp" > now() - interval '48 hours'
- GROUP BY 1 ORDER BY 1`;
+/** How many events were received after `after` (all of them: null), up to NEWEST_PROBE_LIMIT + 1, and the newest read. */
+function probeNewest(db: FiguresDb, after: Date | null) {
+  return db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('pozy_event')
+        .select('received_at')
+        .where('received_at', '>', eb.cast<Date>(eb.val(after ?? '-infinity'), 'timestamptz'))
+        .limit(NEWEST_PROBE_LIMIT + 1)
+        .as('s'),
+    )
+    .select((eb) => [asInt(eb.fn.countAll()).as('count'), eb.fn.max<Date | null>('s.received_at').as('newest')])
+    .executeTakeFirstOrThrow();
+}
 
-const LAST_SYNCED = `
-SELECT greatest((SELECT max(synced_at) FROM post), (SELECT max(synced_at) FROM account)) AS "lastSyncedAt"`;
+const GAPS = compiler
+  .selectFrom('pozy_event')
+  .select((eb) => [truncated('hour', eb.ref('timestamp')).as('hour'), asInt(eb.fn.countAll()).as('events')])
+  .where('recovered_by', 'is not', null)
+  .where('timestamp', '>', sql<Date>`now() - interval '48 hours'`)
+  .groupBy((eb) => truncated('hour', eb.ref('timestamp')))
+  .orderBy((eb) => truncated('hour', eb.ref('timestamp')))
+  .compile();
+
+const LAST_SYNCED = compiler
+  .selectNoFrom((eb) =>
+    eb
+      .fn<Date | null>('greatest', [
+        eb.selectFrom('post').select((p) => p.fn.max('synced_at').as('m')),
+        eb.selectFrom('account').select((a) => a.fn.max('synced_at').as('m')),
+      ])
+      .as('lastSyncedAt'),
+  )
+  .compile();
 
 /** Everything GET /sync/status and the status page read from the database beside the subscribers and backfill runs. */
 export interface StatusFigures {
@@ -208,7 +404,7 @@ export interface StatusFigures {
 export class SyncFiguresRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** /metrics' figures. */
+  /** The backlog alone: /metrics' gauges (health/status-metrics.ts). */
   backlog(): Promise<BacklogFigures> {
     return this.read((db) => this.backlogOf(db));
   }
@@ -219,8 +415,8 @@ export class SyncFiguresRepository {
       backlog: await this.backlogOf(db),
       tables: await this.tablesOf(db),
       recent: await this.recentOf(db),
-      lastSyncedAt: (await db.query<{ lastSyncedAt: Date | null }>(LAST_SYNCED)).rows[0].lastSyncedAt,
-      gaps: (await db.query<{ hour: Date; events: number }>(GAPS)).rows,
+      lastSyncedAt: (await first(db, LAST_SYNCED)).lastSyncedAt,
+      gaps: (await db.executeQuery(GAPS)).rows,
     }));
   }
 
@@ -229,23 +425,23 @@ export class SyncFiguresRepository {
    * with each other. Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and
    * compiling then takes hundreds of milliseconds, far longer than the scan.
    */
-  private async read<T>(work: (db: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.database.pool.connect();
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+  private read<T>(work: (db: FiguresDb) => Promise<T>): Promise<T> {
+    return this.database.db.connection().execute(async (connection) => {
+      // One round trip for both: a statement string without parameters may hold several (pg's simple protocol).
+      await sql`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off`.execute(connection);
+      try {
+        const result = await work(connection.withTables<OutsideTables>());
+        await sql`COMMIT`.execute(connection);
+        return result;
+      } catch (error) {
+        await sql`ROLLBACK`.execute(connection).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
-  private async backlogOf(db: PoolClient): Promise<BacklogFigures> {
-    const row = (await db.query<BacklogRow>(BACKLOG, [EXACT_COUNT_LIMIT + 1])).rows[0];
+  private async backlogOf(db: FiguresDb): Promise<BacklogFigures> {
+    const row = await first(db, BACKLOG);
     const counts = await this.completeCounts(db, row);
     return {
       pendingReads: counts.pendingReads,
@@ -258,31 +454,27 @@ export class SyncFiguresRepository {
   }
 
   /** Rows of the mirror, of stored events and of graphile-worker's jobs. */
-  private async tablesOf(db: PoolClient): Promise<TableFigures> {
-    const shapes = TABLE_SHAPES;
-    const all = (shape: TableShape) => `SELECT 1 FROM ${shape.table}`;
-    const part = (shape: TableShape) => `SELECT 1 FROM ${shape.table} WHERE ${shape.subset!.where}`;
-    const [planned, sizes] = await Promise.all([
-      plannerRows(db, shapes.flatMap((shape) => [all(shape), ...(shape.subset ? [part(shape)] : [])])),
-      db.query<{ table: string; reltuples: number; liveRows: number }>(TABLE_SIZES, [shapes.map((shape) => shape.table)]),
-    ]);
+  private async tablesOf(db: FiguresDb): Promise<TableFigures> {
+    const { rows: sizes } = await db.executeQuery(TABLE_SIZES);
     const figures = {} as TableFigures;
-    for (const shape of shapes) {
-      const plannedRows = planned.shift()!;
-      const plannedSubset = shape.subset ? planned.shift()! : 0;
-      const size = sizes.rows.find((row) => row.table === shape.table || row.table.endsWith(`.${shape.table}`));
+    for (const shape of TABLE_SHAPES) {
+      // Each EXPLAIN is a round trip of its own: the subset's is asked only when its estimate is wanted.
+      const [plannedRows] = await plannerRows(db, [shape.everyRow]);
+      const size = sizes.find((row) => row.table === shape.table || row.table.endsWith(`.${shape.table}`));
       const rows = size && size.reltuples < 0 && size.liveRows > 0 ? Math.round(size.liveRows) : plannedRows;
       if (rows < EXACT_COUNT_LIMIT) {
-        const counted = await exactCounts(db, shape);
-        for (const [name, value] of Object.entries(counted)) figures[name as keyof TableFigures] = exact(value);
+        // A small table's figures, counted in one pass.
+        const counted = await first(db, shape.counts);
+        if (shape.all) figures[shape.all] = exact(counted.rows);
+        if (shape.rest) figures[shape.rest] = exact(counted.rows - counted.subset);
+        if (shape.subset) figures[shape.subset.name] = exact(counted.subset);
         continue;
       }
       let subset: Figure = { value: 0, estimated: false };
-      if (shape.subset) {
-        const capped = shape.subset.indexed
-          ? (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${part(shape)} LIMIT $1) s`, [EXACT_COUNT_LIMIT + 1])).rows[0].n
-          : EXACT_COUNT_LIMIT + 1;
+      if (shape.subset && shape.subsetRows) {
+        const capped = shape.subset.indexed ? (await first(db, shape.subsetRows.upTo)).n : EXACT_COUNT_LIMIT + 1;
         // Past the cap, PostgreSQL's estimate of the subset, scaled like the table's, and never below the cap.
+        const plannedSubset = capped <= EXACT_COUNT_LIMIT ? 0 : (await plannerRows(db, [shape.subsetRows.rows]))[0];
         subset = capped <= EXACT_COUNT_LIMIT ? exact(capped) : { value: Math.max(capped, Math.round((plannedSubset * rows) / Math.max(1, plannedRows))), estimated: true };
         figures[shape.subset.name] = subset;
       }
@@ -292,8 +484,8 @@ export class SyncFiguresRepository {
     return figures;
   }
 
-  private async recentOf(db: PoolClient): Promise<RecentEvents> {
-    const { rows: hour } = await db.query<Bucket>(HOUR_BY_MINUTE, [HOUR_SCAN_LIMIT + 1]);
+  private async recentOf(db: FiguresDb): Promise<RecentEvents> {
+    const { rows: hour } = await db.executeQuery(HOUR_BY_MINUTE);
     const now = hour[0].now;
     const total = hour.reduce((sum, b) => sum + b.count, 0);
     if (total <= HOUR_SCAN_LIMIT) {
@@ -304,7 +496,7 @@ export class SyncFiguresRepository {
         lastReceivedAt: newest ? exact(newest) : await this.newestReceivedAt(db, now, new Date(now.getTime() - HOUR_MS)),
       };
     }
-    const { rows: sampled } = await db.query<SliceMinute>(EACH_SLICE, [SLICE_SCAN_LIMIT + 1]);
+    const { rows: sampled } = await db.executeQuery(EACH_SLICE);
     const { buckets, estimated } = bySlice(hour, sampled);
     // The newest event read is the newest of all when its slice was read whole; the later slices held none.
     const last = sampled.at(-1);
@@ -319,9 +511,9 @@ export class SyncFiguresRepository {
   }
 
   /** Counts that reached the limit become the planner's estimate, which is never taken below the count. */
-  private async completeCounts(db: PoolClient, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
+  private async completeCounts(db: FiguresDb, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
     const over = (Object.keys(SUBSETS) as Subset[]).filter((subset) => row[subset] > EXACT_COUNT_LIMIT);
-    const estimates = await plannerRows(db, over.map((subset) => SUBSETS[subset]));
+    const estimates = await plannerRows(db, over.map((subset) => SUBSETS[subset].compile()));
     const counts = {} as Record<Subset, Figure>;
     for (const subset of Object.keys(SUBSETS) as Subset[]) counts[subset] = exact(row[subset]);
     over.forEach((subset, i) => (counts[subset] = { value: Math.max(estimates[i], row[subset]), estimated: true }));
@@ -334,7 +526,7 @@ export class SyncFiguresRepository {
    * towards its newer end. `emptyAfter`: no event was received after it. Approximate (a lower bound) only when the
    * halvings run out, for an unusually dense burst.
    */
-  private async newestReceivedAt(db: PoolClient, now: Date, emptyAfter: Date): Promise<Estimate<Date | null>> {
+  private async newestReceivedAt(db: FiguresDb, now: Date, emptyAfter: Date): Promise<Estimate<Date | null>> {
     let empty = emptyAfter;
     for (const span of NEWEST_WINDOWS_MS) {
       const from = span === null ? null : new Date(now.getTime() - span);
@@ -362,11 +554,6 @@ export class SyncFiguresRepository {
   }
 }
 
-async function probeNewest(db: PoolClient, after: Date | null): Promise<{ count: number; newest: Date | null }> {
-  const { rows } = await db.query<{ count: number; newest: Date | null }>(NEWEST_PROBE, [after ?? '-infinity', NEWEST_PROBE_LIMIT + 1]);
-  return rows[0];
-}
-
 /** The chart's sixty buckets: all but the first, which holds only the end of the minute an hour ago. */
 function chart(buckets: Bucket[]): MinuteCount[] {
   return buckets.slice(1).map(({ minute, count }) => ({ minute, count }));
@@ -390,7 +577,7 @@ function bySlice(hour: Bucket[], sampled: SliceMinute[]): { buckets: Bucket[]; e
     estimated = true;
     const start = Math.max(slice, hourAgo);
     const end = Math.min(slice + SLICE_MS, now);
-    const reached = Math.max(...minutes.map((m) => m.newest!.getTime()));
+    const reached = Math.max(...minutes.map((m) => m.newest.getTime()));
     if (reached <= start) continue;
     const rate = read / (reached - start);
     // What the slice held after the last event read, spread over the minutes by the time each spends there.
@@ -400,16 +587,4 @@ function bySlice(hour: Bucket[], sampled: SliceMinute[]): { buckets: Bucket[]; e
     }
   }
   return { buckets: hour.map((b) => ({ ...b, count: counts.get(b.minute.getTime()) ?? 0 })), estimated };
-}
-
-/** A small table's figures, counted in one pass. */
-async function exactCounts(db: PoolClient, shape: TableShape): Promise<Record<string, number>> {
-  const subset = shape.subset ? `, count(*) FILTER (WHERE ${shape.subset.where})::int AS subset` : '';
-  const { rows } = await db.query<{ rows: number; subset?: number }>(`SELECT count(*)::int AS rows${subset} FROM ${shape.table}`);
-  const { rows: total, subset: part = 0 } = rows[0];
-  return {
-    ...(shape.all ? { [shape.all]: total } : {}),
-    ...(shape.rest ? { [shape.rest]: total - part } : {}),
-    ...(shape.subset ? { [shape.subset.name]: part } : {}),
-  };
 }

@@ -1,18 +1,12 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/error-body.dto';
-import { SyncFiguresRepository } from '../health/sync-figures.repository';
-import { AckSpool } from '../webhooks/ack-spool';
 import { MetricsService } from './metrics.service';
 
 @ApiTags('Metrics')
 @Controller('metrics')
 export class MetricsController {
-  constructor(
-    private readonly metrics: MetricsService,
-    private readonly figures: SyncFiguresRepository,
-    private readonly spool: AckSpool,
-  ) {}
+  constructor(private readonly metrics: MetricsService) {}
 
   /** Prometheus text format: this process's counters, the deployment's database gauges, this replica's spool. */
   @Get()
@@ -25,7 +19,7 @@ export class MetricsController {
     },
   })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  async render(): Promise<string> {
-    return this.metrics.render(await this.figures.backlog(), this.spool.counts());
+  render(): Promise<string> {
+    return this.metrics.render();
   }
 }

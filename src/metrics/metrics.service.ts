@@ -1,14 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { EXACT_COUNT_LIMIT, type BacklogFigures } from '../health/sync-figures.repository';
+import { collectDefaultMetrics, Counter, type CounterConfiguration, Gauge, Histogram, Registry } from 'prom-client';
 
-const ESTIMATED_PAST = `; exact up to ${EXACT_COUNT_LIMIT}, PostgreSQL's estimate beyond`;
+/** A gauge a capability publishes: read when /metrics is scraped. */
+export interface GaugeDefinition {
+  name: string;
+  help: string;
+  labelNames?: readonly string[];
+}
 
 /**
  * Every Prometheus metric of the service, on a registry of its own (several services can share a process in
- * tests), served by GET /metrics. Counters are this process's; gauges read from the database describe the whole
- * deployment (SyncFiguresRepository: the same figures as GET /sync/status); spool gauges are this replica's (each
- * has its own spool).
+ * tests), served by GET /metrics. It knows no capability: each publishes into it. Counters are this process's;
+ * gauges are read when scraped, by the capability that owns the figure, from the place its status is read too
+ * (health/status-metrics.ts: the database's figures, the whole deployment's; webhooks/spool-metrics.ts: this
+ * replica's spool).
  */
 @Injectable()
 export class MetricsService {
@@ -47,19 +52,6 @@ export class MetricsService {
     name: 'pozy_sync_pozy_api_calls_saved_total',
     help: 'Pozy reads not made that one read per event would have made: events that joined a pending read (coalesced), reads skipped because the mirror already reflected the events (skipped)',
     labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-
-  readonly backfillRuns = new Counter({
-    name: 'pozy_sync_backfill_runs_total',
-    help: 'Backfill runs finished by this process, by status',
-    labelNames: ['status'] as const,
-    registers: [this.registry],
-  });
-
-  readonly backfillRecovered = new Counter({
-    name: 'pozy_sync_backfill_events_recovered_total',
-    help: "Events found in Pozy's delivery logs that had never reached us, stored by a backfill",
     registers: [this.registry],
   });
 
@@ -105,34 +97,22 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  private readonly mirrorLag = this.gauge('pozy_sync_mirror_lag_seconds', 'Age of the oldest pending reconcile read (0 when none): how far behind Pozy the mirror may be');
-  private readonly pendingReads = this.gauge('pozy_sync_reconcile_pending', `Resources waiting for a read from Pozy${ESTIMATED_PAST}`);
-  private readonly deadLetters = this.gauge('pozy_sync_dead_letters', `Dead letters neither replayed nor resolved, by queue and kind (ack: this replica's spool)${ESTIMATED_PAST}`, ['queue', 'kind']);
-  private readonly spooled = this.gauge('pozy_sync_spool_events', "Events in this replica's acknowledgment spool waiting for the database", []);
-  private readonly notificationsPending = this.gauge('pozy_sync_notifications_pending', `Change notifications waiting to be delivered${ESTIMATED_PAST}`);
-  private readonly notificationLag = this.gauge('pozy_sync_notification_lag_seconds', 'Age of the oldest pending change notification (0 when none)');
-  private readonly pausedSubscriptions = this.gauge('pozy_sync_subscriptions_paused', "Subscriptions paused by the circuit breaker");
-
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'pozy_sync_' });
   }
 
-  /** The Prometheus text exposition, with the database's figures and the spool's counts of now. */
-  async render(backlog: BacklogFigures, spool: { pending: number; dead: number }): Promise<string> {
-    this.mirrorLag.set((backlog.oldestPendingReadMs ?? 0) / 1000);
-    this.pendingReads.set(backlog.pendingReads.value);
-    this.deadLetters.set({ queue: 'delivery', kind: 'reconcile' }, backlog.deadLetters.reconcile.value);
-    this.deadLetters.set({ queue: 'delivery', kind: 'notification' }, backlog.deadLetters.notification.value);
-    this.deadLetters.set({ queue: 'ack', kind: 'event' }, spool.dead);
-    this.spooled.set(spool.pending);
-    this.notificationsPending.set(backlog.pendingNotifications.value);
-    this.notificationLag.set((backlog.oldestPendingNotificationMs ?? 0) / 1000);
-    this.pausedSubscriptions.set(backlog.pausedSubscriptions);
+  /** The Prometheus text exposition: every published gauge is read now. */
+  render(): Promise<string> {
     return this.registry.metrics();
   }
 
   get contentType(): string {
     return this.registry.contentType;
+  }
+
+  /** A counter a capability owns and counts into. */
+  counter<L extends string>(configuration: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
+    return new Counter<L>({ ...configuration, registers: [this.registry] });
   }
 
   /**
@@ -151,7 +131,20 @@ export class MetricsService {
     });
   }
 
-  private gauge(name: string, help: string, labelNames: string[] = []): Gauge {
-    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  /**
+   * Gauges read together: `collect` sets all of them, once per scrape however many there are (a scrape asks every
+   * gauge at once, and they share the read in flight).
+   */
+  publishGauges<K extends string>(definitions: Record<K, GaugeDefinition>, collect: (gauges: Record<K, Gauge>) => Promise<void>): void {
+    let reading: Promise<void> | undefined;
+    const collectOnce = (): Promise<void> =>
+      (reading ??= collect(gauges).finally(() => {
+        reading = undefined;
+      }));
+    const gauges = {} as Record<K, Gauge>;
+    for (const key of Object.keys(definitions) as K[]) {
+      const { name, help, labelNames = [] } = definitions[key];
+      gauges[key] = new Gauge({ name, help, labelNames, registers: [this.registry], collect: collectOnce });
+    }
   }
 }

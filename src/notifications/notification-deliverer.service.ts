@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { NotificationSender } from './notification-sender';
@@ -31,8 +32,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
   private readonly batchSize: number;
   /** Bumped by every signal: a drain that found nothing looks again if it moved meanwhile. */
   private generation = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
+  private readonly loop: WakeableLoop;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
 
@@ -46,51 +46,39 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     this.batchSize = config.notify.concurrency * 2;
     // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
     this.leaseMs = 30_000 + 4 * config.notify.timeoutMs;
+    this.loop = new WakeableLoop({
+      pass: () => this.poll(),
+      idleMs: POLL_MS,
+      retryMs: POLL_MS,
+      logger: this.logger,
+      what: 'Looking for due notifications',
+    });
   }
 
   onApplicationBootstrap(): void {
     if (!this.config.runsWorker) return;
     this.stopped = false;
     this.unsubscribe = this.signal.subscribe(() => this.wake());
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** Attempts in flight finish (each is bounded by NOTIFY_TIMEOUT_MS) and are recorded; nothing new starts. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
-    clearTimeout(this.timer);
-    await this.polling;
+    await this.loop.stop();
     await Promise.all(this.draining.values());
   }
 
   private wake(): void {
     this.generation += 1;
-    this.schedule(0);
+    this.loop.wake();
   }
 
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (this.timer && delayMs > 0) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (this.polling) {
-        void this.polling.then(() => this.schedule(0));
-        return;
-      }
-      this.polling = this.poll()
-        .catch((error: unknown) => this.logger.warn(`Looking for due notifications failed; retrying: ${(error as Error).message}`))
-        .finally(() => {
-          this.polling = undefined;
-          this.schedule(POLL_MS);
-        });
-    }, delayMs);
-  }
-
-  private async poll(): Promise<void> {
+  /** Leases the subscriptions with due notifications that free slots allow, and drains each in the background. */
+  private async poll(): Promise<null> {
     const free = MAX_SUBSCRIBERS - this.draining.size;
-    if (free <= 0) return;
+    if (free <= 0) return null;
     const leases = await this.repository.leaseDue(this.owner, this.leaseMs, [...this.draining.keys()], free);
     for (const lease of leases) {
       this.draining.set(
@@ -98,6 +86,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
         this.drain(lease).finally(() => this.draining.delete(lease.id)),
       );
     }
+    return null;
   }
 
   private async drain(lease: Lease): Promise<void> {

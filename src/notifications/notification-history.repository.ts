@@ -1,131 +1,255 @@
 import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
-import { NotificationState, ReplaySource } from './dto/notification.query';
+import { letterNotificationId } from '../dead-letters/dead-letter.repository';
+import type { Notification, NotificationAttempt as NotificationAttemptRow } from '../generated/prisma/client';
+import { NOTIFICATION_STATES, NotificationState, ReplaySource } from './dto/notification.query';
+import { oneOf } from './known-values';
+import { newerVersionExists, now } from './notification-expressions';
 
-export interface NotificationSummary {
-  id: string;
-  subscriptionId: string;
-  type: string;
-  resourceKey: string;
-  sequence: number;
-  pozyUpdatedAt: Date | null;
-  state: NotificationState;
-  attempts: number;
-  createdAt: Date;
-  nextAttemptAt: Date | null;
-  deliveredAt: Date | null;
-  lastError: string | null;
-  replayCount: number;
-}
+export type NotificationSummary = Omit<
+  Pick<
+    Notification,
+    | 'id'
+    | 'subscriptionId'
+    | 'type'
+    | 'resourceKey'
+    | 'sequence'
+    | 'pozyUpdatedAt'
+    | 'state'
+    | 'attempts'
+    | 'createdAt'
+    | 'nextAttemptAt'
+    | 'deliveredAt'
+    | 'lastError'
+    | 'replayCount'
+  >,
+  'state'
+> & { state: NotificationState };
 
-export interface NotificationAttempt {
-  attemptedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  outcome: 'delivered' | 'retry' | 'dead';
-  error: string | null;
-  replay: boolean;
-}
+const OUTCOMES = ['delivered', 'retry', 'dead'] as const;
+
+export type NotificationAttempt = Omit<
+  Pick<NotificationAttemptRow, 'attemptedAt' | 'durationMs' | 'statusCode' | 'outcome' | 'error' | 'replay'>,
+  'outcome'
+> & { outcome: (typeof OUTCOMES)[number] };
 
 export interface NotificationDetail extends NotificationSummary {
   data: unknown;
   attemptHistory: NotificationAttempt[];
 }
 
-const COLUMNS = `n.id, n.subscription_id AS "subscriptionId", n.type, n.resource_key AS "resourceKey", n.sequence,
-  n.pozy_updated_at AS "pozyUpdatedAt", n.state, n.attempts, n.created_at AS "createdAt",
-  n.next_attempt_at AS "nextAttemptAt", n.delivered_at AS "deliveredAt", n.last_error AS "lastError",
-  n.replay_count AS "replayCount"`;
+const SUMMARY = {
+  id: true,
+  subscriptionId: true,
+  type: true,
+  resourceKey: true,
+  sequence: true,
+  pozyUpdatedAt: true,
+  state: true,
+  attempts: true,
+  createdAt: true,
+  nextAttemptAt: true,
+  deliveredAt: true,
+  lastError: true,
+  replayCount: true,
+} as const;
 
-// A newer version of the resource exists for the subscription: replaying this one could bring an older state after
-// a newer one, so it is never replayed.
-const NEWER_EXISTS = `
-EXISTS (SELECT 1 FROM notification m
-         WHERE m.subscription_id = n.subscription_id AND m.resource_key = n.resource_key
-           AND m.sequence > n.sequence AND m.state <> 'cancelled')`;
+const summary = <R extends { state: string }>(row: R): Omit<R, 'state'> & { state: NotificationState } => ({
+  ...row,
+  state: oneOf(NOTIFICATION_STATES, row.state, 'notification state'),
+});
 
-// What a bulk replay takes: from the dead-letter queue, or every notification sent (delivered or dead), in both cases
-// only the newest per resource.
-const REPLAYABLE = `
-SELECT n.id FROM notification n
- WHERE n.subscription_id = $1 AND n.created_at >= $2 AND NOT ${NEWER_EXISTS}
-   AND (n.state = 'dead' OR ($3 = 'history' AND n.state = 'delivered'))
- ORDER BY n.created_at, n.id`;
-
-// Due again with their ids unchanged, spread out so a subscriber gets at most $2 replays a second, after any
-// replays it is still waiting for. The dead letters they came from are marked replayed.
-const REPLAY = `
-WITH chosen AS (
-  SELECT n.id, n.subscription_id, row_number() OVER (PARTITION BY n.subscription_id ORDER BY n.created_at, n.id) AS ord
-    FROM notification n
-   WHERE n.id = ANY ($1::text[]) AND n.state IN ('dead', 'delivered') AND NOT ${NEWER_EXISTS}
-), start AS (
-  SELECT c.subscription_id,
-         greatest(now(), (SELECT max(p.next_attempt_at) FROM notification p
-                           WHERE p.subscription_id = c.subscription_id AND p.state = 'pending' AND p.replay_count > 0)) AS at
-    FROM (SELECT DISTINCT subscription_id FROM chosen) c
-), replayed AS (
-  UPDATE notification n
-     SET state = 'pending', failing_since = NULL, replay_count = n.replay_count + 1,
-         next_attempt_at = s.at + (c.ord - 1) * (1000.0 / $2) * interval '1 millisecond'
-    FROM chosen c JOIN start s ON s.subscription_id = c.subscription_id
-   WHERE n.id = c.id
-  RETURNING n.id
-), letters AS (
-  UPDATE dead_letter SET replayed_at = now(), replay_count = replay_count + 1
-   WHERE kind = 'notification' AND replayed_at IS NULL AND payload ->> 'notificationId' IN (SELECT id FROM replayed)
-)
-SELECT id FROM replayed`;
-
+/** The notifications' history: what the admin endpoints list, replays, and what retention prunes. */
 @Injectable()
 export class NotificationHistoryRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Newest first. */
   async list(filter: { subscriptionId?: string; state?: NotificationState; limit: number }): Promise<NotificationSummary[]> {
-    const { rows } = await this.database.pool.query<NotificationSummary>(
-      `SELECT ${COLUMNS} FROM notification n
-        WHERE ($1::uuid IS NULL OR n.subscription_id = $1) AND ($2::text IS NULL OR n.state = $2)
-        ORDER BY n.created_at DESC, n.id LIMIT $3`,
-      [filter.subscriptionId ?? null, filter.state ?? null, filter.limit],
-    );
-    return rows;
+    const rows = await this.database.prisma.notification.findMany({
+      select: SUMMARY,
+      where: { subscriptionId: filter.subscriptionId, state: filter.state },
+      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+      take: filter.limit,
+    });
+    return rows.map(summary);
   }
 
   async get(id: string): Promise<NotificationDetail | undefined> {
-    const { rows } = await this.database.pool.query<NotificationDetail>(
-      `SELECT ${COLUMNS}, n.data,
-              coalesce((SELECT json_agg(json_build_object('attemptedAt', a.attempted_at, 'durationMs', a.duration_ms,
-                                          'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
-                                          'replay', a.replay) ORDER BY a.id)
-                          FROM notification_attempt a WHERE a.notification_id = n.id), '[]') AS "attemptHistory"
-         FROM notification n WHERE n.id = $1`,
-      [id],
-    );
-    return rows[0];
+    const row = await this.database.prisma.notification.findUnique({
+      select: {
+        ...SUMMARY,
+        data: true,
+        attemptList: {
+          select: { attemptedAt: true, durationMs: true, statusCode: true, outcome: true, error: true, replay: true },
+          orderBy: { id: 'asc' },
+        },
+      },
+      where: { id },
+    });
+    if (!row) return undefined;
+    const { attemptList, ...notification } = row;
+    return {
+      ...summary(notification),
+      attemptHistory: attemptList.map((a) => ({ ...a, outcome: oneOf(OUTCOMES, a.outcome, 'attempt outcome') })),
+    };
   }
 
   /** The id of a newer version of the same resource for the same subscription, if there is one. */
   async newerThan(id: string): Promise<string | undefined> {
-    const { rows } = await this.database.pool.query<{ id: string }>(
-      `SELECT m.id FROM notification n JOIN notification m
-          ON m.subscription_id = n.subscription_id AND m.resource_key = n.resource_key AND m.sequence > n.sequence
-         AND m.state <> 'cancelled'
-        WHERE n.id = $1 ORDER BY m.sequence DESC LIMIT 1`,
-      [id],
-    );
-    return rows[0]?.id;
+    const row = await this.database.db
+      .selectFrom('notification as n')
+      .innerJoin('notification as m', (join) =>
+        join
+          .onRef('m.subscription_id', '=', 'n.subscription_id')
+          .onRef('m.resource_key', '=', 'n.resource_key')
+          .onRef('m.sequence', '>', 'n.sequence')
+          .on('m.state', '<>', 'cancelled'),
+      )
+      .select('m.id')
+      .where('n.id', '=', id)
+      .orderBy('m.sequence', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.id;
   }
 
-  /** What a bulk replay of a subscription would take. */
+  /**
+   * What a bulk replay of a subscription would take: from the dead-letter queue, or every notification sent
+   * (delivered or dead), in both cases only the newest per resource.
+   */
   async replayable(subscriptionId: string, since: Date, source: ReplaySource): Promise<string[]> {
-    const { rows } = await this.database.pool.query<{ id: string }>(REPLAYABLE, [subscriptionId, since, source]);
+    const states = source === 'history' ? ['dead', 'delivered'] : ['dead'];
+    const rows = await this.database.db
+      .selectFrom('notification as n')
+      .select('n.id')
+      .where('n.subscription_id', '=', subscriptionId)
+      .where('n.created_at', '>=', since)
+      .where((eb) => eb.not(newerVersionExists(eb)))
+      .where('n.state', 'in', states)
+      .orderBy('n.created_at')
+      .orderBy('n.id')
+      .execute();
     return rows.map((r) => r.id);
   }
 
-  /** Makes these notifications due again, throttled per subscriber; answers the ids that were. */
+  /**
+   * Makes these notifications due again with their ids unchanged, spread out so a subscriber gets at most `perSecond`
+   * replays a second, after any replays it is still waiting for; the dead letters they came from are marked
+   * replayed. A version older than one the subscriber may already have is never replayed. Answers the ids that were.
+   */
   async replay(ids: string[], perSecond: number): Promise<string[]> {
-    const { rows } = await this.database.pool.query<{ id: string }>(REPLAY, [ids, perSecond]);
+    const rows = await this.database.db
+      .with('chosen', (db) =>
+        db
+          .selectFrom('notification as n')
+          .select((eb) => [
+            'n.id',
+            'n.subscription_id',
+            eb.fn
+              .agg<number>('row_number')
+              .over((over) => over.partitionBy('n.subscription_id').orderBy('n.created_at').orderBy('n.id'))
+              .as('ord'),
+          ])
+          .where((eb) => eb('n.id', '=', eb.fn.any(eb.val(ids))))
+          .where('n.state', 'in', ['dead', 'delivered'])
+          .where((eb) => eb.not(newerVersionExists(eb))),
+      )
+      .with('start', (db) =>
+        db
+          .selectFrom((db) => db.selectFrom('chosen').select('chosen.subscription_id').distinct().as('c'))
+          .select((eb) => [
+            'c.subscription_id',
+            eb
+              .fn<Date>('greatest', [
+                now(),
+                eb
+                  .selectFrom('notification as p')
+                  .select((eb) => eb.fn.max('p.next_attempt_at').as('at'))
+                  .whereRef('p.subscription_id', '=', 'c.subscription_id')
+                  .where('p.state', '=', 'pending')
+                  .where('p.replay_count', '>', 0),
+              ])
+              .as('at'),
+          ]),
+      )
+      .with('replayed', (db) =>
+        db
+          .updateTable('notification as n')
+          .from('chosen as c')
+          .innerJoin('start as s', 's.subscription_id', 'c.subscription_id')
+          .set((eb) => ({
+            state: 'pending',
+            failing_since: null,
+            replay_count: eb('n.replay_count', '+', 1),
+            next_attempt_at: sql<Date>`${eb.ref('s.at')} + (${eb.ref('c.ord')} - 1) * (1000.0 / ${perSecond}) * interval '1 millisecond'`,
+          }))
+          .whereRef('n.id', '=', 'c.id')
+          .returning('n.id'),
+      )
+      .with('letters', (db) =>
+        db
+          .updateTable('dead_letter')
+          .set((eb) => ({ replayed_at: now(), replay_count: eb('replay_count', '+', 1) }))
+          .where('kind', '=', 'notification')
+          .where('replayed_at', 'is', null)
+          .where((eb) => eb(letterNotificationId(eb.ref('payload')), 'in', eb.selectFrom('replayed').select('replayed.id'))),
+      )
+      .selectFrom('replayed')
+      .select('replayed.id')
+      .execute();
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * Retention: deletes up to `limit` attempts made before `cutoff`; answers how many. Picked by primary key with SKIP
+   * LOCKED, so a row being written right now is left to the next batch.
+   */
+  async pruneAttemptsBefore(cutoff: Date, limit: number): Promise<number> {
+    const { numDeletedRows } = await this.database.db
+      .deleteFrom('notification_attempt')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('notification_attempt').select('id').where('attempted_at', '<', cutoff).limit(limit).forUpdate().skipLocked(),
+      )
+      .executeTakeFirst();
+    return Number(numDeletedRows);
+  }
+
+  /**
+   * Retention: deletes up to `limit` notifications created (and delivered, if they were) before `cutoff`, in final
+   * states only: pending ones are still to be sent, dead ones wait for an operator. One delivered again inside the
+   * window (a replay) is kept. An older pending or dead one of the same resource keeps the newer ones too: they are what
+   * stops it from being sent after them. Their remaining attempts go with them (ON DELETE CASCADE).
+   */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    const { numDeletedRows } = await this.database.db
+      .deleteFrom('notification')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('notification as n')
+          .select('n.id')
+          .where('n.state', 'in', ['delivered', 'superseded', 'cancelled'])
+          .where('n.created_at', '<', cutoff)
+          .where((eb) => eb.or([eb('n.delivered_at', 'is', null), eb('n.delivered_at', '<', cutoff)]))
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('notification as o')
+                  .select(eb.lit(1).as('one'))
+                  .whereRef('o.subscription_id', '=', 'n.subscription_id')
+                  .whereRef('o.resource_key', '=', 'n.resource_key')
+                  .whereRef('o.sequence', '<', 'n.sequence')
+                  .where('o.state', 'in', ['pending', 'dead']),
+              ),
+            ),
+          )
+          .limit(limit)
+          .forUpdate(['n'])
+          .skipLocked(),
+      )
+      .executeTakeFirst();
+    return Number(numDeletedRows);
   }
 }

@@ -1,19 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import { Selectable, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
-import { isoSql } from './outbox-sql';
-
-/** A pending notification whose time has come, as the deliverer sends it. */
-export interface DueNotification {
-  id: string;
-  type: string;
-  resourceKey: string;
-  sequence: number;
-  createdAt: Date;
-  data: unknown;
-  attempts: number;
-  failingSince: Date | null;
-  replay: boolean;
-}
+import { letterNotificationId, NotificationLetterPayload } from '../dead-letters/dead-letter.repository';
+import type { DB } from '../generated/kysely/database';
+import { isoText, milliseconds, newerVersionExists, now } from './notification-expressions';
 
 /** What one attempt came to, as the deliverer decided. */
 export interface AttemptRecord {
@@ -32,11 +22,11 @@ export interface AttemptRecord {
   replay: boolean;
 }
 
-export interface Lease {
-  id: string;
-  url: string;
-  secret: string;
-}
+/** A subscription this worker now sends to. */
+export type Lease = Awaited<ReturnType<NotificationRepository['leaseDue']>>[number];
+
+/** A pending notification whose time has come, as the deliverer sends it. */
+export type DueNotification = Awaited<ReturnType<NotificationRepository['takeDue']>>[number];
 
 export interface SubscriberHealth {
   /** Set when this batch paused the subscription. */
@@ -45,129 +35,104 @@ export interface SubscriberHealth {
   leaseHeld: boolean;
 }
 
-// Per resource, only the newest notification is sent: older pending ones are superseded, so a subscriber never
-// gets an older version after a newer one (cancelled ones, of a deleted subscription, do not count).
-const NEWER_EXISTS = `
-EXISTS (SELECT 1 FROM notification m
-         WHERE m.subscription_id = n.subscription_id AND m.resource_key = n.resource_key
-           AND m.sequence > n.sequence AND m.state <> 'cancelled')`;
+/** One attempt as the batch statement reads it back from JSON (json_to_recordset), in the tables' own column types. */
+type AttemptColumns = Pick<Selectable<DB['notification']>, 'id' | 'next_attempt_at' | 'failing_since'> &
+  Pick<Selectable<DB['notification_attempt']>, 'attempted_at' | 'duration_ms' | 'status_code' | 'outcome' | 'error' | 'replay'> & {
+    reason: string | null;
+  };
 
-const SUPERSEDE = `
-UPDATE notification n SET state = 'superseded', next_attempt_at = NULL
- WHERE n.subscription_id = $1 AND n.state = 'pending' AND ${NEWER_EXISTS}`;
-
-const TAKE_DUE = `
-SELECT n.id, n.type, n.resource_key AS "resourceKey", n.sequence, n.created_at AS "createdAt", n.data, n.attempts,
-       n.failing_since AS "failingSince", n.replay_count > 0 AS replay
-  FROM notification n
- WHERE n.subscription_id = $1 AND n.next_attempt_at <= now() AND n.state = 'pending' AND NOT ${NEWER_EXISTS}
- ORDER BY n.next_attempt_at, n.id
- LIMIT $2`;
-
-// Subscriptions with due notifications that no live worker is sending: each is taken by one worker at a time.
-const LEASE_DUE = `
-UPDATE subscription s SET lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond'
-  FROM (SELECT c.id FROM subscription c
-         WHERE c.active AND c.deleted_at IS NULL AND c.paused_at IS NULL
-           AND (c.lease_until IS NULL OR c.lease_until < now()) AND NOT (c.id = ANY ($3::uuid[]))
-           AND EXISTS (SELECT 1 FROM notification n WHERE n.subscription_id = c.id AND n.next_attempt_at <= now())
-         LIMIT $4 FOR UPDATE SKIP LOCKED) due
- WHERE s.id = due.id
-RETURNING s.id, s.url, s.secret`;
-
-// One statement per batch: the notifications' new states, every attempt, the dead letters, and the subscriber's
-// health (the circuit breaker pauses it once every attempt has failed for $4 ms), which also renews the lease.
-const RECORD = `
-WITH r AS (
-  SELECT * FROM json_to_recordset($1::json) AS r(id text, attempted_at timestamptz, duration_ms int, status_code int,
-    outcome text, error text, next_attempt_at timestamptz, failing_since timestamptz, reason text, replay boolean)
-), updated AS (
-  UPDATE notification n
-     SET state = CASE r.outcome WHEN 'retry' THEN 'pending' ELSE r.outcome END, attempts = n.attempts + 1,
-         next_attempt_at = r.next_attempt_at, failing_since = r.failing_since, last_error = r.error,
-         delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.attempted_at ELSE n.delivered_at END
-    FROM r
-   WHERE n.id = r.id AND n.state = 'pending'
-  RETURNING n.id
-), attempts AS (
-  INSERT INTO notification_attempt (notification_id, subscription_id, attempted_at, duration_ms, status_code, outcome, error, replay)
-  SELECT r.id, $2, r.attempted_at, r.duration_ms, r.status_code, r.outcome, r.error, r.replay FROM r
-), letters AS (
-  INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at)
-  SELECT gen_random_uuid(), 'delivery', 'notification', n.resource_key,
-         jsonb_build_object('notificationId', n.id, 'subscriptionId', n.subscription_id, 'type', n.type, 'sequence', n.sequence),
-         r.reason, r.error, n.attempts + 1, coalesce(n.failing_since, r.attempted_at), r.attempted_at
-    FROM r JOIN updated u ON u.id = r.id JOIN notification n ON n.id = r.id
-   WHERE r.outcome = 'dead'
-), obsolete AS (
-  -- A newer version of the resource reached the subscriber: its older dead-lettered ones need no replay any more.
-  UPDATE notification o SET state = 'superseded'
-    FROM r JOIN updated u ON u.id = r.id JOIN notification n ON n.id = r.id
-   WHERE r.outcome = 'delivered' AND o.subscription_id = n.subscription_id AND o.resource_key = n.resource_key
-     AND o.sequence < n.sequence AND o.state = 'dead'
-  RETURNING o.id
-), resolved AS (
-  UPDATE dead_letter SET resolved_at = now(), resolution = 'superseded: the subscriber received a newer version'
-   WHERE kind = 'notification' AND replayed_at IS NULL AND resolved_at IS NULL
-     AND payload ->> 'notificationId' IN (SELECT id FROM obsolete)
-), outcome AS (
-  SELECT max(attempted_at) FILTER (WHERE outcome = 'delivered') AS last_success,
-         min(attempted_at) FILTER (WHERE outcome <> 'delivered') AS first_failure,
-         max(attempted_at) FILTER (WHERE outcome <> 'delivered') AS last_failure,
-         (array_agg(error ORDER BY attempted_at DESC) FILTER (WHERE outcome <> 'delivered'))[1] AS last_error
-    FROM r
-), health AS (
-  -- Failing continuously: no success, and no quiet gap longer than retries leave ($6 ms) since the last failure,
-  -- so one failure after an idle hour does not count the hour.
-  SELECT o.*, CASE WHEN o.last_success IS NOT NULL OR o.first_failure IS NULL THEN NULL
-                   WHEN s.failing_since IS NULL OR s.last_failure_at < o.first_failure - $6 * interval '1 millisecond'
-                   THEN o.first_failure
-                   ELSE s.failing_since END AS failing_since
-    FROM outcome o, subscription s
-   WHERE s.id = $2
-), breaker AS (
-  SELECT h.*, s.paused_at IS NULL AND h.failing_since < now() - $4 * interval '1 millisecond' AS trips
-    FROM health h, subscription s
-   WHERE s.id = $2
-)
-UPDATE subscription s
-   SET last_success_at = coalesce(h.last_success, s.last_success_at),
-       last_failure_at = coalesce(h.last_failure, s.last_failure_at),
-       last_error = coalesce(h.last_error, s.last_error),
-       failing_since = h.failing_since,
-       paused_at = CASE WHEN h.trips THEN now() ELSE s.paused_at END,
-       paused_reason = CASE WHEN h.trips THEN 'every attempt failed since ' || ${isoSql('h.failing_since')} || ': ' || h.last_error
-                            ELSE s.paused_reason END,
-       lease_until = CASE WHEN s.lease_owner = $3 THEN now() + $5 * interval '1 millisecond' ELSE s.lease_until END
-  FROM breaker h
- WHERE s.id = $2
-RETURNING s.paused_at AS "pausedAt", s.lease_owner = $3 AND s.active AND s.deleted_at IS NULL AS "leaseHeld"`;
+const ATTEMPT_COLUMNS = sql`r(id text, attempted_at timestamptz, duration_ms int, status_code int, outcome text, error text,
+  next_attempt_at timestamptz, failing_since timestamptz, reason text, replay boolean)`;
 
 /** The outbox as the delivery worker uses it. */
 @Injectable()
 export class NotificationRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** Takes up to `limit` subscriptions with due notifications for this worker, for `leaseMs`. */
-  async leaseDue(owner: string, leaseMs: number, excluded: string[], limit: number): Promise<Lease[]> {
-    const { rows } = await this.database.pool.query<Lease>(LEASE_DUE, [owner, leaseMs, excluded, limit]);
-    return rows;
+  /**
+   * Takes up to `limit` subscriptions with due notifications for this worker, for `leaseMs`: those that no live worker
+   * is sending, each taken by one worker at a time.
+   */
+  async leaseDue(owner: string, leaseMs: number, excluded: string[], limit: number) {
+    return this.database.db
+      .updateTable('subscription as s')
+      .from((eb) =>
+        eb
+          .selectFrom('subscription as c')
+          .select('c.id')
+          .where((eb) =>
+            eb.and([
+              eb.ref('c.active'),
+              eb('c.deleted_at', 'is', null),
+              eb('c.paused_at', 'is', null),
+              eb.or([eb('c.lease_until', 'is', null), eb('c.lease_until', '<', now())]),
+              eb.not(eb('c.id', '=', eb.fn.any(eb.cast<string[]>(eb.val(excluded), sql`uuid[]`)))),
+              eb.exists(
+                eb
+                  .selectFrom('notification as n')
+                  .select(eb.lit(1).as('one'))
+                  .whereRef('n.subscription_id', '=', 'c.id')
+                  .where('n.next_attempt_at', '<=', now()),
+              ),
+            ]),
+          )
+          .limit(limit)
+          .forUpdate()
+          .skipLocked()
+          .as('due'),
+      )
+      .set({ lease_owner: owner, lease_until: sql<Date>`${now()} + ${milliseconds(leaseMs)}` })
+      .whereRef('s.id', '=', 'due.id')
+      .returning(['s.id', 's.url', 's.secret'])
+      .execute();
   }
 
   async release(subscriptionId: string, owner: string): Promise<void> {
-    await this.database.pool.query(
-      'UPDATE subscription SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2',
-      [subscriptionId, owner],
-    );
+    await this.database.db
+      .updateTable('subscription')
+      .set({ lease_owner: null, lease_until: null })
+      .where('id', '=', subscriptionId)
+      .where('lease_owner', '=', owner)
+      .execute();
   }
 
   /** The next due notifications of a subscription, at most one per resource (its newest). */
-  async takeDue(subscriptionId: string, limit: number): Promise<DueNotification[]> {
-    await this.database.pool.query(SUPERSEDE, [subscriptionId]);
-    const { rows } = await this.database.pool.query<DueNotification>(TAKE_DUE, [subscriptionId, limit]);
-    return rows;
+  async takeDue(subscriptionId: string, limit: number) {
+    await this.database.db
+      .updateTable('notification as n')
+      .set({ state: 'superseded', next_attempt_at: null })
+      .where('n.subscription_id', '=', subscriptionId)
+      .where('n.state', '=', 'pending')
+      .where(newerVersionExists)
+      .execute();
+    return this.database.db
+      .selectFrom('notification as n')
+      .select((eb) => [
+        'n.id',
+        'n.type',
+        'n.resource_key as resourceKey',
+        'n.sequence',
+        'n.created_at as createdAt',
+        'n.data',
+        'n.attempts',
+        'n.failing_since as failingSince',
+        eb('n.replay_count', '>', 0).$castTo<boolean>().as('replay'),
+      ])
+      .where('n.subscription_id', '=', subscriptionId)
+      .where('n.next_attempt_at', '<=', now())
+      .where('n.state', '=', 'pending')
+      .where((eb) => eb.not(newerVersionExists(eb)))
+      .orderBy('n.next_attempt_at')
+      .orderBy('n.id')
+      .limit(limit)
+      .execute();
   }
 
+  /**
+   * One statement per batch: the notifications' new states, every attempt, the dead letters, and the subscriber's
+   * health (the circuit breaker pauses it once every attempt has failed for `pauseAfterMs`), which also renews the
+   * lease.
+   */
   async record(
     subscriptionId: string,
     owner: string,
@@ -175,26 +140,191 @@ export class NotificationRepository {
     /** `quietGapMs`: a pause in failures longer than this (retries are closer) starts a new run of failures. */
     options: { pauseAfterMs: number; leaseMs: number; quietGapMs: number },
   ): Promise<SubscriberHealth> {
-    const json = records.map((r) => ({
-      id: r.id,
-      attempted_at: r.attemptedAt,
-      duration_ms: r.durationMs,
-      status_code: r.statusCode,
-      outcome: r.outcome,
-      error: r.error,
-      next_attempt_at: r.nextAttemptAt,
-      failing_since: r.failingSince,
-      reason: r.reason,
-      replay: r.replay,
-    }));
-    const { rows } = await this.database.pool.query<SubscriberHealth>(RECORD, [
-      JSON.stringify(json),
-      subscriptionId,
-      owner,
-      options.pauseAfterMs,
-      options.leaseMs,
-      options.quietGapMs,
-    ]);
-    return rows[0] ?? { pausedAt: null, leaseHeld: false };
+    const attempts = JSON.stringify(
+      records.map(
+        (r): AttemptColumns => ({
+          id: r.id,
+          attempted_at: r.attemptedAt,
+          duration_ms: r.durationMs,
+          status_code: r.statusCode,
+          outcome: r.outcome,
+          error: r.error,
+          next_attempt_at: r.nextAttemptAt,
+          failing_since: r.failingSince,
+          reason: r.reason,
+          replay: r.replay,
+        }),
+      ),
+    );
+    const health = await this.database.db
+      .with('r', (db) => db.selectFrom(sql<AttemptColumns>`json_to_recordset(${attempts}::json)`.as<'r'>(ATTEMPT_COLUMNS)).selectAll())
+      .with('updated', (db) =>
+        db
+          .updateTable('notification as n')
+          .from('r')
+          .set((eb) => ({
+            state: eb.case('r.outcome').when('retry').then('pending').else(eb.ref('r.outcome')).end(),
+            attempts: eb('n.attempts', '+', 1),
+            next_attempt_at: eb.ref('r.next_attempt_at'),
+            failing_since: eb.ref('r.failing_since'),
+            last_error: eb.ref('r.error'),
+            delivered_at: eb.case().when('r.outcome', '=', 'delivered').then(eb.ref('r.attempted_at')).else(eb.ref('n.delivered_at')).end(),
+          }))
+          .whereRef('n.id', '=', 'r.id')
+          .where('n.state', '=', 'pending')
+          .returning('n.id'),
+      )
+      .with('attempts', (db) =>
+        db
+          .insertInto('notification_attempt')
+          .columns(['notification_id', 'subscription_id', 'attempted_at', 'duration_ms', 'status_code', 'outcome', 'error', 'replay'])
+          .expression(
+            db
+              .selectFrom('r')
+              .select((eb) => [
+                'r.id',
+                eb.cast<string>(eb.val(subscriptionId), 'uuid').as('subscription_id'),
+                'r.attempted_at',
+                'r.duration_ms',
+                'r.status_code',
+                'r.outcome',
+                'r.error',
+                'r.replay',
+              ]),
+          ),
+      )
+      .with('letters', (db) =>
+        db
+          .insertInto('dead_letter')
+          .columns(['id', 'queue', 'kind', 'resource_key', 'payload', 'reason', 'error', 'attempts', 'first_failure_at', 'last_failure_at'])
+          .expression(
+            db
+              .selectFrom('r')
+              .innerJoin('updated as u', 'u.id', 'r.id')
+              .innerJoin('notification as n', 'n.id', 'r.id')
+              .where('r.outcome', '=', 'dead')
+              .select((eb) => [
+                sql<string>`gen_random_uuid()`.as('id'),
+                eb.val('delivery').as('queue'),
+                eb.val('notification').as('kind'),
+                'n.resource_key',
+                eb
+                  .fn<NotificationLetterPayload>('jsonb_build_object', [
+                    sql.lit('notificationId'),
+                    'n.id',
+                    sql.lit('subscriptionId'),
+                    'n.subscription_id',
+                    sql.lit('type'),
+                    'n.type',
+                    sql.lit('sequence'),
+                    'n.sequence',
+                  ])
+                  .as('payload'),
+                'r.reason',
+                'r.error',
+                eb('n.attempts', '+', 1).as('attempts'),
+                eb.fn.coalesce('n.failing_since', 'r.attempted_at').as('first_failure_at'),
+                'r.attempted_at',
+              ]),
+          ),
+      )
+      // A newer version of the resource reached the subscriber: its older dead-lettered ones need no replay any more.
+      .with('obsolete', (db) =>
+        db
+          .updateTable('notification as o')
+          .from('r')
+          .innerJoin('updated as u', 'u.id', 'r.id')
+          .innerJoin('notification as n', 'n.id', 'r.id')
+          .set({ state: 'superseded' })
+          .where('r.outcome', '=', 'delivered')
+          .whereRef('o.subscription_id', '=', 'n.subscription_id')
+          .whereRef('o.resource_key', '=', 'n.resource_key')
+          .whereRef('o.sequence', '<', 'n.sequence')
+          .where('o.state', '=', 'dead')
+          .returning('o.id'),
+      )
+      .with('resolved', (db) =>
+        db
+          .updateTable('dead_letter')
+          .set({ resolved_at: now(), resolution: 'superseded: the subscriber received a newer version' })
+          .where('kind', '=', 'notification')
+          .where('replayed_at', 'is', null)
+          .where('resolved_at', 'is', null)
+          .where((eb) => eb(letterNotificationId(eb.ref('payload')), 'in', eb.selectFrom('obsolete').select('obsolete.id'))),
+      )
+      .with('outcome', (db) =>
+        db.selectFrom('r').select((eb) => [
+          eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '=', 'delivered').as('last_success'),
+          eb.fn.min<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('first_failure'),
+          eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('last_failure'),
+          sql<string | null>`(${eb.fn
+            .agg<(string | null)[]>('array_agg', ['r.error'])
+            .orderBy('r.attempted_at', 'desc')
+            .filterWhere('r.outcome', '<>', 'delivered')})[1]`.as('last_error'),
+        ]),
+      )
+      // Failing continuously: no success, and no quiet gap longer than retries leave (`quietGapMs`) since the last
+      // failure, so one failure after an idle hour does not count the hour.
+      .with('health', (db) =>
+        db
+          .selectFrom(['outcome as o', 'subscription as s'])
+          .where('s.id', '=', subscriptionId)
+          .selectAll('o')
+          .select((eb) =>
+            eb
+              .case()
+              .when(eb.or([eb('o.last_success', 'is not', null), eb('o.first_failure', 'is', null)]))
+              .then(eb.lit(null))
+              .when(
+                eb.or([
+                  eb('s.failing_since', 'is', null),
+                  eb('s.last_failure_at', '<', sql<Date>`${eb.ref('o.first_failure')} - ${milliseconds(options.quietGapMs)}`),
+                ]),
+              )
+              .then(eb.ref('o.first_failure'))
+              .else(eb.ref('s.failing_since'))
+              .end()
+              .as('failing_since'),
+          ),
+      )
+      .with('breaker', (db) =>
+        db
+          .selectFrom(['health as h', 'subscription as s'])
+          .where('s.id', '=', subscriptionId)
+          .selectAll('h')
+          .select((eb) =>
+            eb
+              .and([eb('s.paused_at', 'is', null), eb('h.failing_since', '<', sql<Date>`${now()} - ${milliseconds(options.pauseAfterMs)}`)])
+              .as('trips'),
+          ),
+      )
+      .updateTable('subscription as s')
+      .from('breaker as h')
+      .set((eb) => ({
+        last_success_at: eb.fn.coalesce('h.last_success', 's.last_success_at'),
+        last_failure_at: eb.fn.coalesce('h.last_failure', 's.last_failure_at'),
+        last_error: eb.fn.coalesce('h.last_error', 's.last_error'),
+        failing_since: eb.ref('h.failing_since'),
+        paused_at: eb.case().when(eb.ref('h.trips')).then(now()).else(eb.ref('s.paused_at')).end(),
+        paused_reason: eb
+          .case()
+          .when(eb.ref('h.trips'))
+          .then(sql<string>`'every attempt failed since ' || ${isoText(eb.ref('h.failing_since'))} || ': ' || ${eb.ref('h.last_error')}`)
+          .else(eb.ref('s.paused_reason'))
+          .end(),
+        lease_until: eb
+          .case()
+          .when('s.lease_owner', '=', owner)
+          .then(sql<Date>`${now()} + ${milliseconds(options.leaseMs)}`)
+          .else(eb.ref('s.lease_until'))
+          .end(),
+      }))
+      .where('s.id', '=', subscriptionId)
+      .returning((eb) => [
+        's.paused_at',
+        eb.and([eb('s.lease_owner', '=', owner), eb.ref('s.active'), eb('s.deleted_at', 'is', null)]).$castTo<boolean | null>().as('leaseHeld'),
+      ])
+      .executeTakeFirst();
+    return { pausedAt: health?.paused_at ?? null, leaseHeld: health?.leaseHeld === true };
   }
 }

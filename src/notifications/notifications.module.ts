@@ -12,7 +12,7 @@ import { SubscriptionsService } from './subscriptions.service';
 
 /**
  * Change notifications: subscriptions, the outbox the mirror writes fill (outbox-sql.ts), the delivery worker, and
- * replay. The mirror modules import it for NotificationSignal.
+ * replay. The mirror modules import it for NotificationSignal; retention for NotificationHistoryRepository's prunes.
  */
 @Module({
   controllers: [SubscriptionsController, NotificationsController],
@@ -26,6 +26,6 @@ import { SubscriptionsService } from './subscriptions.service';
     SubscriptionRepository,
     SubscriptionsService,
   ],
-  exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository],
+  exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository, NotificationHistoryRepository],
 })
 export class NotificationsModule {}

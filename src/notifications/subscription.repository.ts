@@ -1,145 +1,168 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
-import { NotificationType } from './outbox-sql';
+import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
+import { oneOf } from './known-values';
+import { now } from './notification-expressions';
+import { NOTIFICATION_TYPES, NotificationType } from './outbox-sql';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */
-export interface Subscription {
-  id: string;
-  url: string;
-  description: string | null;
+export type Subscription = Pick<SubscriptionRow, 'id' | 'url' | 'description' | 'profileIds' | 'platforms' | 'active' | 'createdAt'> & {
   eventTypes: NotificationType[];
-  profileIds: string[];
-  platforms: string[];
-  active: boolean;
-  createdAt: Date;
   health: SubscriptionHealth;
-}
+};
 
-export interface SubscriptionHealth {
+export type SubscriptionHealth = {
   /** `inactive` (switched off), `paused` (the circuit breaker), `failing` (every attempt fails, lately) or `healthy`. */
   state: 'inactive' | 'paused' | 'failing' | 'healthy';
+  /** Its notifications waiting to be sent. */
   pending: number;
+  /** Its notifications in the dead-letter queue. */
   deadLetters: number;
-  failingSince: Date | null;
-  pausedAt: Date | null;
-  pausedReason: string | null;
-  lastSuccessAt: Date | null;
-  lastFailureAt: Date | null;
-  lastError: string | null;
-}
+} & Pick<SubscriptionRow, 'failingSince' | 'pausedAt' | 'pausedReason' | 'lastSuccessAt' | 'lastFailureAt' | 'lastError'>;
 
-export interface NewSubscription {
-  url: string;
-  secret: string;
+export type NewSubscription = Pick<SubscriptionRow, 'url' | 'secret' | 'profileIds' | 'platforms' | 'description' | 'active'> & {
   eventTypes: NotificationType[];
-  profileIds: string[];
-  platforms: string[];
-  description: string | null;
-  active: boolean;
-}
+};
 
 export type SubscriptionChanges = Partial<Omit<NewSubscription, 'secret'>>;
 
-const SELECT = `
-SELECT s.id, s.url, s.description, s.event_types AS "eventTypes", s.profile_ids AS "profileIds", s.platforms,
-       s.active, s.created_at AS "createdAt",
-       json_build_object(
-         'state', CASE WHEN NOT s.active THEN 'inactive' WHEN s.paused_at IS NOT NULL THEN 'paused'
-                       WHEN s.failing_since IS NOT NULL THEN 'failing' ELSE 'healthy' END,
-         'pending', (SELECT count(*) FROM notification n WHERE n.subscription_id = s.id AND n.state = 'pending'),
-         'deadLetters', (SELECT count(*) FROM notification n WHERE n.subscription_id = s.id AND n.state = 'dead'),
-         'failingSince', s.failing_since, 'pausedAt', s.paused_at, 'pausedReason', s.paused_reason,
-         'lastSuccessAt', s.last_success_at, 'lastFailureAt', s.last_failure_at, 'lastError', s.last_error
-       ) AS health
-  FROM subscription s
- WHERE s.deleted_at IS NULL`;
+/** Per subscription, its notifications pending and dead (counted through notification_unsettled_idx). */
+type Backlog = Map<string, { pending: number; dead: number }>;
 
-interface Row extends Omit<Subscription, 'health'> {
-  health: Record<keyof SubscriptionHealth, unknown>;
+function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
+  const counts = backlog.get(row.id);
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    eventTypes: row.eventTypes.map((type) => oneOf(NOTIFICATION_TYPES, type, 'notification type')),
+    profileIds: row.profileIds,
+    platforms: row.platforms,
+    active: row.active,
+    createdAt: row.createdAt,
+    health: {
+      state: !row.active ? 'inactive' : row.pausedAt ? 'paused' : row.failingSince ? 'failing' : 'healthy',
+      pending: counts?.pending ?? 0,
+      deadLetters: counts?.dead ?? 0,
+      failingSince: row.failingSince,
+      pausedAt: row.pausedAt,
+      pausedReason: row.pausedReason,
+      lastSuccessAt: row.lastSuccessAt,
+      lastFailureAt: row.lastFailureAt,
+      lastError: row.lastError,
+    },
+  };
 }
-
-const date = (value: unknown): Date | null => (value === null ? null : new Date(value as string));
-const toSubscription = ({ health, ...row }: Row): Subscription => ({
-  ...row,
-  health: {
-    state: health.state as SubscriptionHealth['state'],
-    pending: Number(health.pending),
-    deadLetters: Number(health.deadLetters),
-    failingSince: date(health.failingSince),
-    pausedAt: date(health.pausedAt),
-    pausedReason: health.pausedReason as string | null,
-    lastSuccessAt: date(health.lastSuccessAt),
-    lastFailureAt: date(health.lastFailureAt),
-    lastError: health.lastError as string | null,
-  },
-});
 
 @Injectable()
 export class SubscriptionRepository {
   constructor(private readonly database: DatabaseService) {}
 
   async create(id: string, subscription: NewSubscription): Promise<Subscription> {
-    await this.database.pool.query(
-      `INSERT INTO subscription (id, url, secret, event_types, profile_ids, platforms, description, active)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [id, subscription.url, subscription.secret, subscription.eventTypes, subscription.profileIds, subscription.platforms,
-        subscription.description, subscription.active],
-    );
+    await this.database.prisma.subscription.create({ data: { id, ...subscription } });
     return (await this.get(id))!;
   }
 
   async list(): Promise<Subscription[]> {
-    const { rows } = await this.database.pool.query<Row>(`${SELECT} ORDER BY s.created_at, s.id`);
-    return rows.map(toSubscription);
+    const rows = await this.database.prisma.subscription.findMany({
+      where: { deletedAt: null },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    });
+    const backlog = await this.backlog(rows.map((r) => r.id));
+    return rows.map((row) => toSubscription(row, backlog));
   }
 
   async get(id: string): Promise<Subscription | undefined> {
-    const { rows } = await this.database.pool.query<Row>(`${SELECT} AND s.id = $1`, [id]);
-    return rows[0] && toSubscription(rows[0]);
+    const row = await this.database.prisma.subscription.findFirst({ where: { id, deletedAt: null } });
+    return row ? toSubscription(row, await this.backlog([id])) : undefined;
   }
 
   /** Only the fields given change; answers whether the subscription exists. */
   async update(id: string, changes: SubscriptionChanges): Promise<boolean> {
-    const { rowCount } = await this.database.pool.query(
-      `UPDATE subscription
-          SET url = coalesce($2, url), event_types = coalesce($3, event_types), profile_ids = coalesce($4, profile_ids),
-              platforms = coalesce($5, platforms), description = coalesce($6, description), active = coalesce($7, active)
-        WHERE id = $1 AND deleted_at IS NULL`,
-      [id, changes.url ?? null, changes.eventTypes ?? null, changes.profileIds ?? null, changes.platforms ?? null,
-        changes.description ?? null, changes.active ?? null],
-    );
-    return (rowCount ?? 0) > 0;
+    // A field absent or null stays as it is.
+    const { count } = await this.database.prisma.subscription.updateMany({
+      where: { id, deletedAt: null },
+      data: {
+        url: changes.url ?? undefined,
+        eventTypes: changes.eventTypes ?? undefined,
+        profileIds: changes.profileIds ?? undefined,
+        platforms: changes.platforms ?? undefined,
+        description: changes.description ?? undefined,
+        active: changes.active ?? undefined,
+      },
+    });
+    return count > 0;
   }
 
-  /** Marks it deleted and cancels what it had pending; answers how many were cancelled, or undefined if none such. */
+  /**
+   * Marks it deleted and cancels what it had pending, in one statement; answers how many were cancelled, or undefined
+   * if none such.
+   */
   async delete(id: string): Promise<number | undefined> {
-    const { rows } = await this.database.pool.query<{ cancelled: number }>(
-      `WITH deleted AS (
-         UPDATE subscription SET deleted_at = now(), active = false WHERE id = $1 AND deleted_at IS NULL RETURNING id
-       ), cancelled AS (
-         UPDATE notification SET state = 'cancelled', next_attempt_at = NULL
-          WHERE subscription_id IN (SELECT id FROM deleted) AND state = 'pending'
-         RETURNING 1
-       )
-       SELECT (SELECT count(*) FROM cancelled)::int AS cancelled FROM deleted`,
-      [id],
-    );
-    return rows[0]?.cancelled;
+    const row = await this.database.db
+      .with('deleted', (db) =>
+        db
+          .updateTable('subscription')
+          .set({ deleted_at: now(), active: false })
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .returning('id'),
+      )
+      .with('cancelled', (db) =>
+        db
+          .updateTable('notification')
+          .set({ state: 'cancelled', next_attempt_at: null })
+          .where('subscription_id', 'in', db.selectFrom('deleted').select('deleted.id'))
+          .where('state', '=', 'pending')
+          .returning('notification.id'),
+      )
+      .selectFrom('deleted')
+      .select((eb) => eb.selectFrom('cancelled').select(eb.cast<number>(eb.fn.countAll(), 'integer').as('count')).as('cancelled'))
+      .executeTakeFirst();
+    return row ? (row.cancelled ?? 0) : undefined;
   }
 
-  /** Closes the circuit breaker: what waited is due now. Answers whether the subscription exists. */
+  /**
+   * Closes the circuit breaker: what waited is due now (the database's clock, which the deliverer's claims compare
+   * with), in one statement. Answers whether the subscription exists.
+   */
   async resume(id: string): Promise<boolean> {
-    const { rows } = await this.database.pool.query(
-      `WITH resumed AS (
-         UPDATE subscription SET paused_at = NULL, paused_reason = NULL, failing_since = NULL
-          WHERE id = $1 AND deleted_at IS NULL RETURNING id
-       ), due AS (
-         UPDATE notification SET next_attempt_at = now(), failing_since = NULL
-          WHERE subscription_id IN (SELECT id FROM resumed) AND state = 'pending'
-       )
-       SELECT id FROM resumed`,
-      [id],
-    );
+    const rows = await this.database.db
+      .with('resumed', (db) =>
+        db
+          .updateTable('subscription')
+          .set({ paused_at: null, paused_reason: null, failing_since: null })
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .returning('id'),
+      )
+      .with('due', (db) =>
+        db
+          .updateTable('notification')
+          .set({ next_attempt_at: now(), failing_since: null })
+          .where('subscription_id', 'in', db.selectFrom('resumed').select('resumed.id'))
+          .where('state', '=', 'pending'),
+      )
+      .selectFrom('resumed')
+      .select('resumed.id')
+      .execute();
     return rows.length > 0;
+  }
+
+  private async backlog(ids: string[]): Promise<Backlog> {
+    const backlog: Backlog = new Map();
+    if (ids.length === 0) return backlog;
+    const groups = await this.database.prisma.notification.groupBy({
+      by: ['subscriptionId', 'state'],
+      where: { subscriptionId: { in: ids }, state: { in: ['pending', 'dead'] } },
+      _count: { _all: true },
+    });
+    for (const { subscriptionId, state, _count } of groups) {
+      const counts = backlog.get(subscriptionId) ?? { pending: 0, dead: 0 };
+      if (state === 'pending') counts.pending = _count._all;
+      else counts.dead = _count._all;
+      backlog.set(subscriptionId, counts);
+    }
+    return backlog;
   }
 }

@@ -28,3 +28,5 @@ export const TASK_NAMES = Object.keys(TASKS) as TaskName[];
 
 /** The job key that keeps one pending job per resource. */
 export const resourceJobKey = (resource: ResourceType, id: string): string => `${resource}:${id}`;
+
+export const isResourceType = (value: string): value is ResourceType => (RESOURCE_TYPES as readonly string[]).includes(value);

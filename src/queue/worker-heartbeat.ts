@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { JobQueueRepository } from './job-queue.repository';
 
 /** How often a pool says it is alive, and how long without a word before its locks are taken back. */
 export const HEARTBEAT_MS = 5_000;
@@ -11,36 +11,22 @@ const DEAD_AFTER_MS = 30_000;
  */
 export class WorkerHeartbeat {
   constructor(
-    private readonly pool: Pool,
+    private readonly queue: JobQueueRepository,
     private readonly poolId: string,
   ) {}
 
   async beat(): Promise<void> {
-    await this.pool.query(
-      'INSERT INTO worker_heartbeat (pool_id, seen_at) VALUES ($1, now()) ON CONFLICT (pool_id) DO UPDATE SET seen_at = now()',
-      [this.poolId],
-    );
+    await this.queue.beat(this.poolId);
   }
 
   /** Unlocks the jobs of pools that stopped beating; returns how many. */
   async releaseOrphans(): Promise<number> {
-    const dead = `locked_by IS NOT NULL
-      AND locked_by NOT IN (SELECT pool_id FROM worker_heartbeat WHERE seen_at > now() - $1::int * interval '1 millisecond')`;
-    // A job superseded while it ran (graphile-worker cleared its key and spent its attempts, with no error, when a
-    // newer job for the same key was added) would have been deleted when it finished; it never will be now.
-    await this.pool.query(
-      `DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND attempts >= max_attempts AND last_error IS NULL`,
-      [DEAD_AFTER_MS],
-    );
-    const { rowCount } = await this.pool.query(
-      `UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE ${dead}`,
-      [DEAD_AFTER_MS],
-    );
-    await this.pool.query(`DELETE FROM worker_heartbeat WHERE seen_at < now() - interval '1 day'`);
-    return rowCount ?? 0;
+    const released = await this.queue.releaseOrphanedJobs(DEAD_AFTER_MS);
+    await this.queue.forgetLongDeadPools();
+    return released;
   }
 
   async stop(): Promise<void> {
-    await this.pool.query('DELETE FROM worker_heartbeat WHERE pool_id = $1', [this.poolId]);
+    await this.queue.forgetPool(this.poolId);
   }
 }

@@ -13,6 +13,7 @@ import { run, Runner, Task, TaskList, WorkerEvents } from 'graphile-worker';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import { graphileLogger } from './graphile-logger';
+import { JobQueueRepository } from './job-queue.repository';
 import { JobHandler, TaskHandler } from './task-handler.decorator';
 import { HEARTBEAT_MS, WorkerHeartbeat } from './worker-heartbeat';
 import { TASK_NAMES, TaskName, TASKS } from './tasks';
@@ -34,6 +35,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly database: DatabaseService,
+    private readonly queue: JobQueueRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -107,7 +109,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
 
   /** Says this pool is alive, and takes back the jobs of pools that died (now, and on every beat). */
   private async startHeartbeat(poolId: string): Promise<void> {
-    const heartbeat = new WorkerHeartbeat(this.database.pool, poolId);
+    const heartbeat = new WorkerHeartbeat(this.queue, poolId);
     this.heartbeat = heartbeat;
     const beat = async () => {
       await heartbeat.beat();

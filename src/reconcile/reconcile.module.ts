@@ -3,14 +3,15 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { AccountsModule } from '../mirror/accounts/accounts.module';
 import { PostsModule } from '../mirror/posts/posts.module';
 import { PozyModule } from '../pozy/pozy.module';
+import { PozyEventModule } from '../webhooks/pozy-event.module';
 import { ReconcileDispatcher } from './reconcile-dispatcher.service';
+import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileTask } from './reconcile.task';
-import { ResourceStateRepository } from './resource-state.repository';
 
 @Module({
-  imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule],
-  providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ResourceStateRepository],
-  exports: [ReconcileDispatcher, ReconcileService],
+  imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule, PozyEventModule],
+  providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ReconcileRequestRepository],
+  exports: [ReconcileDispatcher, ReconcileService, ReconcileRequestRepository],
 })
 export class ReconcileModule {}

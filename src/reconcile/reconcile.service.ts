@@ -8,7 +8,8 @@ import { Lane } from '../pozy/budget/budget-policy';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
-import { ReadState, ResourceEvents, ResourceStateRepository } from './resource-state.repository';
+import { PozyEventRepository, ResourceEvents } from '../webhooks/pozy-event.repository';
+import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
 
 export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed';
 
@@ -25,14 +26,15 @@ export class ReconcileService {
     private readonly pozy: PozyClient,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
-    private readonly state: ResourceStateRepository,
+    private readonly events: PozyEventRepository,
+    private readonly requests: ReconcileRequestRepository,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
   ) {}
 
   async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
-    const [events, state] = await Promise.all([this.state.events(type, id), this.state.readState(key)]);
+    const [events, state] = await Promise.all([this.events.resourceEvents(type, id), this.requests.readState(key)]);
     if (this.alreadyReflected(events, state)) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
@@ -46,11 +48,11 @@ export class ReconcileService {
     } catch (error) {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
-      await this.state.postpone(key, error.retryAfterMs);
+      await this.requests.postpone(key, error.retryAfterMs);
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
       return 'postponed';
     }
-    await this.state.recordRead(key, sentAt);
+    await this.requests.recordRead(key, sentAt);
     this.logger.debug(`${key}: ${outcome}`);
     return outcome;
   }

@@ -7,7 +7,7 @@ import { PozyProtocolError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
 import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
 import { ReconcileService } from './reconcile.service';
-import { ResourceStateRepository } from './resource-state.repository';
+import { ReconcileRequestRepository } from './reconcile-request.repository';
 
 /**
  * The `reconcile` job: read one post or one profile's accounts from Pozy into the mirror. Exactly two kinds of
@@ -22,7 +22,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
 
   constructor(
     private readonly reconciler: ReconcileService,
-    private readonly state: ResourceStateRepository,
+    private readonly requests: ReconcileRequestRepository,
     private readonly deadLetters: DeadLetterRepository,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
@@ -33,13 +33,13 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     try {
       const outcome = await this.reconciler.reconcile(payload.resource, payload.id);
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome });
-      await this.state.clearFailing(key);
+      await this.requests.clearFailing(key);
     } catch (error) {
       if (error instanceof PozyProtocolError) {
         return this.deadLetter(key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
       }
       if (error instanceof PozyUnavailableError && error.network) {
-        const { since, forMs } = await this.state.markFailing(key);
+        const { since, forMs } = await this.requests.markFailing(key);
         if (forMs > this.config.deadLetterAfterMs) {
           const reason = `Pozy timed out or was unreachable for over ${Math.round(this.config.deadLetterAfterMs / 1000)} s`;
           return this.deadLetter(key, payload, reason, error, helpers, since);
@@ -66,7 +66,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
       attempts: helpers.job.attempts,
       firstFailureAt,
     });
-    await this.state.clearFailing(key);
+    await this.requests.clearFailing(key);
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
     this.logger.warn({ msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`, jobId: helpers.job.id, deadLetterId: id });
   }

@@ -1,8 +1,13 @@
 import { Module } from '@nestjs/common';
+import { BackfillModule } from '../backfill/backfill.module';
+import { DeadLettersModule } from '../dead-letters/dead-letters.module';
+import { NotificationsModule } from '../notifications/notifications.module';
+import { PozyEventModule } from '../webhooks/pozy-event.module';
 import { RetentionController } from './retention.controller';
 import { RetentionService } from './retention.service';
 
 @Module({
+  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule],
   controllers: [RetentionController],
   providers: [RetentionService],
   exports: [RetentionService],

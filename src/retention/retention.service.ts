@@ -1,9 +1,12 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
-import { LockKey, tryAdvisoryLock } from '../database/advisory-lock';
-import { DatabaseService } from '../database/database.service';
+import { HeldLock, LockKey } from '../database/advisory-lock';
+import { BackfillRunRepository } from '../backfill/backfill-run.repository';
+import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { NotificationHistoryRepository } from '../notifications/notification-history.repository';
+import { JobQueueRepository } from '../queue/job-queue.repository';
+import { PozyEventRepository } from '../webhooks/pozy-event.repository';
+import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 
 const DAY_MS = 86_400_000;
 
@@ -26,51 +29,6 @@ export interface PruneResult {
   durationMs: number;
 }
 
-// Every statement deletes at most $2 rows, picked by primary key, so none holds many row locks for long. FOR UPDATE
-// SKIP LOCKED leaves a row the service is writing right now to the next run instead of waiting for it, and checks a
-// row changed since the statement began again before locking it. $1 is the cutoff.
-const PRUNE = {
-  // Found through the BRIN index on received_at. A redelivery of a pruned event is stored again as new: what
-  // EVENT_RETENTION_DAYS trades for a bounded table.
-  events: `
-DELETE FROM pozy_event WHERE id IN (
-  SELECT id FROM pozy_event WHERE received_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  notificationAttempts: `
-DELETE FROM notification_attempt WHERE id IN (
-  SELECT id FROM notification_attempt WHERE attempted_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  // Final states only: pending ones are still to be sent, dead ones wait for an operator. One delivered again inside
-  // the window (a replay) is kept. An older pending or dead one of the same resource keeps the newer ones too: they
-  // are what stops it from being sent after them.
-  notifications: `
-DELETE FROM notification WHERE id IN (
-  SELECT n.id FROM notification n
-   WHERE n.state IN ('delivered', 'superseded', 'cancelled') AND n.created_at < $1
-     AND (n.delivered_at IS NULL OR n.delivered_at < $1)
-     AND NOT EXISTS (SELECT 1 FROM notification o
-                      WHERE o.subscription_id = n.subscription_id AND o.resource_key = n.resource_key
-                        AND o.sequence < n.sequence AND o.state IN ('pending', 'dead'))
-   LIMIT $2 FOR UPDATE OF n SKIP LOCKED)`,
-  // Never the run BackfillRunRepository.checkpoint() answers (the newest newest_log_at of a succeeded run): without
-  // it the next backfill would scan Pozy's whole 30 days of logs and store every pruned event still in them again.
-  backfillRuns: `
-DELETE FROM backfill_run WHERE id IN (
-  SELECT id FROM backfill_run
-   WHERE status <> 'running' AND finished_at < $1
-     AND id IS DISTINCT FROM (SELECT id FROM backfill_run WHERE status = 'succeeded' AND newest_log_at IS NOT NULL
-                               ORDER BY newest_log_at DESC LIMIT 1)
-   LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  deadLetters: `
-DELETE FROM dead_letter WHERE id IN (
-  SELECT id FROM dead_letter WHERE coalesce(replayed_at, resolved_at) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  // graphile-worker deletes the jobs that succeed, never those out of attempts. It does not touch updated_at when a
-  // job fails, but a failure moves run_at past its own time: both before the cutoff means the last failure was too.
-  failedJobs: `
-DELETE FROM graphile_worker._private_jobs WHERE id IN (
-  SELECT id FROM graphile_worker._private_jobs
-   WHERE attempts >= max_attempts AND locked_at IS NULL AND updated_at < $1 AND run_at < $1
-   LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-} as const satisfies Record<keyof PruneCounts, string>;
-
 /**
  * Retention: deletes the events older than EVENT_RETENTION_DAYS, and notification history, finished backfill runs,
  * replayed dead letters and permanently failed jobs older than the same window, in batches of RETENTION_BATCH_SIZE.
@@ -80,22 +38,38 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   private readonly logger = new Logger(RetentionService.name);
   private running: Promise<unknown> | undefined;
   private stopping = false;
+  private cron: ScheduledJob | undefined;
+  /** Per table, run in this order; each answers how many rows it deleted. */
+  private readonly pruners: Record<keyof PruneCounts, (cutoff: Date, limit: number) => Promise<number>>;
 
   constructor(
     private readonly config: AppConfig,
-    private readonly database: DatabaseService,
-    private readonly scheduler: SchedulerRegistry,
-  ) {}
+    private readonly jobs: LockedSchedule,
+    private readonly events: PozyEventRepository,
+    private readonly notifications: NotificationHistoryRepository,
+    private readonly backfillRuns: BackfillRunRepository,
+    private readonly deadLetters: DeadLetterRepository,
+    private readonly queue: JobQueueRepository,
+  ) {
+    // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
+    // so none holds many row locks for long and a row being written right now is left to the next run.
+    this.pruners = {
+      events: (cutoff, limit) => this.events.pruneBefore(cutoff, limit),
+      notificationAttempts: (cutoff, limit) => this.notifications.pruneAttemptsBefore(cutoff, limit),
+      notifications: (cutoff, limit) => this.notifications.pruneBefore(cutoff, limit),
+      backfillRuns: (cutoff, limit) => this.backfillRuns.pruneBefore(cutoff, limit),
+      deadLetters: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit),
+      failedJobs: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit),
+    };
+  }
 
   /** RETENTION_CRON, when set: on one replica at a time (the others skip that tick). */
   onApplicationBootstrap(): void {
-    if (!this.config.runsWorker || !this.config.retention.cron) return;
-    const job = CronJob.from({ cronTime: this.config.retention.cron, onTick: () => void this.scheduledPrune(), start: true });
-    this.scheduler.addCronJob('retention', job);
+    this.cron = this.jobs.schedule('retention', this.config.retention.cron, LockKey.Retention, (lock) => this.pruneHolding(lock));
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('cron', 'retention')) this.scheduler.deleteCronJob('retention');
+    this.cron?.stop();
     // A long backlog stops between two batches rather than holding up the shutdown; the next run goes on.
     this.stopping = true;
     await this.running;
@@ -103,8 +77,13 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
 
   /** Prunes now unless a prune is running on any replica (then null). */
   async pruneExclusive(now = new Date()): Promise<PruneResult | null> {
-    const lock = await tryAdvisoryLock(this.database.db, LockKey.Retention);
+    const lock = await this.jobs.tryLock(LockKey.Retention);
     if (!lock) return null;
+    return this.pruneHolding(lock, now);
+  }
+
+  /** Prunes with the lock held, and lets it go. */
+  private async pruneHolding(lock: HeldLock, now = new Date()): Promise<PruneResult> {
     const run = this.prune(now).finally(() => lock.release());
     this.running = run.catch(() => undefined);
     try {
@@ -119,8 +98,8 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     const started = Date.now();
     const cutoff = new Date(now.getTime() - this.config.retention.eventRetentionDays * DAY_MS);
     const deleted: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0 };
-    for (const table of Object.keys(PRUNE) as (keyof PruneCounts)[]) {
-      deleted[table] = await this.inBatches(PRUNE[table], cutoff);
+    for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
+      deleted[table] = await this.inBatches(this.pruners[table], cutoff);
     }
     const result: PruneResult = { cutoff, deleted, durationMs: Date.now() - started };
     this.logger.log(
@@ -132,24 +111,15 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     return result;
   }
 
-  /** Runs `sql` until a batch deletes fewer rows than the batch size; answers the rows deleted. */
-  private async inBatches(sql: string, cutoff: Date): Promise<number> {
+  /** Runs `prune` until a batch deletes fewer rows than the batch size; answers the rows deleted. */
+  private async inBatches(prune: (cutoff: Date, limit: number) => Promise<number>, cutoff: Date): Promise<number> {
     const batchSize = this.config.retention.batchSize;
     let total = 0;
     while (!this.stopping) {
-      const deleted = (await this.database.pool.query(sql, [cutoff, batchSize])).rowCount ?? 0;
+      const deleted = await prune(cutoff, batchSize);
       total += deleted;
       if (deleted < batchSize) break;
     }
     return total;
-  }
-
-  private async scheduledPrune(): Promise<void> {
-    if (this.running) return;
-    try {
-      if (!(await this.pruneExclusive())) this.logger.debug('Retention skipped: a prune is running on another replica');
-    } catch (error) {
-      this.logger.error(`Scheduled retention failed: ${(error as Error).message}`);
-    }
   }
 }

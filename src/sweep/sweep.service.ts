@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
-import { HeldLock, LockKey, tryAdvisoryLock } from '../database/advisory-lock';
-import { DatabaseService } from '../database/database.service';
+import { HeldLock, LockKey } from '../database/advisory-lock';
 import { MetricsService } from '../metrics/metrics.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
+import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
 import { StopRequested, SweepRunner } from './sweep-runner';
@@ -46,13 +44,13 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   private supervising = false;
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private cron: ScheduledJob | undefined;
 
   constructor(
     private readonly runner: SweepRunner,
     private readonly runs: SweepRunRepository,
-    private readonly database: DatabaseService,
+    private readonly jobs: LockedSchedule,
     private readonly config: AppConfig,
-    private readonly scheduler: SchedulerRegistry,
     metrics: MetricsService,
   ) {
     metrics.publishGauge(
@@ -83,10 +81,8 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.runsWorker) return;
-    if (this.config.sweepCron) {
-      const job = CronJob.from({ cronTime: this.config.sweepCron, onTick: () => void this.start('schedule', false), start: true });
-      this.scheduler.addCronJob('sweep', job);
-    }
+    // SWEEP_CRON, when set: on one replica at a time (the others, and a replica already running one, skip that tick).
+    this.cron = this.jobs.schedule('sweep', this.config.sweepCron, LockKey.Sweep, (lock) => this.startHolding(lock, 'schedule', false));
     this.timer = setInterval(() => void this.supervise(), SUPERVISE_EVERY_MS);
     await this.supervise();
   }
@@ -95,7 +91,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.timer);
-    if (this.scheduler.doesExist('cron', 'sweep')) this.scheduler.deleteCronJob('sweep');
+    this.cron?.stop();
     // A run stops after its current page and stays `running`: the next start resumes it from there.
     await this.current?.done;
   }
@@ -104,20 +100,33 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   async start(trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean): Promise<StartResult> {
     const lock = await this.lockUnlessRunning();
     if (!lock.held) return { started: false, runningRunId: lock.runningRunId };
+    return this.startHolding(lock.held, trigger, dryRun);
+  }
+
+  /**
+   * With the lock held: a full sweep, in the background; or, when a dead replica left a run behind, that run,
+   * resumed rather than started beside.
+   */
+  private async startHolding(held: HeldLock, trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean): Promise<StartResult> {
     try {
+      const orphan = await this.runs.running();
+      if (orphan) {
+        this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
+        this.launch(await this.runs.claim(orphan.id, this.owner), held);
+        return { started: false, runningRunId: orphan.id };
+      }
       const run = await this.runs.create({ id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
-      this.launch(run, lock.held);
+      this.launch(run, held);
       return { started: true, runId: run.id };
     } catch (error) {
-      await lock.held.release();
+      await held.release();
       throw error;
     }
   }
 
   /**
    * The lock, unless a run is under way. A run that has just ended may still hold it for a moment (its status is
-   * written before the lock is let go): that is waited for, not refused. A run left behind by a dead replica is
-   * resumed here rather than started beside.
+   * written before the lock is let go): that is waited for, not refused.
    */
   private async lockUnlessRunning(): Promise<{ held: HeldLock; runningRunId?: undefined } | { held: null; runningRunId: string | null }> {
     for (let attempt = 0; ; attempt += 1) {
@@ -125,19 +134,8 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
         if ((await this.runs.get(this.current.runId))?.status === 'running') return { held: null, runningRunId: this.current.runId };
         await this.current.done;
       }
-      const held = await tryAdvisoryLock(this.database.db, LockKey.Sweep);
-      if (held) {
-        try {
-          const orphan = await this.runs.running();
-          if (!orphan) return { held };
-          this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
-          this.launch(await this.runs.claim(orphan.id, this.owner), held);
-          return { held: null, runningRunId: orphan.id };
-        } catch (error) {
-          await held.release();
-          throw error;
-        }
-      }
+      const held = await this.jobs.tryLock(LockKey.Sweep);
+      if (held) return { held };
       const running = await this.runs.running();
       if (running || attempt >= 40) return { held: null, runningRunId: running?.id ?? null };
       // Held, yet nothing runs: a run letting go of it this very moment.
@@ -155,7 +153,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     this.supervising = true;
     let lock: HeldLock | null = null;
     try {
-      lock = await tryAdvisoryLock(this.database.db, LockKey.Sweep);
+      lock = await this.jobs.tryLock(LockKey.Sweep);
       if (!lock) return;
       const run = await this.nextRun();
       if (run) {

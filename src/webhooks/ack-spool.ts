@@ -10,27 +10,14 @@ import {
   OnModuleInit,
 } from '@nestjs/common';
 import Database from 'better-sqlite3';
+import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { AckTimeoutError } from './ack-deadline';
 import { isEventDataError } from './event-data-error';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
-/** The database did not acknowledge in time (ACK_TIMEOUT_MS). */
-export class AckTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`the database did not acknowledge within ${ms} ms`);
-    this.name = 'AckTimeoutError';
-  }
-}
-
-/** Rejects with AckTimeoutError when `promise` has not settled within `ms`. */
-export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new AckTimeoutError(ms)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
+export { AckTimeoutError, withDeadline } from './ack-deadline';
 
 /** A network timeout, ours or pg's (connect or query): what the acknowledgment dead-letter rule counts. */
 export function isTimeout(error: unknown): boolean {
@@ -77,16 +64,23 @@ const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(AckSpool.name);
   private db!: Database.Database;
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
-  private running: Promise<void> | undefined;
   private stopped = false;
+  /** Retries when the earliest pending record is due; with nothing pending, nothing runs (no idle polling). */
+  private readonly retries: WakeableLoop;
 
   constructor(
     private readonly config: AppConfig,
     private readonly events: PozyEventRepository,
     private readonly dispatcher: ReconcileDispatcher,
-  ) {}
+  ) {
+    this.retries = new WakeableLoop({
+      pass: () => this.retryPass(),
+      idleMs: Infinity,
+      retryMs: config.spoolRetrySecondMs,
+      logger: this.logger,
+      what: 'Looking for spooled events to retry',
+    });
+  }
 
   onModuleInit(): void {
     mkdirSync(this.config.spoolDir, { recursive: true });
@@ -104,13 +98,12 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   onApplicationBootstrap(): void {
     const { changes } = this.db.prepare(`UPDATE spooled SET next_attempt_at = ? WHERE state = 'pending'`).run(Date.now());
     if (changes > 0) this.logger.log(`Draining ${changes} event(s) an earlier run left in the spool`);
-    this.schedule(0);
+    this.retries.start(0);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.retries.stop();
   }
 
   /** After HTTP has closed: no request can spool any more. */
@@ -132,7 +125,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       }
     })();
     this.logger.warn(`Spooled ${events.length} event(s): ${message}`);
-    this.schedule(this.config.spoolRetryFirstMs);
+    this.retries.wakeAt(now + this.config.spoolRetryFirstMs);
   }
 
   counts(): { pending: number; dead: number } {
@@ -161,27 +154,14 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return { stored, duplicates: rows.length - stored };
   }
 
-  /** Retries at `inMs` from now, unless a retry is already due sooner. */
-  private schedule(inMs: number): void {
-    const at = Date.now() + inMs;
-    if (this.stopped || at >= this.timerAt) return;
-    clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timerAt = Infinity;
-      // One pass at a time: a pass still running looks again when it ends.
-      if (this.running) return;
-      this.running = this.retryDue()
-        .catch((error: unknown) => this.logger.error(`Spool retry failed: ${(error as Error).message}`))
-        .finally(() => {
-          this.running = undefined;
-          if (this.stopped || !this.db.open) return;
-          const next = this.db.prepare(`SELECT min(next_attempt_at) AS next FROM spooled WHERE state = 'pending'`).get() as {
-            next: number | null;
-          };
-          if (next.next !== null) this.schedule(Math.max(0, next.next - Date.now()));
-        });
-    }, inMs);
+  /** One pass of the retry loop: retries what is due, then answers when the next pending record is (null: none). */
+  private async retryPass(): Promise<number | null> {
+    await this.retryDue().catch((error: unknown) => this.logger.error(`Spool retry failed: ${(error as Error).message}`));
+    if (this.stopped || !this.db.open) return null;
+    const next = this.db.prepare(`SELECT min(next_attempt_at) AS next FROM spooled WHERE state = 'pending'`).get() as {
+      next: number | null;
+    };
+    return next.next;
   }
 
   private async retryDue(): Promise<void> {
@@ -207,10 +187,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   /** The same insert as a delivery: a record whose insert did commit before (a late acknowledgment) adds nothing. */
   private async insert(rows: Row[]): Promise<number> {
     const events = rows.map((row) => reviveEvent(row.event));
-    const outcome = await withDeadline(
-      this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs, this.config.ackTimeoutMs),
-      this.config.ackTimeoutMs,
-    );
+    const outcome = await this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs, this.config.ackTimeoutMs);
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
     this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();

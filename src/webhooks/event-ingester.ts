@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
-import { AckSpool, withDeadline } from './ack-spool';
+import { AckSpool } from './ack-spool';
 import { isEventDataError } from './event-data-error';
 import { NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
 
@@ -100,16 +100,13 @@ export class EventIngester {
   }
 
   /**
-   * Past the deadline the events are answered from the spool and the slot is freed; the statement gives up at the
-   * same deadline and frees its connection: answering Pozy within 5 s comes first.
+   * Past the deadline (the insert's own) the events are answered from the spool and the slot is freed: answering
+   * Pozy within 5 s comes first.
    */
   private async insert(groups: Waiting[][]): Promise<void> {
-    const outcome = await withDeadline(
-      this.events.insertBatch(
-        groups.map((group) => group[0].event),
-        this.coalesceWindowMs,
-        this.ackTimeoutMs,
-      ),
+    const outcome = await this.events.insertBatch(
+      groups.map((group) => group[0].event),
+      this.coalesceWindowMs,
       this.ackTimeoutMs,
     );
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);

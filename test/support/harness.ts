@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
-import { FaultConfig } from '../../src/simulator/faults';
-import { PozySimulator, SimulatorOptions } from '../../src/simulator/simulator';
-import type { PozyEvent } from '../../src/simulator/world';
+import { FaultConfig } from '../../simulator/faults';
+import { PozySimulator, SimulatorOptions } from '../../simulator/simulator';
+import type { PozyEvent } from '../../simulator/world/pozy-shapes';
 import { queuedJobs, reconcileRequests } from './queue';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './service';
 

@@ -1,1 +1,1 @@
-export { freePort } from '../../src/bench/net';
+export { freePort } from '../../bench/net';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const BUILT_MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
-export const BUILT_DEMO = join(__dirname, '..', '..', 'dist', 'demo', 'demo.js');
+export const BUILT_DEMO = join(__dirname, '..', '..', 'dist-tools', 'demo', 'demo.js');
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -14,7 +14,7 @@ export interface ServiceProcess {
 
 /** Runs the built service (`node dist/main.js`), or another built program, as a user would, with exactly the given environment. */
 export function spawnService(env: Record<string, string>, cwd: string, script = BUILT_MAIN): ServiceProcess {
-  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` (npm test does)`);
+  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build && npm run build:tools\` (npm test does)`);
   const child = spawn(process.execPath, [script], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { PozyWorld } from '../../src/simulator/world';
+import type { PozyWorld } from '../../simulator/world';
 
 export interface RunRow {
   id: string;

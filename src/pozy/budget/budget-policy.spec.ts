@@ -115,3 +115,60 @@ describe('the shared Pozy budget', () => {
     expect(readState({ tokens: null, slots: 'x' })).toEqual(emptyState());
   });
 });
+
+describe("the shared Pozy budget and Pozy's own view of the key", () => {
+  const observation = (limit: number, remaining: number, at: number, resetAt?: number) => ({ limit, remaining, at, resetAt });
+
+  it('grants a take of several tokens what is there, never more than asked', () => {
+    const first = decide(emptyState(), take('realtime', { want: 5 }), 0, settings);
+    expect(first.granted).toBe(5);
+
+    // 55 of the burst's 60 tokens are left: a take of 100 gets those.
+    const second = decide(first.state, take('realtime', { want: 100 }), 0, settings);
+    expect(second.granted).toBe(55);
+    // None left: the next take waits for one.
+    expect(decide(second.state, take('realtime', { want: 3 }), 0, settings)).toMatchObject({ granted: 0, reason: 'tokens' });
+  });
+
+  it("keeps to Pozy's advertised limit when it is below the deployment's own", () => {
+    const { state } = decide(emptyState(), take('realtime', { observation: observation(120, 119, 0) }), 0, settings);
+
+    expect(effectiveLimit(state, 1_000, settings)).toBe(120);
+  });
+
+  it('takes a little use by others for noise, not for another client', () => {
+    // One request in a hundred of Pozy's limit is not ours: requests in flight when Pozy answered.
+    const { state } = decide(emptyState(), take('realtime', { observation: observation(600, 600 - 6, 0) }), 0, settings);
+
+    expect(state.remote).toMatchObject({ others: 6 });
+    expect(effectiveLimit(state, 0, settings)).toBe(600);
+  });
+
+  it('keeps a trickle of Pozy\'s limit for events however much others use', () => {
+    const { state } = decide(emptyState(), take('realtime', { observation: observation(600, 0, 0) }), 0, settings);
+
+    expect(effectiveLimit(state, 0, settings)).toBe(12);
+  });
+
+  it('pauses everyone until the reset Pozy announced once its headers say nothing remains', () => {
+    const denied = decide(emptyState(), take('realtime', { observation: observation(600, 0, 1_000, 7_000) }), 1_000, settings);
+
+    expect(denied).toMatchObject({ granted: 0, reason: 'paused', waitMs: 6_000 });
+    expect(decide(denied.state, take('realtime'), 7_000, settings).granted).toBe(1);
+  });
+
+  it('ignores an observation older than the one it holds', () => {
+    const newer = decide(emptyState(), take('realtime', { observation: observation(600, 100, 5_000) }), 5_000, settings).state;
+
+    const older = decide(newer, take('realtime', { observation: observation(600, 600, 4_000) }), 5_001, settings).state;
+
+    expect(older.remote).toEqual(newer.remote);
+  });
+
+  it('never shortens a pause: a 429 with a sooner retry keeps the later one', () => {
+    const state = pauseUntil(pauseUntil(emptyState(), 30_000), 10_000);
+
+    expect(state.pausedUntil).toBe(30_000);
+    expect(decide(state, take('realtime'), 20_000, settings)).toMatchObject({ reason: 'paused', waitMs: 10_000 });
+  });
+});

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
 import { DatabaseService } from '../../database/database.service';
 import { BudgetState, readState } from './budget-policy';
 
@@ -21,25 +22,36 @@ export class BudgetRepository {
     const stored = await this.select();
     if (stored) return stored;
     // The migration creates the row; a database restored without it gets a fresh one.
-    await this.database.pool.query(`INSERT INTO pozy_budget (id, state, version) VALUES (1, '{}', 0) ON CONFLICT (id) DO NOTHING`);
+    await this.database.db
+      .insertInto('pozy_budget')
+      .values({ id: 1, state: '{}', version: 0 })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
     const created = await this.select();
     if (!created) throw new Error('The pozy_budget row could not be created');
     return created;
   }
 
   private async select(): Promise<StoredBudget | undefined> {
-    const { rows } = await this.database.pool.query<{ state: unknown; version: number; now: number }>(
-      `SELECT state, version, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now FROM pozy_budget WHERE id = 1`,
-    );
-    return rows[0] && { state: readState(rows[0].state), version: rows[0].version, now: rows[0].now };
+    const row = await this.database.db
+      .selectFrom('pozy_budget')
+      .select(['state', 'version', sql<number>`(extract(epoch FROM clock_timestamp()) * 1000)::float8`.as('now')])
+      .where('id', '=', 1)
+      .executeTakeFirst();
+    return row && { state: readState(row.state), version: row.version, now: row.now };
   }
 
   /** Stores `state` unless another take stored one since `version` was read; false then (read again). */
   async write(state: BudgetState, version: number): Promise<boolean> {
-    const { rowCount } = await this.database.pool.query(
-      `UPDATE pozy_budget SET state = $1::jsonb, version = version + 1 WHERE id = 1 AND version = $2`,
-      [JSON.stringify({ ...state, tokens: Number.isNaN(state.tokens) ? null : state.tokens }), version],
-    );
-    return rowCount === 1;
+    const result = await this.database.db
+      .updateTable('pozy_budget')
+      .set((eb) => ({
+        state: JSON.stringify({ ...state, tokens: Number.isNaN(state.tokens) ? null : state.tokens }),
+        version: eb('version', '+', 1),
+      }))
+      .where('id', '=', 1)
+      .where('version', '=', version)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
   }
 }

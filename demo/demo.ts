@@ -1,0 +1,344 @@
+/**
+ * npm run demo: pozy-sync's main job, end to end on this machine. It starts an embedded PostgreSQL, the Pozy
+ * simulator (a workspace that already holds a few thousand posts, then a realistic stream of changes, with mild
+ * faults: duplicate, reordered and dropped deliveries, API 5xx, 429 and slow answers) and the built service pointed
+ * at both; shows the import of the existing workspace, then the changes; runs a backfill to recover what was
+ * dropped; and ends with a summary and whether every mirrored row equals the truth.
+ *
+ *   DEMO_STEPS (default 400 changes), DEMO_EXISTING_POSTS (default 5000), DEMO_EXISTING_ACCOUNTS (default 40),
+ *   DEMO_SEED (default: random), DEMO_PORT (service, default 3000), EMBEDDED_DATABASE_PORT (default 54329),
+ *   DEMO_KEEP_RUNNING=1 (leave both running for you to query)
+ */
+/* eslint-disable no-console -- a command-line program */
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { Client, Pool } from 'pg';
+import { freePort, waitForHttp } from '../bench/net';
+import { BUILT_SERVICE } from '../bench/processes';
+import { EmbeddedDatabase } from '../src/database/embedded-postgres';
+import { startDemoSubscriber } from './demo-subscriber';
+import { Rng } from '../simulator/faults';
+import { mirrorDifferences } from '../test/support/mirror-check';
+import { PozySimulator } from '../simulator/simulator';
+
+const SECRET = 'whsec_demo';
+const settings = {
+  steps: Number(process.env.DEMO_STEPS ?? 400),
+  existingPosts: Number(process.env.DEMO_EXISTING_POSTS ?? 5_000),
+  existingAccounts: Number(process.env.DEMO_EXISTING_ACCOUNTS ?? 40),
+  seed: Number(process.env.DEMO_SEED ?? Math.floor(Math.random() * 2 ** 31)),
+  port: Number(process.env.DEMO_PORT ?? 3000),
+  databasePort: Number(process.env.EMBEDDED_DATABASE_PORT ?? 54329),
+  keepRunning: process.env.DEMO_KEEP_RUNNING === '1',
+};
+const ADMIN_TOKEN = 'demo-admin-token';
+const MILD_FAULTS = {
+  duplicateRate: 0.05,
+  // Pozy gives up on these for good: only the backfill from its delivery logs can recover them.
+  dropRate: 0.02,
+  reorderMaxDelayMs: 300,
+  api5xxRate: 0.02,
+  api429Rate: 0.01,
+  apiSlowRate: 0.05,
+  apiSlowMs: 400,
+  apiLatencyMs: 15,
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function recreateDatabase(adminUrl: string, name: string): Promise<string> {
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs a backfill through the admin endpoint and waits for it; returns the events it recovered. */
+async function backfill(baseUrl: string): Promise<number> {
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const started = (await (await fetch(`${baseUrl}/admin/backfill`, { method: 'POST', headers })).json()) as { runId: string };
+  for (;;) {
+    const run = (await (await fetch(`${baseUrl}/admin/backfill/${started.runId}`, { headers })).json()) as {
+      status: string;
+      eventsRecovered: number;
+      error: string | null;
+    };
+    if (run.status === 'succeeded') return run.eventsRecovered;
+    if (run.status === 'failed') throw new Error(`the backfill failed: ${run.error}`);
+    await sleep(100);
+  }
+}
+
+async function counts(pool: Pool): Promise<{ events: number; posts: number; accounts: number; backlog: number }> {
+  const { rows } = await pool.query<{ events: number; posts: number; accounts: number; backlog: number }>(`
+    SELECT (SELECT count(*) FROM pozy_event)::int AS events,
+           (SELECT count(*) FROM post)::int AS posts,
+           (SELECT count(*) FROM account)::int AS accounts,
+           ((SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)
+             + (SELECT count(*) FROM graphile_worker._private_jobs))::int AS backlog`);
+  return rows[0];
+}
+
+interface ImportProgress {
+  status: string;
+  runId: string | null;
+  phase?: string;
+  startedAt?: string;
+  finishedAt?: string | null;
+  progress?: { posts: { done: number; total: number | null }; accounts: { done: number; total: number | null }; pagesRead: number; postsPerSecond: number | null };
+  error?: string | null;
+}
+
+async function importProgress(baseUrl: string): Promise<ImportProgress> {
+  return ((await (await fetch(`${baseUrl}/sync/status`)).json()) as { import: ImportProgress }).import;
+}
+
+function bar(done: number, total: number | null, width = 24): string {
+  const filled = total ? Math.min(width, Math.round((done / total) * width)) : 0;
+  return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
+}
+
+/** Shows the import as it goes (a line every quarter second) until it has ended; returns it as it ended. */
+async function followImport(baseUrl: string): Promise<ImportProgress> {
+  let last = '';
+  for (;;) {
+    const run = await importProgress(baseUrl);
+    const p = run.progress;
+    if (p) {
+      const line =
+        `  import   ${bar(p.posts.done, p.posts.total)} ${p.posts.done.toLocaleString('en')}` +
+        `${p.posts.total === null ? '' : ` / ${p.posts.total.toLocaleString('en')}`} posts, ` +
+        `${p.accounts.done} / ${p.accounts.total ?? '?'} accounts${p.postsPerSecond ? `, ${Math.round(p.postsPerSecond).toLocaleString('en')} posts/s` : ''}` +
+        `${run.status === 'running' ? ` (${run.phase})` : ''}`;
+      if (line !== last) console.log(line);
+      last = line;
+    }
+    if (run.status !== 'running' && run.status !== 'pending') return run;
+    await sleep(250);
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<unknown> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+async function main(): Promise<void> {
+  Logger.overrideLogger(['error', 'warn']);
+  let signalled: NodeJS.Signals | undefined;
+  let failed = false;
+  // With DEMO_KEEP_RUNNING the run is over and a signal is the expected way to end it.
+  let ranToEnd = false;
+  // Stops of what has started, run in reverse order at the end or on a signal.
+  const stops: (() => Promise<unknown>)[] = [];
+  const start = async <T>(what: () => Promise<T>, stop: (started: T) => Promise<unknown>): Promise<T> => {
+    if (signalled) throw new Error(`${signalled} received`);
+    const started = await what();
+    stops.push(() => stop(started));
+    return started;
+  };
+  console.log(
+    `pozy-sync demo: seed ${settings.seed}; a simulated Pozy workspace of ${settings.existingPosts.toLocaleString('en')} posts and ` +
+      `${settings.existingAccounts} accounts before the first start, then ${settings.steps} changes\n`,
+  );
+  const resources = (async () => {
+    const database = await start(
+      () => EmbeddedDatabase.start({ dataDir: '.data/postgres', port: settings.databasePort, database: 'postgres' }),
+      (db) => db.stop(),
+    );
+    const databaseUrl = await recreateDatabase(database.url, 'pozy_sync_demo');
+    const sim = await start(
+      () =>
+        PozySimulator.start({
+          apiKey: 'sk_sim_demo',
+          seed: settings.seed,
+          // Pozy's retry ladder (10 s, 100 s, ...) runs 100 times faster.
+          timeScale: 100,
+          faults: MILD_FAULTS,
+          rateLimitPerMinute: 6_000,
+          // Deliveries start once the service listens (setWebhookUrl below).
+          webhook: { url: 'http://127.0.0.1:9/not-yet', secret: SECRET },
+        }),
+      (simulator) => simulator.stop(),
+    );
+    // The team's workspace, as it was before pozy-sync was deployed: nothing of it was ever announced by a webhook.
+    sim.world.seedExisting({ posts: settings.existingPosts, accounts: settings.existingAccounts });
+    const port = settings.port || (await freePort());
+    const spawnService = async () =>
+      spawn(process.execPath, [BUILT_SERVICE], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: databaseUrl,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          POZY_API_URL: sim.url,
+          POZY_API_KEY: sim.apiKey,
+          POZY_WEBHOOK_SECRET: SECRET,
+          POZY_RATE_LIMIT_PER_MINUTE: '6000',
+          ADMIN_TOKEN,
+          // The demo runs the backfill itself, once the changes are done.
+          BACKFILL_CRON: 'off',
+          // No load balancer to move traffic away first: stopping need not wait.
+          SHUTDOWN_DRAIN_MS: '0',
+          LOG_LEVEL: 'warn',
+          LOG_FORMAT: 'pretty',
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+    await start(spawnService, stopChild);
+    const pool = await start(async () => new Pool({ connectionString: databaseUrl, max: 2 }), (p) => p.end());
+    const subscriber = await start(startDemoSubscriber, (s) => s.close());
+    return { sim, port, pool, subscriber };
+  })();
+  let finishing: Promise<never> | undefined;
+  const finish = () =>
+    (finishing ??= (async () => {
+      // A start under way (initdb takes seconds) completes, then is stopped like the rest.
+      await resources.catch(() => undefined);
+      for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error(`stopping: ${String(error)}`));
+      process.exit(signalled && !ranToEnd ? 128 + constants.signals[signalled] : failed ? 1 : 0);
+    })());
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      if (signalled) return;
+      signalled = signal;
+      console.log(`\n${signal}: stopping the service, the simulator and PostgreSQL`);
+      void finish();
+    });
+  }
+
+  try {
+    const { sim, port, pool, subscriber } = await resources;
+    const existing = sim.world.listPosts().map((post) => post._id);
+    const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
+    sim.world.onEvent((event) => {
+      if (event.post) seen.postIds.add(event.post.id);
+      if (event.account?.profileId) seen.profileIds.add(event.account.profileId);
+    });
+    const baseUrl = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${baseUrl}/health/ready`, 60_000);
+    console.log(`service    ${baseUrl}  (GET /posts, /accounts, /sync/status)`);
+    console.log(`simulator  ${sim.url}  (Pozy API, key ${sim.apiKey})\n`);
+    sim.setWebhookUrl(`${baseUrl}/webhooks/pozy`);
+    // A team's endpoint, told of every change to the mirror.
+    const subscribed = await fetch(`${baseUrl}/admin/subscriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: subscriber.url, secret: subscriber.secret, eventTypes: ['post.changed', 'post.deleted', 'account.changed', 'account.removed'] }),
+    });
+    if (subscribed.status !== 201) throw new Error(`subscribing answered ${subscribed.status}`);
+
+    // The workspace changes from the start, while the service imports it: the webhooks are applied as usual.
+    const rng = new Rng(settings.seed);
+    const started = Date.now();
+    let step = 0;
+    const changes = (async () => {
+      for (step = 1; step <= settings.steps; step += 1) {
+        // Only changes Pozy announces: an edit without an event can only be found by a full sweep.
+        sim.world.randomStep(rng, { silent: false });
+        await sleep(10);
+      }
+    })();
+    const imported = await followImport(baseUrl);
+    if (imported.status !== 'succeeded') throw new Error(`the import ${imported.status}: ${imported.error ?? ''}`);
+    const importSeconds = (Date.parse(imported.finishedAt ?? '') - Date.parse(imported.startedAt ?? '')) / 1000;
+    let lastReport = 0;
+    for (let done = false; !done; ) {
+      done = await Promise.race([changes.then(() => true), sleep(1_000 - Math.min(1_000, Date.now() - lastReport)).then(() => false)]);
+      lastReport = Date.now();
+      const c = await counts(pool);
+      const w = sim.stats().webhooks;
+      console.log(
+        `  ${String(Math.min(step, settings.steps)).padStart(5)}/${settings.steps} changes  ${String(w.eventsEmitted).padStart(5)} events  ` +
+          `${String(w.attempts).padStart(5)} deliveries  ${String(c.events).padStart(5)} stored  ` +
+          `${String(c.posts).padStart(5)} posts  ${String(c.accounts).padStart(3)} accounts  backlog ${c.backlog}`,
+      );
+    }
+    await sim.idle();
+    console.log('  backfill: reading Pozy\'s delivery logs for what never arrived...');
+    const recovered = await backfill(baseUrl);
+    const deadline = Date.now() + 60_000;
+    while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
+    const caughtUpMs = Date.now() - started;
+    while ((await pool.query("SELECT 1 FROM notification WHERE state = 'pending' LIMIT 1")).rowCount && Date.now() < deadline) await sleep(50);
+    // The subscriber's newest version of every resource it was told about must be the mirror's current one. (It
+    // subscribed once the service was up: what the import wrote before that, it was never told of.)
+    const { rows: versions } = await pool.query<{ key: string; sequence: number }>(
+      "SELECT 'post:' || id AS key, sequence FROM post UNION ALL SELECT 'account:' || id, sequence FROM account",
+    );
+    const behind = versions.filter((v) => subscriber.latest.has(v.key) && subscriber.latest.get(v.key) !== v.sequence).length;
+
+    const c = await counts(pool);
+    const webhooks = sim.stats().webhooks;
+    const api = sim.stats().api.byRoute;
+    const calls = (route: string) => Object.values(api[route] ?? {}).reduce((sum, n) => sum + n, 0);
+    const failedCalls = Object.values(api)
+      .flatMap((byStatus) => Object.entries(byStatus))
+      .filter(([status]) => status !== '200' && status !== '404')
+      .reduce((sum, [, n]) => sum + n, 0);
+    // Every post that existed before the start, every one an event named since, every profile's accounts.
+    const differences = await mirrorDifferences(pool, sim.world, {
+      postIds: [...existing, ...seen.postIds],
+      profileIds: sim.world.listProfiles().map((profile) => profile._id),
+    });
+    const truth = sim.world.snapshot();
+
+    console.log('\nSummary');
+    console.log(
+      `  existing workspace           ${existing.length.toLocaleString('en')} posts and ${settings.existingAccounts} accounts imported in ` +
+        `${importSeconds.toFixed(1)} s (${imported.progress?.pagesRead ?? 0} list pages), no admin call`,
+    );
+    console.log(`  events Pozy sent             ${webhooks.eventsEmitted}`);
+    console.log(`  deliveries (with retries)    ${webhooks.attempts}, of which duplicates ${webhooks.duplicates}`);
+    console.log(`  dropped (Pozy gave up)       ${webhooks.drops}, recovered by the backfill: ${recovered}`);
+    console.log(`  events stored once each      ${c.events} (${webhooks.successes + recovered - c.events} duplicate deliveries absorbed)`);
+    console.log(`  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads, ` +
+      `${calls('GET /v1/posts')} post-list pages (${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
+    console.log(`  mirrored                     ${c.posts} posts (${truth.deletedPostIds.length} deleted in Pozy), ${c.accounts} accounts`);
+    console.log(`  caught up                    ${(caughtUpMs / 1000).toFixed(1)} s after the first change (the import meanwhile)`);
+    console.log(
+      `  change notifications         ${subscriber.received} received by a subscriber (${subscriber.repeated} repeated ids), ` +
+        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? 'its newest version of every post and account it was told about is the mirror\'s' : `${behind} resources behind the mirror`}`,
+    );
+    if (behind > 0 || subscriber.badSignatures > 0) failed = true;
+    if (differences.length === 0) {
+      console.log('  result                       mirror equals truth');
+    } else {
+      failed = true;
+      console.log(`  result                       MIRROR DIFFERS from truth in ${differences.length} rows:`);
+      for (const difference of differences.slice(0, 10)) console.log(`    ${difference}`);
+    }
+    // What an operator's Prometheus would see now: pozy-sync's own series (not Node's, not histogram buckets).
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    mkdirSync('.data', { recursive: true });
+    writeFileSync(join('.data', 'demo-metrics.txt'), metrics);
+    console.log('\nMetrics (GET /metrics; all of it in .data/demo-metrics.txt)');
+    for (const line of metrics.split('\n')) {
+      if (/^pozy_sync_(?!process_|nodejs_)\w+(?<!_bucket)(\{|\s)/.test(line)) console.log(`  ${line}`);
+    }
+    if (settings.keepRunning) {
+      ranToEnd = true;
+      console.log(`\nStill running (DEMO_KEEP_RUNNING=1): try curl ${baseUrl}/posts?limit=5 ; Ctrl-C to stop.`);
+      // Until a signal: its handler stops everything.
+      return;
+    }
+  } catch (error) {
+    failed = true;
+    // Interrupted, what failed is only what the stops cut short.
+    if (!signalled) console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  await finish();
+}
+
+void main();

@@ -1,0 +1,581 @@
+/**
+ * The Pozy API over the simulated world, on loopback: Bearer auth, X-Request-Id, a per-minute sliding-window rate
+ * limit per API key with its headers, and the API faults drawn per authenticated request.
+ *
+ * - `GET /v1/posts`: `{posts, pagination: {page, limit, total, pages}}`, plain offset paging (`page` 1-based,
+ *   `limit` 1–500, default 10, above 500 a 400; `offset` wins over `page`): a post deleted before the cursor
+ *   shifts later ones a place left, a post created lands wherever its order puts it. An unknown parameter is a 400.
+ * - `GET /v1/accounts`: `{accounts, hasAnalyticsAccess}`, plus `pagination` only when `page` and `limit` (at most
+ *   100) are both sent; one without the other is a 400.
+ * - Rate limit: at most `rateLimitPerMinute` requests in any sliding window (a minute at Pozy), counted per API
+ *   key, so another client of the same key (the team's own product) spends the same budget. Every answer carries
+ *   `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the next slot frees up); a full window
+ *   answers 429 with `Retry-After` (seconds).
+ */
+import type { Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { FaultConfig, Rng } from './faults';
+import { WebhookSender } from './webhook-sender';
+import { PozyWorld } from './world';
+import { POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
+
+export interface SimulatorServerOptions {
+  world: PozyWorld;
+  sender: WebhookSender;
+  apiKey: string;
+  webhookId: string;
+  webhookName: string;
+  /** Per-request fault draws. */
+  rng: Rng;
+  /** Request ids. */
+  ids: Rng;
+  faults: () => Readonly<FaultConfig>;
+  /** Requests per window, all clients of the key together. */
+  rateLimitPerMinute: number;
+  /** The window's length (Pozy's: a minute); tests shrink it. */
+  rateLimitWindowMs?: number;
+  /** Requests per window another client of the key makes (default 0). */
+  otherClientPerMinute?: number;
+  port?: number;
+  /** Default 127.0.0.1; 0.0.0.0 in a container, for other containers to reach it. */
+  host?: string;
+}
+
+export interface ApiStats {
+  requests: number;
+  /** `"GET /v1/posts/:postId"` → status (or `reset` / `timeout` for those faults) → count. */
+  byRoute: Record<string, Record<string, number>>;
+  /** Authenticated requests answered 429 because the window was full (injected 429 faults are not counted). */
+  rateLimited: number;
+  /** The other client of the key: requests per window, and its requests the window took or refused. */
+  otherClient: { perWindow: number; accepted: number; refused: number };
+}
+
+type Query = Record<string, string | string[] | undefined>;
+type ErrorBody = { error: string; type?: string; code?: string; param?: string; details?: unknown };
+
+/** An answer other than 200, thrown from a handler and sent by the error handler. */
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody | { success: false; message: string },
+  ) {
+    super('error' in body ? body.error : body.message);
+  }
+}
+
+const badRequest = (error: string, param?: string, details?: unknown) =>
+  new HttpFailure(400, { error, type: 'invalid_request_error', code: 'BAD_REQUEST', ...(param ? { param } : {}), ...(details ? { details } : {}) });
+const NOT_FOUND = () => new HttpFailure(404, { error: 'Not found' });
+
+const OBJECT_ID = /^[0-9a-fA-F]{24}$/;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** The other client's requests are taken on a timer this often at most, as many at a time as are due. */
+const OTHER_CLIENT_TICK_MS = 10;
+/** Accepted request times kept: past twice this, the older half is forgotten (a long-running simulator). */
+const ACCEPTED_KEPT = 1_000_000;
+
+const POST_LIST_PARAMS = [
+  'page', 'limit', 'offset', 'status', 'platform', 'profileId', 'accountId', 'createdBy',
+  'fromDate', 'toDate', 'dateFrom', 'dateTo', 'search', 'includeHidden', 'sortBy', 'source',
+] as const;
+const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
+const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
+
+/** The last `limit` accepted request times; a request is accepted while fewer than `limit` fall in the last window. */
+class SlidingWindow {
+  private times: number[] = [];
+  private head = 0;
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
+
+  used(now: number): number {
+    while (this.head < this.times.length && this.times[this.head] <= now - this.windowMs) this.head += 1;
+    if (this.head > 1024 && this.head * 2 > this.times.length) {
+      this.times = this.times.slice(this.head);
+      this.head = 0;
+    }
+    return this.times.length - this.head;
+  }
+
+  take(now: number): boolean {
+    if (this.used(now) >= this.limit) return false;
+    this.times.push(now);
+    return true;
+  }
+
+  /** When the oldest counted request leaves the window (ms), or now when none is counted. */
+  nextFree(now: number): number {
+    return this.used(now) === 0 ? now : this.times[this.head] + this.windowMs;
+  }
+}
+
+/**
+ * The API key's budget: one sliding window shared by pozy-sync's requests and another client's, which spends
+ * `perWindow` requests spread evenly over each window. The other client's requests are only slots taken (or
+ * refused when the window is full: it never waits), not HTTP requests.
+ */
+export class RateLimiter {
+  readonly window: SlidingWindow;
+  /** When each request of pozy-sync's that the window took arrived (ms), oldest first. */
+  private accepted: number[] = [];
+  private rateLimited = 0;
+  private readonly other = { perWindow: 0, accepted: 0, refused: 0 };
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(limit: number, windowMs: number, otherPerWindow: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rateLimitPerMinute must be a positive integer');
+    if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError('rateLimitWindowMs must be a positive integer');
+    this.window = new SlidingWindow(limit, windowMs);
+    this.setOtherClient(otherPerWindow);
+  }
+
+  /** A request of pozy-sync's arriving at `now`: true when the window takes it. */
+  admit(now: number): boolean {
+    if (!this.window.take(now)) {
+      this.rateLimited += 1;
+      return false;
+    }
+    if (this.accepted.length >= 2 * ACCEPTED_KEPT) this.accepted = this.accepted.slice(ACCEPTED_KEPT);
+    this.accepted.push(now);
+    return true;
+  }
+
+  acceptedAt(): number[] {
+    return [...this.accepted];
+  }
+
+  /** The most of pozy-sync's accepted requests that fell within any `windowMs` (half-open, as the limit counts). */
+  mostAcceptedInWindow(windowMs: number): number {
+    let most = 0;
+    for (let first = 0, last = 0; last < this.accepted.length; last++) {
+      while (this.accepted[first] <= this.accepted[last] - windowMs) first += 1;
+      most = Math.max(most, last - first + 1);
+    }
+    return most;
+  }
+
+  stats(): Pick<ApiStats, 'rateLimited' | 'otherClient'> {
+    return { rateLimited: this.rateLimited, otherClient: { ...this.other } };
+  }
+
+  /** From now on the other client makes `perWindow` requests per window (0: none). */
+  setOtherClient(perWindow: number): void {
+    if (!Number.isInteger(perWindow) || perWindow < 0) throw new RangeError('otherClientPerMinute must be a non-negative integer');
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.other.perWindow = perWindow;
+    if (perWindow === 0 || this.closed) return;
+    const windowMs = this.window.windowMs;
+    const startedAt = Date.now();
+    let made = 0;
+    // As many requests as are due by the clock, so a late timer does not slow the client down; after a stall
+    // longer than a window, only a window's worth are made up.
+    this.timer = setInterval(
+      () => {
+        const now = Date.now();
+        const due = Math.floor(((now - startedAt) * perWindow) / windowMs);
+        made = Math.max(made, due - perWindow);
+        for (; made < due; made++) {
+          if (this.window.take(now)) this.other.accepted += 1;
+          else this.other.refused += 1;
+        }
+      },
+      Math.max(OTHER_CLIENT_TICK_MS, windowMs / perWindow),
+    ).unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
+
+export class SimulatorServer {
+  private readonly app: FastifyInstance;
+  private readonly held = new Set<Socket>();
+  private readonly faulted = new WeakSet<FastifyRequest>();
+  private readonly counts: Pick<ApiStats, 'requests' | 'byRoute'> = { requests: 0, byRoute: {} };
+  private address = '';
+  readonly rateLimiter: RateLimiter;
+
+  private constructor(options: SimulatorServerOptions) {
+    this.rateLimiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitWindowMs ?? 60_000, options.otherClientPerMinute ?? 0);
+    // forceCloseConnections: close() also ends keep-alive and held (timeout fault) connections.
+    this.app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1024 * 1024 });
+    const routes = new Routes(
+      options,
+      this.rateLimiter,
+      (request, label) => this.countFault(request, label),
+      (socket) => this.hold(socket),
+    );
+    routes.register(this.app);
+    this.app.addHook('onResponse', async (request, reply) => {
+      if (!this.faulted.has(request)) this.count(request, String(reply.statusCode));
+    });
+  }
+
+  static async start(options: SimulatorServerOptions): Promise<SimulatorServer> {
+    const server = new SimulatorServer(options);
+    try {
+      await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+    } catch (error) {
+      server.rateLimiter.close();
+      await server.app.close();
+      throw error;
+    }
+    const address = server.app.server.address();
+    if (typeof address !== 'object' || !address) throw new Error('The simulator is not listening');
+    server.address = `http://127.0.0.1:${address.port}`;
+    return server;
+  }
+
+  /** `http://127.0.0.1:<port>`, the API's base URL. */
+  get url(): string {
+    return this.address;
+  }
+
+  stats(): ApiStats {
+    return {
+      requests: this.counts.requests,
+      byRoute: Object.fromEntries(Object.entries(this.counts.byRoute).map(([k, v]) => [k, { ...v }])),
+      ...this.rateLimiter.stats(),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.rateLimiter.close();
+    for (const socket of this.held) socket.destroy();
+    await this.app.close();
+  }
+
+  private hold(socket: Socket): void {
+    this.held.add(socket);
+    socket.once('close', () => this.held.delete(socket));
+  }
+
+  private countFault(request: FastifyRequest, label: string): void {
+    this.faulted.add(request);
+    this.count(request, label);
+  }
+
+  private count(request: FastifyRequest, status: string): void {
+    const route = `${request.method} ${request.routeOptions.url ?? '(no route)'}`;
+    const byStatus = (this.counts.byRoute[route] ??= {});
+    byStatus[status] = (byStatus[status] ?? 0) + 1;
+    this.counts.requests += 1;
+  }
+}
+
+class Routes {
+  private readonly window: SlidingWindow;
+
+  constructor(
+    private readonly options: SimulatorServerOptions,
+    private readonly limiter: RateLimiter,
+    private readonly countFault: (request: FastifyRequest, label: string) => void,
+    private readonly hold: (socket: Socket) => void,
+  ) {
+    this.window = limiter.window;
+  }
+
+  register(app: FastifyInstance): void {
+    app.addHook('onRequest', async (request, reply) => this.authenticate(request, reply));
+    app.setErrorHandler(async (error: unknown, _request, reply) => {
+      if (error instanceof HttpFailure) return reply.code(error.status).send(error.body);
+      const status = (error as { statusCode?: unknown }).statusCode;
+      if (typeof status === 'number' && status >= 400 && status < 500) {
+        return reply.code(status).send({ error: (error as Error).message, type: 'invalid_request_error', code: 'BAD_REQUEST' });
+      }
+      return reply.code(500).send({ error: 'Internal server error', type: 'api_error', code: 'INTERNAL_ERROR' });
+    });
+    app.setNotFoundHandler(async (request, reply) => {
+      if (await this.faults(request, reply)) return reply;
+      return reply.code(404).send({ error: 'Not found' });
+    });
+
+    const world = this.options.world;
+    this.get(app, '/v1/posts/:postId', (request) => {
+      const { postId } = request.params as { postId: string };
+      if (!OBJECT_ID.test(postId)) throw badRequest('Invalid post id: expected a 24-character hex ObjectId', 'postId');
+      const post = world.getPost(postId.toLowerCase());
+      if (!post) throw NOT_FOUND();
+      return { post };
+    });
+    this.get(app, '/v1/posts', (request) => this.listPosts(request.query as Query));
+    this.get(app, '/v1/accounts', (request) => this.listAccounts(request.query as Query));
+    this.get(app, '/v1/webhooks/settings', () => ({
+      webhooks: [
+        {
+          _id: this.options.webhookId,
+          name: this.options.webhookName,
+          url: this.options.sender.webhookUrl ?? '',
+          events: [],
+          isActive: this.options.sender.webhookUrl !== undefined,
+        },
+      ],
+    }));
+    this.get(app, '/v1/webhooks/logs', (request) => this.listLogs(request.query as Query));
+    this.post(app, '/v1/webhooks/logs/redeliver', (request) => this.redeliver(request.body));
+    this.post(app, '/v1/webhooks/test', (request) => this.sendTest(request.body));
+  }
+
+  // ---- the gate: auth and rate limit before the body is read, faults before the handler ----
+
+  private async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const given = request.headers['x-request-id'];
+    reply.header('X-Request-Id', typeof given === 'string' && REQUEST_ID.test(given) ? given : this.options.ids.uuid());
+    const now = Date.now();
+    if (request.headers.authorization !== `Bearer ${this.options.apiKey}`) {
+      this.rateHeaders(reply, now);
+      return reply.code(401).send({ error: 'Unauthorized' });
+    }
+    const allowed = this.limiter.admit(now);
+    this.rateHeaders(reply, now);
+    if (!allowed) {
+      const nextFree = this.window.nextFree(now);
+      const retryAfter = Math.max(1, Math.ceil((nextFree - now) / 1000));
+      const windowSeconds = this.window.windowMs / 1000;
+      return reply
+        .code(429)
+        .header('Retry-After', String(retryAfter))
+        .send({
+          error: `Rate limit exceeded: ${this.window.limit} requests per ${windowSeconds === 60 ? 'minute' : `${windowSeconds} s`}`,
+          type: 'rate_limit_error',
+          code: 'RATE_LIMITED',
+          details: { limit: this.window.limit, remaining: 0, windowSeconds, retryAfter, resetAt: new Date(nextFree).toISOString() },
+        });
+    }
+    return undefined;
+  }
+
+  private rateHeaders(reply: FastifyReply, now: number): void {
+    const limit = this.window.limit;
+    reply.header('X-RateLimit-Limit', String(limit));
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, limit - this.window.used(now))));
+    reply.header('X-RateLimit-Reset', String(Math.ceil(this.window.nextFree(now) / 1000)));
+  }
+
+  /** Applies this request's faults; true when a fault answered (or will never answer) in place of the handler. */
+  private async faults(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const faults = this.options.faults();
+    const rng = this.options.rng;
+    // Every draw up front, in a fixed order, so which fault fires does not shift the stream for later requests.
+    const reset = rng.chance(faults.apiResetRate);
+    const hang = rng.chance(faults.apiTimeoutRate);
+    const fail = rng.chance(faults.api5xxRate);
+    const throttle = rng.chance(faults.api429Rate);
+    const slow = rng.chance(faults.apiSlowRate);
+    if (reset) {
+      this.countFault(request, 'reset');
+      reply.hijack();
+      request.raw.socket.resetAndDestroy();
+      return true;
+    }
+    if (hang) {
+      this.countFault(request, 'timeout');
+      reply.hijack();
+      // Held until the client gives up or the simulator stops.
+      this.hold(request.raw.socket);
+      return true;
+    }
+    const wait = faults.apiLatencyMs + (slow ? faults.apiSlowMs : 0);
+    if (wait > 0) await delay(wait);
+    if (fail) {
+      await reply.code(500).send({ error: 'Internal server error', type: 'api_error', code: 'INTERNAL_ERROR' });
+      return true;
+    }
+    if (throttle) {
+      await reply
+        .code(429)
+        .header('Retry-After', '1')
+        .send({ error: 'Too many requests', type: 'rate_limit_error', code: 'RATE_LIMITED', details: { retryAfter: 1 } });
+      return true;
+    }
+    return false;
+  }
+
+  private get(app: FastifyInstance, path: string, handler: (request: FastifyRequest) => unknown): void {
+    app.get(path, async (request, reply) => {
+      if (await this.faults(request, reply)) return reply;
+      return reply.send(await handler(request));
+    });
+  }
+
+  private post(app: FastifyInstance, path: string, handler: (request: FastifyRequest) => Promise<unknown>): void {
+    app.post(path, async (request, reply) => {
+      if (await this.faults(request, reply)) return reply;
+      return reply.send(await handler(request));
+    });
+  }
+
+  // ---- posts ----
+
+  private listPosts(query: Query): unknown {
+    accept(query, POST_LIST_PARAMS);
+    const limit = intParam(query, 'limit', 1, 500, 10);
+    const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
+    const offset = optionalInt(query, 'offset', 0, Number.MAX_SAFE_INTEGER);
+    const status = enumParam(query, 'status', POST_STATUSES);
+    const platform = single(query, 'platform');
+    const profileParam = single(query, 'profileId');
+    const profileId = profileParam === undefined || profileParam === '' || profileParam === 'all' ? undefined : objectIdParam('profileId', profileParam);
+    const accountParam = single(query, 'accountId');
+    const accountId = accountParam === undefined ? undefined : objectIdParam('accountId', accountParam);
+    const createdByParam = single(query, 'createdBy');
+    const createdBy = createdByParam === undefined ? undefined : objectIdParam('createdBy', createdByParam);
+    // The deprecated aliases still work; the current names win.
+    const from = dateParam(query, single(query, 'fromDate') !== undefined ? 'fromDate' : 'dateFrom', 'start');
+    const to = dateParam(query, single(query, 'toDate') !== undefined ? 'toDate' : 'dateTo', 'end');
+    const search = single(query, 'search')?.toLowerCase();
+    enumParam(query, 'includeHidden', ['true', 'false'] as const);
+    const sortBy = enumParam(query, 'sortBy', POST_SORTS) ?? 'scheduled-desc';
+    const source = enumParam(query, 'source', ['pozy', 'external'] as const) ?? 'pozy';
+
+    const start = offset ?? (page - 1) * limit;
+    // The simulator holds only posts made through Pozy: none come from outside.
+    const { posts, total } =
+      source === 'external'
+        ? { posts: [], total: 0 }
+        : this.options.world.queryPosts({ status, platform, profileId, accountId, createdBy, from, to, search, sortBy, offset: start, limit });
+    return {
+      posts,
+      pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total, pages: Math.ceil(total / limit) },
+    };
+  }
+
+  // ---- accounts ----
+
+  private listAccounts(query: Query): unknown {
+    accept(query, ACCOUNT_LIST_PARAMS);
+    const profileParam = single(query, 'profileId');
+    const profileId = profileParam === undefined ? undefined : objectIdParam('profileId', profileParam);
+    const platform = single(query, 'platform');
+    const status = enumParam(query, 'status', ['connected', 'disconnected'] as const);
+    enumParam(query, 'includeOverLimit', ['true', 'false'] as const);
+    if ((single(query, 'page') === undefined) !== (single(query, 'limit') === undefined)) {
+      throw badRequest('page and limit must be sent together', single(query, 'page') === undefined ? 'page' : 'limit');
+    }
+    const paged = single(query, 'page') !== undefined;
+    const filters = { profileId, platform, connected: status === undefined ? undefined : status === 'connected' };
+    if (!paged) return { accounts: this.options.world.queryAccounts(filters).accounts, hasAnalyticsAccess: false };
+    const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
+    const limit = intParam(query, 'limit', 1, 100, 100);
+    const { accounts, total } = this.options.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
+    return { accounts, hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
+  }
+
+  // ---- webhooks ----
+
+  private listLogs(query: Query): unknown {
+    accept(query, LOG_PARAMS);
+    const limit = intParam(query, 'limit', 1, 100, 50);
+    const skip = intParam(query, 'skip', 0, 10_000, 0);
+    const status = enumParam(query, 'status', ['success', 'failed'] as const);
+    const event = stringParam(query, 'event', 100);
+    const eventId = stringParam(query, 'eventId', 200);
+    const webhookId = stringParam(query, 'webhookId', 100);
+    const { rows, total } = this.options.sender.logs({ limit, skip, status, event, eventId, webhookId });
+    return { logs: rows, pagination: { total, limit, skip, pages: Math.ceil(total / limit), hasMore: skip + rows.length < total } };
+  }
+
+  private async redeliver(body: unknown): Promise<unknown> {
+    const { webhookId, eventId } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (typeof webhookId !== 'string' || webhookId === '') throw badRequest('webhookId is required', 'webhookId');
+    if (typeof eventId !== 'string' || eventId === '') throw badRequest('eventId is required', 'eventId');
+    this.knownWebhook(webhookId);
+    const result = await this.options.sender.redeliver(eventId);
+    switch (result.outcome) {
+      case 'success':
+        return { success: true, message: 'Webhook re-delivered' };
+      case 'failed':
+        throw new HttpFailure(502, { success: false, message: result.message });
+      case 'no_url':
+        throw badRequest('The webhook has no URL');
+      case 'not_found':
+        throw new HttpFailure(422, { error: 'No delivery of this event in the last 30 days', type: 'invalid_request_error', code: 'VALIDATION_ERROR', param: 'eventId' });
+    }
+  }
+
+  private async sendTest(body: unknown): Promise<unknown> {
+    const { webhookId } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (typeof webhookId !== 'string' || webhookId === '') throw badRequest('webhookId is required', 'webhookId');
+    this.knownWebhook(webhookId);
+    if (this.options.sender.webhookUrl === undefined) throw badRequest('The webhook has no URL');
+    const { ok } = await this.options.sender.sendTest();
+    if (!ok) throw new HttpFailure(500, { success: false, message: 'Test webhook failed' });
+    return { success: true, message: 'Test webhook sent successfully' };
+  }
+
+  private knownWebhook(webhookId: string): void {
+    if (webhookId !== this.options.webhookId) throw new HttpFailure(404, { error: 'Webhook not found' });
+  }
+}
+
+// ---- query parameters: every one given at most once, and checked ----
+
+function accept(query: Query, accepted: readonly string[]): void {
+  const unknown = Object.keys(query).filter((name) => !accepted.includes(name));
+  if (unknown.length > 0) {
+    throw badRequest(`Unknown query parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}. Accepted: ${accepted.join(', ')}`, unknown[0], {
+      unknown,
+      accepted,
+    });
+  }
+}
+
+function single(query: Query, name: string): string | undefined {
+  const value = query[name];
+  if (Array.isArray(value)) throw badRequest(`${name} must be given once`, name);
+  return value;
+}
+
+function optionalInt(query: Query, name: string, min: number, max: number): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return undefined;
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw badRequest(`${name} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ' up'}`, name);
+  }
+  return value;
+}
+
+function intParam(query: Query, name: string, min: number, max: number, fallback: number): number {
+  return optionalInt(query, name, min, max) ?? fallback;
+}
+
+function enumParam<T extends string>(query: Query, name: string, values: readonly T[]): T | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return undefined;
+  if (!(values as readonly string[]).includes(raw)) throw badRequest(`${name} must be one of: ${values.join(', ')}`, name);
+  return raw as T;
+}
+
+function stringParam(query: Query, name: string, maxLength: number): string | undefined {
+  const raw = single(query, name);
+  if (raw !== undefined && (raw.length < 1 || raw.length > maxLength)) throw badRequest(`${name} must be 1 to ${maxLength} characters`, name);
+  return raw;
+}
+
+function objectIdParam(name: string, value: string): string {
+  if (!OBJECT_ID.test(value)) throw badRequest(`${name} must be a 24-character hex ObjectId`, name);
+  return value.toLowerCase();
+}
+
+/** `YYYY-MM-DD` (the whole day, UTC) or an ISO date-time, as ms; `edge` says which end of a day-only date. */
+function dateParam(query: Query, name: string, edge: 'start' | 'end'): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return undefined;
+  const ms = DATE_ONLY.test(raw) || DATE_TIME.test(raw) ? Date.parse(DATE_ONLY.test(raw) ? `${raw}T00:00:00Z` : raw) : NaN;
+  if (Number.isNaN(ms)) throw badRequest(`${name} must be YYYY-MM-DD or an ISO 8601 date-time`, name);
+  return DATE_ONLY.test(raw) && edge === 'end' ? ms + 86_400_000 - 1 : ms;
+}
+

@@ -1,0 +1,70 @@
+import { ArgumentsHost, Logger, PayloadTooLargeException } from '@nestjs/common';
+import { AllExceptionsFilter } from './all-exceptions.filter';
+import { ApiError } from './api-error';
+
+/** The HTTP context the filter reads: Fastify's request (its id) and reply (status, then send). */
+function host(requestId = 'req-7') {
+  const sent: { status?: number; body?: unknown } = {};
+  const reply = {
+    status(code: number) {
+      sent.status = code;
+      return reply;
+    },
+    send(body: unknown) {
+      sent.body = body;
+      return reply;
+    },
+  };
+  const context = { getRequest: () => ({ id: requestId }), getResponse: () => reply };
+  return { host: { switchToHttp: () => context } as unknown as ArgumentsHost, sent };
+}
+
+describe('AllExceptionsFilter', () => {
+  let errors: jest.SpyInstance;
+
+  beforeEach(() => {
+    errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+  });
+
+  afterEach(() => errors.mockRestore());
+
+  it('answers a client error with its status and JSON body, and logs nothing', () => {
+    const { host: h, sent } = host();
+
+    new AllExceptionsFilter().catch(new ApiError(401, 'invalid_signature', 'X-Pozy-Signature does not match the body'), h);
+
+    expect(sent).toEqual({
+      status: 401,
+      body: { statusCode: 401, error: 'invalid_signature', message: 'X-Pozy-Signature does not match the body', details: undefined },
+    });
+    expect(errors).not.toHaveBeenCalled();
+  });
+
+  it('answers a framework error (a body over the limit) as its HttpException says', () => {
+    const { host: h, sent } = host();
+
+    new AllExceptionsFilter().catch(new PayloadTooLargeException('Request body is too large'), h);
+
+    expect(sent).toEqual({ status: 413, body: { statusCode: 413, error: 'payload_too_large', message: 'Request body is too large' } });
+    expect(errors).not.toHaveBeenCalled();
+  });
+
+  it('answers a bug with a bare 500, and logs its stack with the request id for the operator', () => {
+    const { host: h, sent } = host('req-42');
+    const bug = new TypeError("Cannot read properties of undefined (reading 'id')");
+
+    new AllExceptionsFilter().catch(bug, h);
+
+    expect(sent).toEqual({ status: 500, body: { statusCode: 500, error: 'internal_error', message: 'Internal server error' } });
+    expect(errors).toHaveBeenCalledTimes(1);
+    expect(errors).toHaveBeenCalledWith({ msg: bug.stack, requestId: 'req-42' });
+  });
+
+  it('logs a thrown non-Error as text', () => {
+    const { host: h } = host();
+
+    new AllExceptionsFilter().catch('connection terminated', h);
+
+    expect(errors).toHaveBeenCalledWith({ msg: 'connection terminated', requestId: 'req-7' });
+  });
+});

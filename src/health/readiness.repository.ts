@@ -1,0 +1,27 @@
+import { Injectable } from '@nestjs/common';
+import { DatabaseService } from '../database/database.service';
+
+/** What GET /health/ready asks of the database. */
+@Injectable()
+export class ReadinessRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  /** Whether the database answers a trivial query within `timeoutMs`, whatever it is doing. */
+  answers(timeoutMs: number): Promise<boolean> {
+    return Promise.race([
+      this.database.db
+        .selectNoFrom((eb) => eb.lit(1).as('one'))
+        .execute()
+        .then(
+          () => true,
+          () => false,
+        ),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
+    ]);
+  }
+
+  /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */
+  pendingMigrations(): Promise<string[]> {
+    return this.database.pendingMigrations();
+  }
+}

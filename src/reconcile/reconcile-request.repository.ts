@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { type Db, DatabaseService } from '../database/database.service';
+import type { ResourceType } from '../queue/tasks';
+
+export interface ReadState {
+  /** When the last successful read of the resource began. */
+  lastReadAt: Date | null;
+  /** When an operator last asked for a read regardless (admin resync). */
+  forcedAt: Date | null;
+}
+
+/**
+ * reconcile_request: per resource, whether a read from Pozy is pending and when, and what the reads so far found.
+ * The receive statement (PozyEventRepository.insertBatch) also writes it, in the events' own transaction.
+ */
+@Injectable()
+export class ReconcileRequestRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  /**
+   * Takes up to `limit` due requests, earliest first, and marks them dispatched; pass the transaction their jobs are
+   * added in, so that a request is never lost nor turned into two jobs. Replicas share the work: rows another pass
+   * holds are skipped, not waited for.
+   */
+  takeDue(limit: number, db: Db = this.database.db) {
+    return db
+      .updateTable('reconcile_request as r')
+      .set((eb) => ({ due_at: null, dispatched_at: eb.fn('now') }))
+      .from(
+        db
+          .selectFrom('reconcile_request')
+          .select('key')
+          .where((eb) => eb('due_at', '<=', eb.fn<Date>('now')))
+          .orderBy('due_at')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked()
+          .as('due'),
+      )
+      .whereRef('r.key', '=', 'due.key')
+      .returning(['r.key', 'r.resource_type', 'r.resource_id'])
+      .execute();
+  }
+
+  /** When the earliest pending request falls due (null: none pending). */
+  async nextDueAt(): Promise<Date | null> {
+    const row = await this.database.db
+      .selectFrom('reconcile_request')
+      .select((eb) => eb.fn.min('due_at').as('next'))
+      .executeTakeFirstOrThrow();
+    return row.next;
+  }
+
+  /**
+   * An operator's read (admin resync): due now, and forced: only a read that starts after this request may count as
+   * having seen everything. Answers when it is due.
+   */
+  async requestForcedRead(key: string, type: ResourceType, id: string): Promise<Date> {
+    const row = await this.database.db
+      .insertInto('reconcile_request')
+      .values((eb) => ({ key, resource_type: type, resource_id: id, due_at: eb.fn('now'), requested_at: eb.fn('now'), forced_at: eb.fn('now') }))
+      .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ due_at: eb.fn('now'), requested_at: eb.fn('now'), forced_at: eb.fn('now') })))
+      .returning('due_at')
+      .executeTakeFirstOrThrow();
+    // Set to now() just above.
+    return row.due_at ?? new Date();
+  }
+
+  async readState(key: string): Promise<ReadState> {
+    const row = await this.database.db
+      .selectFrom('reconcile_request')
+      .select(['last_read_at', 'forced_at'])
+      .where('key', '=', key)
+      .executeTakeFirst();
+    return { lastReadAt: row?.last_read_at ?? null, forcedAt: row?.forced_at ?? null };
+  }
+
+  async recordRead(key: string, startedAt: Date): Promise<void> {
+    await this.database.db
+      .updateTable('reconcile_request')
+      .set((eb) => ({ last_read_at: eb.fn('greatest', [eb.ref('last_read_at'), eb.val(startedAt)]) }))
+      .where('key', '=', key)
+      .execute();
+  }
+
+  /** A read failed on a timeout or an unreachable Pozy: how long (by the database's clock) have failures lasted? */
+  async markFailing(key: string): Promise<{ since: Date; forMs: number }> {
+    const row = await this.database.db
+      .updateTable('reconcile_request')
+      .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.fn<Date>('now')) }))
+      .where('key', '=', key)
+      .returning((eb) => [
+        eb.ref('failing_since').as('since'),
+        sql<number>`(extract(epoch FROM now() - ${eb.ref('failing_since')}) * 1000)::int`.as('for_ms'),
+      ])
+      .executeTakeFirst();
+    return row?.since ? { since: row.since, forMs: row.for_ms } : { since: new Date(), forMs: 0 };
+  }
+
+  async clearFailing(key: string): Promise<void> {
+    await this.database.db
+      .updateTable('reconcile_request')
+      .set({ failing_since: null })
+      .where('key', '=', key)
+      .where('failing_since', 'is not', null)
+      .execute();
+  }
+
+  /** Pozy asked us to wait: the read is pending again, due no sooner than `ms` from now. */
+  async postpone(key: string, ms: number): Promise<void> {
+    await this.database.db
+      .updateTable('reconcile_request')
+      .set((eb) => ({
+        due_at: eb.fn('greatest', [
+          eb.fn.coalesce('due_at', eb.fn<Date>('now')),
+          sql<Date>`now() + ${Math.ceil(ms)}::int * interval '1 millisecond'`,
+        ]),
+      }))
+      .where('key', '=', key)
+      .execute();
+  }
+}

@@ -1,0 +1,195 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config';
+import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { AckSpool } from './ack-spool';
+import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+
+const FIRST_RETRY_MS = 10_000;
+const NEXT_RETRIES_MS = 20 * 60_000;
+const DEAD_LETTER_AFTER_MS = 60_000;
+
+const timeout = () => new Error('Query read timeout');
+const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+
+function event(id: string): NewPozyEvent {
+  return {
+    id,
+    type: 'post.published',
+    payloadJson: `{"id":"${id}"}`,
+    timestamp: new Date('2026-11-30T11:59:00Z'),
+    deliveryId: 'd-1',
+    attempt: 1,
+    test: false,
+    reconcile: { key: `post:p-${id}`, type: 'post', id: `p-${id}` },
+    recoveredBy: null,
+  };
+}
+
+/**
+ * The spool in a directory of its own, over the receive statement as an in-process fake: `failWith` makes the
+ * statement fail (the database still down), and every attempt is recorded with its time.
+ */
+function setup() {
+  const dir = mkdtempSync(join(tmpdir(), 'pozy-sync-spool-'));
+  const database = {
+    stored: new Set<string>(),
+    attempts: [] as { at: number; ids: string[] }[],
+    failWith: null as (() => Error) | null,
+    async insertBatch(events: readonly NewPozyEvent[]): Promise<BatchOutcome> {
+      database.attempts.push({ at: Date.now(), ids: events.map((e) => e.id) });
+      if (database.failWith) throw database.failWith();
+      const insertedIds = new Set(events.map((e) => e.id).filter((id) => !database.stored.has(id)));
+      for (const id of insertedIds) database.stored.add(id);
+      return { insertedIds, firstRequestDueAt: null };
+    },
+  };
+  const config = {
+    spoolDir: dir,
+    spoolRetryFirstMs: FIRST_RETRY_MS,
+    spoolRetrySecondMs: NEXT_RETRIES_MS,
+    deadLetterAfterMs: DEAD_LETTER_AFTER_MS,
+    ackTimeoutMs: 2_000,
+    reconcileCoalesceWindowMs: 1_000,
+  } as AppConfig;
+  const dispatcher = { nudge() {} };
+  const open = () => {
+    const spool = new AckSpool(config, database as unknown as PozyEventRepository, dispatcher as unknown as ReconcileDispatcher);
+    spool.onModuleInit();
+    spool.onApplicationBootstrap();
+    return spool;
+  };
+  const close = async (spool: AckSpool) => {
+    await spool.beforeApplicationShutdown();
+    spool.onApplicationShutdown();
+  };
+  return { database, open, close, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+
+describe('AckSpool: when a spooled event is retried, and when it is given up on', () => {
+  let s: ReturnType<typeof setup>;
+  let spool: AckSpool;
+  let t0: number;
+
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: new Date('2026-11-30T12:00:00Z') });
+    t0 = Date.now();
+    s = setup();
+    spool = s.open();
+  });
+
+  afterEach(async () => {
+    await s.close(spool);
+    jest.useRealTimers();
+    s.remove();
+  });
+
+  const attemptTimes = () => s.database.attempts.map((a) => a.at - t0);
+
+  it('retries a spooled event SPOOL_RETRY_FIRST_MS after it was spooled, and stores it once', async () => {
+    spool.add([event('a'), event('b')], timeout());
+    expect(spool.counts()).toEqual({ pending: 2, dead: 0 });
+
+    await advance(FIRST_RETRY_MS - 1);
+    expect(s.database.attempts).toEqual([]);
+    await advance(1);
+
+    expect(s.database.attempts).toEqual([{ at: t0 + FIRST_RETRY_MS, ids: ['a', 'b'] }]);
+    expect([...s.database.stored]).toEqual(['a', 'b']);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 0 });
+  });
+
+  it('keeps a second copy of an event already spooled out', async () => {
+    spool.add([event('a')], timeout());
+    spool.add([event('a')], timeout());
+
+    expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+  });
+
+  it('retries every SPOOL_RETRY_SECOND_MS after that while the database keeps failing', async () => {
+    s.database.failWith = refused;
+    spool.add([event('a')], refused());
+
+    await advance(FIRST_RETRY_MS + 3 * NEXT_RETRIES_MS);
+
+    expect(attemptTimes()).toEqual([
+      FIRST_RETRY_MS,
+      FIRST_RETRY_MS + NEXT_RETRIES_MS,
+      FIRST_RETRY_MS + 2 * NEXT_RETRIES_MS,
+      FIRST_RETRY_MS + 3 * NEXT_RETRIES_MS,
+    ]);
+    // Refused connections are not timeouts: the event is never given up on.
+    expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+  });
+
+  it('moves an event to the acknowledgment dead-letter queue once its timeouts have lasted over DEAD_LETTER_AFTER_MS', async () => {
+    s.database.failWith = timeout;
+    spool.add([event('a')], timeout());
+
+    // At 10 s the timeouts have lasted 10 s: retried again later.
+    await advance(FIRST_RETRY_MS);
+    expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+
+    // At 20 min 10 s they have lasted well over 60 s: given up on, and not retried any more.
+    await advance(NEXT_RETRIES_MS);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 1 });
+    expect(spool.dead(10)).toEqual([
+      expect.objectContaining({ eventId: 'a', eventType: 'post.published', attempts: 2, state: 'dead', firstTimeoutAt: new Date(t0) }),
+    ]);
+    await advance(5 * NEXT_RETRIES_MS);
+    expect(attemptTimes()).toEqual([FIRST_RETRY_MS, FIRST_RETRY_MS + NEXT_RETRIES_MS]);
+  });
+
+  it('sets aside at once an event PostgreSQL refuses, and stores the ones spooled with it', async () => {
+    spool.add([event('a'), event('bad'), event('c')], timeout());
+    s.database.failWith = null;
+    const insert = s.database.insertBatch.bind(s.database);
+    s.database.insertBatch = async (events) => {
+      if (events.some((e) => e.id === 'bad')) {
+        s.database.attempts.push({ at: Date.now(), ids: events.map((e) => e.id) });
+        throw Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
+      }
+      return insert(events);
+    };
+
+    await advance(FIRST_RETRY_MS);
+
+    expect([...s.database.stored].sort()).toEqual(['a', 'c']);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 1 });
+    expect(spool.dead(10)).toEqual([expect.objectContaining({ eventId: 'bad', lastError: expect.stringContaining('refused by PostgreSQL') })]);
+  });
+
+  it('replays a dead letter with the same insert: stored once, and gone from the queue', async () => {
+    s.database.failWith = timeout;
+    spool.add([event('a')], timeout());
+    await advance(FIRST_RETRY_MS + NEXT_RETRIES_MS);
+    const [letter] = spool.dead(10);
+
+    s.database.failWith = null;
+    await expect(spool.replay([letter.id])).resolves.toEqual({ stored: 1, duplicates: 0 });
+
+    expect([...s.database.stored]).toEqual(['a']);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 0 });
+  });
+
+  it('drains at start-up, at once, what an earlier run left pending', async () => {
+    s.database.failWith = refused;
+    spool.add([event('a')], refused());
+    await s.close(spool);
+
+    s.database.failWith = null;
+    spool = s.open();
+    await advance(0);
+
+    expect(attemptTimes()).toEqual([0]);
+    expect([...s.database.stored]).toEqual(['a']);
+  });
+});
