@@ -1,35 +1,48 @@
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, sql, SqlBool } from 'kysely';
-import { DatabaseService, Db } from '../../database/database.service';
+import { Expression, ExpressionBuilder, Selectable, sql, SqlBool } from 'kysely';
+import { DatabaseService } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { decodeCursor, page } from '../cursor';
 import { ListPostsQuery } from './dto/list-posts.query';
 
-/** A post as the query endpoints answer it: the mirrored state, bookkeeping of the reads aside. */
-const answered = (db: Db) =>
-  db.selectFrom('post as p').select((eb) => [
-    'p.id',
-    'p.status',
-    'p.content',
-    'p.scheduled_for as scheduledFor',
-    'p.published_at as publishedAt',
-    'p.platforms',
-    // profileIds come from the mirrored accounts of the post's targets (Pozy's post has no profile field).
-    sql<string[]>`ARRAY(${eb
-      .selectFrom('account as a')
-      .select('a.profile_id')
-      .distinct()
-      .where('a.id', '=', eb.fn.any('p.account_ids'))
-      .orderBy('a.profile_id')})`.as('profileIds'),
-    'p.pozy_created_at as pozyCreatedAt',
-    'p.pozy_updated_at as pozyUpdatedAt',
-    'p.last_event_at as lastEventAt',
-    'p.synced_at as syncedAt',
-    'p.deleted_at as deletedAt',
-  ]);
+/** The columns a post is answered from: the mirrored state, bookkeeping of the reads aside, and its accounts. */
+const POST_COLUMNS = [
+  'id',
+  'status',
+  'content',
+  'scheduled_for',
+  'published_at',
+  'platforms',
+  'account_ids',
+  'pozy_created_at',
+  'pozy_updated_at',
+  'last_event_at',
+  'synced_at',
+  'deleted_at',
+] as const;
+
+type PostRow = Pick<Selectable<DB['post']>, (typeof POST_COLUMNS)[number]>;
+
+/** A post as the query endpoints answer it, with the profiles of its mirrored accounts. */
+function answer(post: PostRow, profileIds: string[]) {
+  return {
+    id: post.id,
+    status: post.status,
+    content: post.content,
+    scheduledFor: post.scheduled_for,
+    publishedAt: post.published_at,
+    platforms: post.platforms,
+    profileIds,
+    pozyCreatedAt: post.pozy_created_at,
+    pozyUpdatedAt: post.pozy_updated_at,
+    lastEventAt: post.last_event_at,
+    syncedAt: post.synced_at,
+    deletedAt: post.deleted_at,
+  };
+}
 
 /** A mirrored post as the query endpoints answer it. */
-export type MirroredPost = Awaited<ReturnType<ReturnType<typeof answered>['executeTakeFirstOrThrow']>>;
+export type MirroredPost = ReturnType<typeof answer>;
 
 const DEFAULT_LIMIT = 50;
 
@@ -40,26 +53,51 @@ export class PostsQuery {
 
   /**
    * Each filter becomes a condition only when it is set, so that every shape of the list is planned with the indexes
-   * that serve it. The page's ids are found first, from the post table's columns alone: with a status, the index on
-   * (status, id, deleted_at, platform_names) answers them in id order without reading the table, however rare the
-   * combination. Only the page's rows are then read whole.
+   * that serve it. With a status, the page's ids are found first from the index on (status, id, deleted_at,
+   * platform_names) alone, in id order without reading the table however rare the combination, and only the page's
+   * rows are then read whole.
    */
   async list(query: ListPostsQuery): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor);
     const db = this.database.db;
-    const pageIds = db
+    const matching = db
       .selectFrom('post')
-      .select('post.id')
       .where((eb) => eb.and(conditions(eb, query, after)))
       .orderBy('post.id')
       .limit(limit + 1);
-    const rows = await answered(db).where('p.id', 'in', pageIds).orderBy('p.id').execute();
-    return page(rows, limit);
+    const rows =
+      query.status === undefined
+        ? await matching.select(POST_COLUMNS).execute()
+        : await db.selectFrom('post').select(POST_COLUMNS).where('post.id', 'in', matching.select('post.id')).orderBy('post.id').execute();
+    return page(await this.withProfiles(rows), limit);
   }
 
-  get(id: string): Promise<MirroredPost | undefined> {
-    return answered(this.database.db).where('p.id', '=', id).executeTakeFirst();
+  async get(id: string): Promise<MirroredPost | undefined> {
+    const rows = await this.database.db.selectFrom('post').select(POST_COLUMNS).where('post.id', '=', id).execute();
+    return (await this.withProfiles(rows))[0];
+  }
+
+  /**
+   * profileIds come from the mirrored accounts of the post's targets (Pozy's post has no profile field): each post's
+   * distinct profiles, in the order PostgreSQL sorts them. One lookup for the whole page: a subquery per post cost
+   * more than the rest of the page.
+   */
+  private async withProfiles(rows: PostRow[]): Promise<MirroredPost[]> {
+    const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
+    const accounts =
+      accountIds.length === 0
+        ? []
+        : await this.database.db
+            .selectFrom('account')
+            .select(['account.id', 'account.profile_id'])
+            .where((eb) => eb('account.id', '=', eb.fn.any(eb.val(accountIds))))
+            .orderBy('account.profile_id')
+            .execute();
+    return rows.map((row) => {
+      const targets = new Set(row.account_ids);
+      return answer(row, [...new Set(accounts.filter((account) => targets.has(account.id)).map((account) => account.profile_id))]);
+    });
   }
 }
 
