@@ -4,6 +4,7 @@ import { DatabaseService } from '../database/database.service';
 import { letterNotificationId, NotificationLetterPayload } from '../dead-letters/dead-letter.repository';
 import type { DB } from '../generated/kysely/database';
 import { isoText, milliseconds, newerVersionExists, now } from './notification-expressions';
+import { precompiled } from './precompiled';
 
 /** What one attempt came to, as the deliverer decided. */
 export interface AttemptRecord {
@@ -35,129 +36,109 @@ export interface SubscriberHealth {
   leaseHeld: boolean;
 }
 
+// The deliverer's statements run for every batch: each is compiled once (precompiled.ts).
+
+// Subscriptions with due notifications that no live worker is sending: each is taken by one worker at a time.
+const LEASE_DUE = precompiled((db, a: { owner: string; leaseMs: number; excluded: string[]; limit: number }) =>
+  db
+    .updateTable('subscription as s')
+    .from((eb) =>
+      eb
+        .selectFrom('subscription as c')
+        .select('c.id')
+        .where((eb) =>
+          eb.and([
+            eb.ref('c.active'),
+            eb('c.deleted_at', 'is', null),
+            eb('c.paused_at', 'is', null),
+            eb.or([eb('c.lease_until', 'is', null), eb('c.lease_until', '<', now())]),
+            eb.not(eb('c.id', '=', eb.fn.any(eb.cast<string[]>(eb.val(a.excluded), sql`uuid[]`)))),
+            eb.exists(
+              eb
+                .selectFrom('notification as n')
+                .select(eb.lit(1).as('one'))
+                .whereRef('n.subscription_id', '=', 'c.id')
+                .where('n.next_attempt_at', '<=', now()),
+            ),
+          ]),
+        )
+        .limit(a.limit)
+        .forUpdate()
+        .skipLocked()
+        .as('due'),
+    )
+    .set({ lease_owner: a.owner, lease_until: sql<Date>`${now()} + ${milliseconds(a.leaseMs)}` })
+    .whereRef('s.id', '=', 'due.id')
+    .returning(['s.id', 's.url', 's.secret']),
+);
+
+const RELEASE = precompiled((db, a: { subscriptionId: string; owner: string }) =>
+  db
+    .updateTable('subscription')
+    .set({ lease_owner: null, lease_until: null })
+    .where('id', '=', a.subscriptionId)
+    .where('lease_owner', '=', a.owner),
+);
+
+const SUPERSEDE = precompiled((db, a: { subscriptionId: string }) =>
+  db
+    .updateTable('notification as n')
+    .set({ state: 'superseded', next_attempt_at: null })
+    .where('n.subscription_id', '=', a.subscriptionId)
+    .where('n.state', '=', 'pending')
+    .where(newerVersionExists),
+);
+
+const TAKE_DUE = precompiled((db, a: { subscriptionId: string; limit: number }) =>
+  db
+    .selectFrom('notification as n')
+    .select((eb) => [
+      'n.id',
+      'n.type',
+      'n.resource_key as resourceKey',
+      'n.sequence',
+      'n.created_at as createdAt',
+      'n.data',
+      'n.attempts',
+      'n.failing_since as failingSince',
+      eb('n.replay_count', '>', 0).$castTo<boolean>().as('replay'),
+    ])
+    .where('n.subscription_id', '=', a.subscriptionId)
+    .where('n.next_attempt_at', '<=', now())
+    .where('n.state', '=', 'pending')
+    .where((eb) => eb.not(newerVersionExists(eb)))
+    .orderBy('n.next_attempt_at')
+    .orderBy('n.id')
+    .limit(a.limit),
+);
+
 /** One attempt as the batch statement reads it back from JSON (json_to_recordset), in the tables' own column types. */
 type AttemptColumns = Pick<Selectable<DB['notification']>, 'id' | 'next_attempt_at' | 'failing_since'> &
   Pick<Selectable<DB['notification_attempt']>, 'attempted_at' | 'duration_ms' | 'status_code' | 'outcome' | 'error' | 'replay'> & {
     reason: string | null;
   };
 
+// json_to_recordset's column definition list: the builder has no form for one.
 const ATTEMPT_COLUMNS = sql`r(id text, attempted_at timestamptz, duration_ms int, status_code int, outcome text, error text,
   next_attempt_at timestamptz, failing_since timestamptz, reason text, replay boolean)`;
 
-/** The outbox as the delivery worker uses it. */
-@Injectable()
-export class NotificationRepository {
-  constructor(private readonly database: DatabaseService) {}
-
-  /**
-   * Takes up to `limit` subscriptions with due notifications for this worker, for `leaseMs`: those that no live worker
-   * is sending, each taken by one worker at a time.
-   */
-  async leaseDue(owner: string, leaseMs: number, excluded: string[], limit: number) {
-    return this.database.db
-      .updateTable('subscription as s')
-      .from((eb) =>
-        eb
-          .selectFrom('subscription as c')
-          .select('c.id')
-          .where((eb) =>
-            eb.and([
-              eb.ref('c.active'),
-              eb('c.deleted_at', 'is', null),
-              eb('c.paused_at', 'is', null),
-              eb.or([eb('c.lease_until', 'is', null), eb('c.lease_until', '<', now())]),
-              eb.not(eb('c.id', '=', eb.fn.any(eb.cast<string[]>(eb.val(excluded), sql`uuid[]`)))),
-              eb.exists(
-                eb
-                  .selectFrom('notification as n')
-                  .select(eb.lit(1).as('one'))
-                  .whereRef('n.subscription_id', '=', 'c.id')
-                  .where('n.next_attempt_at', '<=', now()),
-              ),
-            ]),
-          )
-          .limit(limit)
-          .forUpdate()
-          .skipLocked()
-          .as('due'),
-      )
-      .set({ lease_owner: owner, lease_until: sql<Date>`${now()} + ${milliseconds(leaseMs)}` })
-      .whereRef('s.id', '=', 'due.id')
-      .returning(['s.id', 's.url', 's.secret'])
-      .execute();
-  }
-
-  async release(subscriptionId: string, owner: string): Promise<void> {
-    await this.database.db
-      .updateTable('subscription')
-      .set({ lease_owner: null, lease_until: null })
-      .where('id', '=', subscriptionId)
-      .where('lease_owner', '=', owner)
-      .execute();
-  }
-
-  /** The next due notifications of a subscription, at most one per resource (its newest). */
-  async takeDue(subscriptionId: string, limit: number) {
-    await this.database.db
-      .updateTable('notification as n')
-      .set({ state: 'superseded', next_attempt_at: null })
-      .where('n.subscription_id', '=', subscriptionId)
-      .where('n.state', '=', 'pending')
-      .where(newerVersionExists)
-      .execute();
-    return this.database.db
-      .selectFrom('notification as n')
-      .select((eb) => [
-        'n.id',
-        'n.type',
-        'n.resource_key as resourceKey',
-        'n.sequence',
-        'n.created_at as createdAt',
-        'n.data',
-        'n.attempts',
-        'n.failing_since as failingSince',
-        eb('n.replay_count', '>', 0).$castTo<boolean>().as('replay'),
-      ])
-      .where('n.subscription_id', '=', subscriptionId)
-      .where('n.next_attempt_at', '<=', now())
-      .where('n.state', '=', 'pending')
-      .where((eb) => eb.not(newerVersionExists(eb)))
-      .orderBy('n.next_attempt_at')
-      .orderBy('n.id')
-      .limit(limit)
-      .execute();
-  }
-
-  /**
-   * One statement per batch: the notifications' new states, every attempt, the dead letters, and the subscriber's
-   * health (the circuit breaker pauses it once every attempt has failed for `pauseAfterMs`), which also renews the
-   * lease.
-   */
-  async record(
-    subscriptionId: string,
-    owner: string,
-    records: AttemptRecord[],
-    /** `quietGapMs`: a pause in failures longer than this (retries are closer) starts a new run of failures. */
-    options: { pauseAfterMs: number; leaseMs: number; quietGapMs: number },
-  ): Promise<SubscriberHealth> {
-    const attempts = JSON.stringify(
-      records.map(
-        (r): AttemptColumns => ({
-          id: r.id,
-          attempted_at: r.attemptedAt,
-          duration_ms: r.durationMs,
-          status_code: r.statusCode,
-          outcome: r.outcome,
-          error: r.error,
-          next_attempt_at: r.nextAttemptAt,
-          failing_since: r.failingSince,
-          reason: r.reason,
-          replay: r.replay,
-        }),
-      ),
-    );
-    const health = await this.database.db
-      .with('r', (db) => db.selectFrom(sql<AttemptColumns>`json_to_recordset(${attempts}::json)`.as<'r'>(ATTEMPT_COLUMNS)).selectAll())
+// One statement per batch: the notifications' new states, every attempt, the dead letters, and the subscriber's
+// health (the circuit breaker pauses it once every attempt has failed for `pauseAfterMs`), which also renews the lease.
+const RECORD = precompiled(
+  (
+    db,
+    a: {
+      /** AttemptColumns[] as JSON. */
+      attempts: string;
+      subscriptionId: string;
+      owner: string;
+      pauseAfterMs: number;
+      leaseMs: number;
+      quietGapMs: number;
+    },
+  ) =>
+    db
+      .with('r', (db) => db.selectFrom(sql<AttemptColumns>`json_to_recordset(${a.attempts}::json)`.as<'r'>(ATTEMPT_COLUMNS)).selectAll())
       .with('updated', (db) =>
         db
           .updateTable('notification as n')
@@ -183,7 +164,7 @@ export class NotificationRepository {
               .selectFrom('r')
               .select((eb) => [
                 'r.id',
-                eb.cast<string>(eb.val(subscriptionId), 'uuid').as('subscription_id'),
+                eb.cast<string>(eb.val(a.subscriptionId), 'uuid').as('subscription_id'),
                 'r.attempted_at',
                 'r.duration_ms',
                 'r.status_code',
@@ -268,7 +249,7 @@ export class NotificationRepository {
       .with('health', (db) =>
         db
           .selectFrom(['outcome as o', 'subscription as s'])
-          .where('s.id', '=', subscriptionId)
+          .where('s.id', '=', a.subscriptionId)
           .selectAll('o')
           .select((eb) =>
             eb
@@ -278,7 +259,7 @@ export class NotificationRepository {
               .when(
                 eb.or([
                   eb('s.failing_since', 'is', null),
-                  eb('s.last_failure_at', '<', sql<Date>`${eb.ref('o.first_failure')} - ${milliseconds(options.quietGapMs)}`),
+                  eb('s.last_failure_at', '<', sql<Date>`${eb.ref('o.first_failure')} - ${milliseconds(a.quietGapMs)}`),
                 ]),
               )
               .then(eb.ref('o.first_failure'))
@@ -290,12 +271,10 @@ export class NotificationRepository {
       .with('breaker', (db) =>
         db
           .selectFrom(['health as h', 'subscription as s'])
-          .where('s.id', '=', subscriptionId)
+          .where('s.id', '=', a.subscriptionId)
           .selectAll('h')
           .select((eb) =>
-            eb
-              .and([eb('s.paused_at', 'is', null), eb('h.failing_since', '<', sql<Date>`${now()} - ${milliseconds(options.pauseAfterMs)}`)])
-              .as('trips'),
+            eb.and([eb('s.paused_at', 'is', null), eb('h.failing_since', '<', sql<Date>`${now()} - ${milliseconds(a.pauseAfterMs)}`)]).as('trips'),
           ),
       )
       .updateTable('subscription as s')
@@ -314,17 +293,62 @@ export class NotificationRepository {
           .end(),
         lease_until: eb
           .case()
-          .when('s.lease_owner', '=', owner)
-          .then(sql<Date>`${now()} + ${milliseconds(options.leaseMs)}`)
+          .when('s.lease_owner', '=', a.owner)
+          .then(sql<Date>`${now()} + ${milliseconds(a.leaseMs)}`)
           .else(eb.ref('s.lease_until'))
           .end(),
       }))
-      .where('s.id', '=', subscriptionId)
+      .where('s.id', '=', a.subscriptionId)
       .returning((eb) => [
         's.paused_at',
-        eb.and([eb('s.lease_owner', '=', owner), eb.ref('s.active'), eb('s.deleted_at', 'is', null)]).$castTo<boolean | null>().as('leaseHeld'),
-      ])
-      .executeTakeFirst();
+        eb.and([eb('s.lease_owner', '=', a.owner), eb.ref('s.active'), eb('s.deleted_at', 'is', null)]).$castTo<boolean | null>().as('leaseHeld'),
+      ]),
+);
+
+/** The outbox as the delivery worker uses it. */
+@Injectable()
+export class NotificationRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  /** Takes up to `limit` subscriptions with due notifications for this worker, for `leaseMs`. */
+  async leaseDue(owner: string, leaseMs: number, excluded: string[], limit: number) {
+    return (await LEASE_DUE(this.database.db, { owner, leaseMs, excluded, limit })).rows;
+  }
+
+  async release(subscriptionId: string, owner: string): Promise<void> {
+    await RELEASE(this.database.db, { subscriptionId, owner });
+  }
+
+  /** The next due notifications of a subscription, at most one per resource (its newest). */
+  async takeDue(subscriptionId: string, limit: number) {
+    await SUPERSEDE(this.database.db, { subscriptionId });
+    return (await TAKE_DUE(this.database.db, { subscriptionId, limit })).rows;
+  }
+
+  async record(
+    subscriptionId: string,
+    owner: string,
+    records: AttemptRecord[],
+    /** `quietGapMs`: a pause in failures longer than this (retries are closer) starts a new run of failures. */
+    options: { pauseAfterMs: number; leaseMs: number; quietGapMs: number },
+  ): Promise<SubscriberHealth> {
+    const attempts = records.map(
+      (r): AttemptColumns => ({
+        id: r.id,
+        attempted_at: r.attemptedAt,
+        duration_ms: r.durationMs,
+        status_code: r.statusCode,
+        outcome: r.outcome,
+        error: r.error,
+        next_attempt_at: r.nextAttemptAt,
+        failing_since: r.failingSince,
+        reason: r.reason,
+        replay: r.replay,
+      }),
+    );
+    const {
+      rows: [health],
+    } = await RECORD(this.database.db, { attempts: JSON.stringify(attempts), subscriptionId, owner, ...options });
     return { pausedAt: health?.paused_at ?? null, leaseHeld: health?.leaseHeld === true };
   }
 }
