@@ -259,6 +259,9 @@ const TABLE_SHAPES: readonly TableShape[] = [
 
 // How many rows each table holds by PostgreSQL's bookkeeping: its analyzed density scaled to its size now, or,
 // for a table never analyzed (reltuples -1: a first import a moment ago), the live rows its statistics counted.
+// `mostPlannedRows`: the planner's estimate of a whole table is its pages (10 at least while it was never vacuumed)
+// times a density of at most (block size - 24-byte page header) / 28 bytes (tuple header and line pointer) per row;
+// a table whose pages cannot hold EXACT_COUNT_LIMIT rows by that bound is counted without asking the planner.
 const TABLE_SIZES = compiler
   .selectFrom('pg_class as c')
   .leftJoin('pg_stat_all_tables as s', 's.relid', 'c.oid')
@@ -266,6 +269,8 @@ const TABLE_SIZES = compiler
     eb.cast<string>(eb.cast('c.oid', sql`regclass`), 'text').as('table'),
     eb.cast<number>('c.reltuples', 'float8').as('reltuples'),
     eb.cast<number>(eb.fn.coalesce('s.n_live_tup', eb.lit(0)), 'float8').as('liveRows'),
+    sql<number>`greatest(pg_relation_size(${eb.ref('c.oid')}) / current_setting('block_size')::float8, 10)
+                * (current_setting('block_size')::float8 - 24) / 28`.as('mostPlannedRows'),
   ])
   .where('c.oid', '=', (eb) => eb.fn.any(eb.cast<number[]>(eb.val(TABLE_SHAPES.map((shape) => shape.table)), sql`regclass[]`)))
   .compile();
@@ -458,11 +463,17 @@ export class SyncFiguresRepository {
     const { rows: sizes } = await db.executeQuery(TABLE_SIZES);
     const figures = {} as TableFigures;
     for (const shape of TABLE_SHAPES) {
-      // Each EXPLAIN is a round trip of its own: the subset's is asked only when its estimate is wanted.
-      const [plannedRows] = await plannerRows(db, [shape.everyRow]);
       const size = sizes.find((row) => row.table === shape.table || row.table.endsWith(`.${shape.table}`));
-      const rows = size && size.reltuples < 0 && size.liveRows > 0 ? Math.round(size.liveRows) : plannedRows;
-      if (rows < EXACT_COUNT_LIMIT) {
+      // Each EXPLAIN is a round trip of its own: asked once, and only when its estimate is wanted.
+      let planned: number | undefined;
+      const plannedRows = async () => (planned ??= (await plannerRows(db, [shape.everyRow]))[0]);
+      // Never analyzed: the rows its statistics counted. Otherwise the planner's estimate.
+      const rows = size && size.reltuples < 0 && size.liveRows > 0 ? Math.round(size.liveRows) : null;
+      const small =
+        rows !== null
+          ? rows < EXACT_COUNT_LIMIT
+          : (size?.mostPlannedRows ?? Infinity) < EXACT_COUNT_LIMIT || (await plannedRows()) < EXACT_COUNT_LIMIT;
+      if (small) {
         // A small table's figures, counted in one pass.
         const counted = await first(db, shape.counts);
         if (shape.all) figures[shape.all] = exact(counted.rows);
@@ -470,16 +481,20 @@ export class SyncFiguresRepository {
         if (shape.subset) figures[shape.subset.name] = exact(counted.subset);
         continue;
       }
+      const tableRows = rows ?? (await plannedRows());
       let subset: Figure = { value: 0, estimated: false };
       if (shape.subset && shape.subsetRows) {
         const capped = shape.subset.indexed ? (await first(db, shape.subsetRows.upTo)).n : EXACT_COUNT_LIMIT + 1;
         // Past the cap, PostgreSQL's estimate of the subset, scaled like the table's, and never below the cap.
         const plannedSubset = capped <= EXACT_COUNT_LIMIT ? 0 : (await plannerRows(db, [shape.subsetRows.rows]))[0];
-        subset = capped <= EXACT_COUNT_LIMIT ? exact(capped) : { value: Math.max(capped, Math.round((plannedSubset * rows) / Math.max(1, plannedRows))), estimated: true };
+        subset =
+          capped <= EXACT_COUNT_LIMIT
+            ? exact(capped)
+            : { value: Math.max(capped, Math.round((plannedSubset * tableRows) / Math.max(1, await plannedRows()))), estimated: true };
         figures[shape.subset.name] = subset;
       }
-      if (shape.all) figures[shape.all] = { value: rows, estimated: true };
-      if (shape.rest) figures[shape.rest] = { value: Math.max(0, rows - subset.value), estimated: true };
+      if (shape.all) figures[shape.all] = { value: tableRows, estimated: true };
+      if (shape.rest) figures[shape.rest] = { value: Math.max(0, tableRows - subset.value), estimated: true };
     }
     return figures;
   }
