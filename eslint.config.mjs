@@ -28,7 +28,12 @@ const layerRules = LAYERS.map((modules, i) => {
         {
           patterns: [
             ...(higher.length
-              ? [{ regex: `^(\\.\\./)+(${higher.join('|')})(/|$)`, message: `A lower layer (${modules.join(', ')}) must not import a higher one; see docs/architecture.md.` }]
+              ? [
+                  {
+                    regex: `^(\\.\\./)+(${higher.join('|')})(/|$)`,
+                    message: `A lower layer (${modules.join(', ')}) must not import a higher one; see docs/architecture.md.`,
+                  },
+                ]
               : []),
             { regex: '^(\\.\\./)+(tools|simulator|bench|demo)(/|$)', message: 'The service never imports the tools.' },
           ],
@@ -39,7 +44,23 @@ const layerRules = LAYERS.map((modules, i) => {
 });
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-tools/', 'coverage/', 'node_modules/', 'src/generated/', '.data/', 'eslint.config.mjs', 'scripts/', 'prisma.config.ts', 'jest.config.js', 'jest.unit.config.js', 'test/support/summary-reporter.js', 'examples/'] },
+  {
+    ignores: [
+      'dist/',
+      'dist-tools/',
+      'coverage/',
+      'node_modules/',
+      'src/generated/',
+      '.data/',
+      'eslint.config.mjs',
+      'scripts/',
+      'prisma.config.ts',
+      'jest.config.js',
+      'jest.unit.config.js',
+      'test/support/summary-reporter.js',
+      'examples/',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

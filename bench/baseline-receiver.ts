@@ -17,10 +17,11 @@ async function main(): Promise<void> {
   const app = Fastify({ bodyLimit: 1024 * 1024 });
   app.post('/webhooks/pozy', async (request) => {
     const body = request.body as { id: string; event: string };
-    const { rowCount } = await pool.query(
-      'INSERT INTO pozy_event (id, type, payload) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
-      [body.id, body.event, body],
-    );
+    const { rowCount } = await pool.query('INSERT INTO pozy_event (id, type, payload) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [
+      body.id,
+      body.event,
+      body,
+    ]);
     return { received: true, duplicate: rowCount === 0 };
   });
   await serveUntilStopped(app, pool, Number(PORT));

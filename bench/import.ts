@@ -84,13 +84,19 @@ export async function runImportScenario(serverUrl: string): Promise<void> {
     const endToEnd = await withDatabase(serverUrl, 'pozy_sync_bench_import', (url) => importOnce(sim, url, boundS));
     const lines = await withDatabase(serverUrl, 'pozy_sync_bench_lanes', (url) => budgetLines(url));
     console.log('');
-    console.log(`  an event's read while the import holds the budget (realtime takes every ~0.5 s, the import keeping ${PAGES_AHEAD} pages requested)`);
+    console.log(
+      `  an event's read while the import holds the budget (realtime takes every ~0.5 s, the import keeping ${PAGES_AHEAD} pages requested)`,
+    );
     console.log(`  ${'budget'.padEnd(40)}${'waits'.padStart(8)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'max ms'.padStart(10)}`);
     for (const line of lines) {
-      console.log(`  ${line.name.padEnd(40)}${cell(line.waits.length, 0, 8)}${cell(percentile(line.waits, 50))}${cell(percentile(line.waits, 99))}${cell(Math.max(...line.waits))}`);
+      console.log(
+        `  ${line.name.padEnd(40)}${cell(line.waits.length, 0, 8)}${cell(percentile(line.waits, 50))}${cell(percentile(line.waits, 99))}${cell(Math.max(...line.waits))}`,
+      );
     }
     const [lanes, fifo] = lines;
-    console.log(`  p50 with lanes vs one line: ${(percentile(lanes.waits, 50) / percentile(fifo.waits, 50)).toFixed(2)}x; end to end during the import: ${endToEnd}`);
+    console.log(
+      `  p50 with lanes vs one line: ${(percentile(lanes.waits, 50) / percentile(fifo.waits, 50)).toFixed(2)}x; end to end during the import: ${endToEnd}`,
+    );
   } finally {
     await sim.stop();
   }
@@ -125,7 +131,7 @@ async function importOnce(sim: PozySimulator, databaseUrl: string, boundS: numbe
       .map((post) => post._id);
     let run: RunRow | undefined;
     // Every two seconds of the import, a post is published in Pozy: its webhook's read competes with the import.
-    for (let nextChange = Date.now() + 2_000; ; ) {
+    for (let nextChange = Date.now() + 2_000; ;) {
       run = (await db.query<RunRow>("SELECT * FROM sweep_run WHERE kind = 'import' ORDER BY started_at DESC LIMIT 1")).rows[0];
       if (run && run.status !== 'running') break;
       if (Date.now() >= nextChange && run) {
@@ -142,7 +148,9 @@ async function importOnce(sim: PozySimulator, databaseUrl: string, boundS: numbe
     const listPages = Object.values(api.byRoute['GET /v1/posts'] ?? {}).reduce((sum, n) => sum + n, 0);
     const rss = peakRssMb(service.pid);
     console.log('');
-    console.log(`  ${'import'.padEnd(40)}${'seconds'.padStart(10)}${'bound s'.padStart(10)}${'vs bound'.padStart(10)}${'API calls'.padStart(11)}${'list pages'.padStart(12)}${'peak RSS MB'.padStart(13)}`);
+    console.log(
+      `  ${'import'.padEnd(40)}${'seconds'.padStart(10)}${'bound s'.padStart(10)}${'vs bound'.padStart(10)}${'API calls'.padStart(11)}${'list pages'.padStart(12)}${'peak RSS MB'.padStart(13)}`,
+    );
     console.log(
       `  ${'pozy-sync (INITIAL_IMPORT=auto)'.padEnd(40)}${cell(seconds, 1)}${cell(boundS, 1)}${cell(seconds / boundS, 2, 9)}x${cell(api.requests - callsBefore, 0, 11)}` +
         `${cell(listPages, 0, 12)}${cell(rss, 0, 13)}`,
@@ -187,7 +195,11 @@ async function budgetLines(databaseUrl: string): Promise<Array<{ name: string; w
     const lines: Array<{ name: string; waits: number[] }> = [];
     for (const lanes of [true, false]) {
       await database.pool.query(`UPDATE pozy_budget SET state = '{}'`);
-      const budget = new PozyBudget(new BudgetRepository(database), { perWindow: settings.budgetPerMinute, windowMs: 60_000, reserve: 0.2 }, { lanes });
+      const budget = new PozyBudget(
+        new BudgetRepository(database),
+        { perWindow: settings.budgetPerMinute, windowMs: 60_000, reserve: 0.2 },
+        { lanes },
+      );
       const until = Date.now() + settings.lanesSeconds * 1000;
       const pull = async (lane: Lane) => {
         while (Date.now() < until) {

@@ -105,7 +105,12 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
     `notifications: ${settings.changes} changes at ${settings.rate}/s for latency, a backlog of ${settings.backlog} for throughput, ` +
       `to a subscriber on loopback; baseline: a naive relay (one row per transaction, polls every ${settings.relayPollMs} ms when idle)`,
   );
-  const sim = await PozySimulator.start({ apiKey: API_KEY, seed: 43, rateLimitPerMinute: RATE_LIMIT_PER_MINUTE, webhook: { url: 'http://127.0.0.1:9/', secret: SECRET } });
+  const sim = await PozySimulator.start({
+    apiKey: API_KEY,
+    seed: 43,
+    rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
+    webhook: { url: 'http://127.0.0.1:9/', secret: SECRET },
+  });
   const receiver = await startReceiver(SUBSCRIPTION_SECRET);
   try {
     await withDatabase(serverUrl, 'pozy_bench_notify', async (databaseUrl) => {
@@ -142,7 +147,10 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
 
         const pause = async () => {
           await db.query(`UPDATE subscription SET paused_at = now(), paused_reason = 'bench' WHERE id = $1`, [subscription.id]);
-          await waitUntil('the worker to let go', async () => (await db.query('SELECT 1 FROM subscription WHERE id = $1 AND lease_owner IS NULL', [subscription.id])).rowCount === 1);
+          await waitUntil(
+            'the worker to let go',
+            async () => (await db.query('SELECT 1 FROM subscription WHERE id = $1 AND lease_owner IS NULL', [subscription.id])).rowCount === 1,
+          );
         };
         const resume = async () => {
           const response = await fetch(`${serviceUrl}/admin/subscriptions/${subscription.id}/resume`, { method: 'POST', headers: admin });
@@ -232,13 +240,17 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
 }
 
 async function pendingCount(db: Pool, subscriptionId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification WHERE subscription_id = $1 AND state = 'pending'`, [subscriptionId]);
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification WHERE subscription_id = $1 AND state = 'pending'`, [
+    subscriptionId,
+  ]);
   return rows[0].n;
 }
 
 function report([service, baseline]: Figures[]): void {
   console.log('');
-  console.log(`  ${'sender'.padEnd(36)}${'notif/s'.padStart(10)}${'write→receipt p50 ms'.padStart(22)}${'p99 ms'.padStart(10)}${'throughput vs baseline'.padStart(24)}`);
+  console.log(
+    `  ${'sender'.padEnd(36)}${'notif/s'.padStart(10)}${'write→receipt p50 ms'.padStart(22)}${'p99 ms'.padStart(10)}${'throughput vs baseline'.padStart(24)}`,
+  );
   for (const f of [service, baseline]) {
     console.log(`  ${f.name.padEnd(36)}${cell(f.perSecond)}${cell(f.p50, 0, 22)}${cell(f.p99)}${cell(f.perSecond / baseline.perSecond, 2, 23)}x`);
   }

@@ -59,7 +59,11 @@ export function cell(n: number, digits = 0, width = 10): string {
 export async function serveUntilStopped(app: FastifyInstance, pool: Pool, port: number): Promise<void> {
   app.get('/health/ready', async () => ({ status: 'ok' }));
   await app.listen({ port, host: '127.0.0.1' });
-  const stop = () => void app.close().then(() => pool.end()).then(() => process.exit(0));
+  const stop = () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0));
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }

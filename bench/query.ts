@@ -112,7 +112,11 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
     console.log('done');
     const rows: Measured[] = [];
     process.stdout.write('  baseline... ');
-    rows.push(await serve(join(__dirname, 'baseline-query.js'), { DATABASE_URL: databaseUrl }, (url) => measure('baseline (one fixed statement)', url, '/posts')));
+    rows.push(
+      await serve(join(__dirname, 'baseline-query.js'), { DATABASE_URL: databaseUrl }, (url) =>
+        measure('baseline (one fixed statement)', url, '/posts'),
+      ),
+    );
     console.log('done');
     process.stdout.write('  pozy-sync... ');
     await serve(BUILT_SERVICE, service, async (url) => {
@@ -136,6 +140,8 @@ function report(rows: Measured[]): void {
   }
   console.log('');
   for (const r of service) {
-    console.log(`${r.name}: ${(r.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x the baseline's throughput, p99 ${(r.p99 / baseline.p99).toFixed(2)}x`);
+    console.log(
+      `${r.name}: ${(r.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x the baseline's throughput, p99 ${(r.p99 / baseline.p99).toFixed(2)}x`,
+    );
   }
 }

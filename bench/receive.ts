@@ -216,10 +216,14 @@ export async function runReceiveScenario(serverUrl: string): Promise<void> {
         ),
       );
     const all = await service('ROLE=all', { ROLE: 'all' }, false);
-    const unthrottled = await service('ROLE=all, no API budget', {
-      ROLE: 'all',
-      POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE),
-    }, true);
+    const unthrottled = await service(
+      'ROLE=all, no API budget',
+      {
+        ROLE: 'all',
+        POZY_RATE_LIMIT_PER_MINUTE: String(SIMULATOR_RATE_LIMIT_PER_MINUTE),
+      },
+      true,
+    );
     const api = await service('ROLE=api', { ROLE: 'api' }, false);
     report([baseline, all, unthrottled, api]);
   } finally {

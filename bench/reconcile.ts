@@ -159,14 +159,7 @@ async function mirrorVersions(db: Client, postIds: string[]): Promise<Map<string
   return new Map(rows.filter((r) => r.v !== null).map((r) => [r.id, Number(r.v)]));
 }
 
-async function runRound(
-  round: number,
-  sim: PozySimulator,
-  postIds: string[],
-  http: HttpPool,
-  db: Client,
-  system: System,
-): Promise<Round> {
+async function runRound(round: number, sim: PozySimulator, postIds: string[], http: HttpPool, db: Client, system: System): Promise<Round> {
   const world = sim.world;
   const n = settings.events;
   const postOf = (k: number) => postIds[k % postIds.length];
@@ -264,7 +257,7 @@ async function runRound(
     callsPerPost: calls / active.length,
     apiNon200: callsAfter.non200 - callsBefore.non200,
     sendErrors,
-    eventsPerS: n / (Math.max(lastAnsweredAt, lastSent) - t0) * 1000,
+    eventsPerS: (n / (Math.max(lastAnsweredAt, lastSent) - t0)) * 1000,
     lastAnswerMs: Math.max(0, lastAnsweredAt - lastSent),
     convergeMs: stalePosts > 0 ? Infinity : Math.max(0, Math.max(...matchedAt.values()) - lastSent),
     perPostMs,
@@ -332,8 +325,14 @@ function figures(m: Measured): Figures {
     callsPerPost: median(rounds.map((r) => r.callsPerPost)),
     callsPerPostMax: Math.max(...rounds.map((r) => r.callsPerPost)),
     lastAnswerMs: median(rounds.map((r) => r.lastAnswerMs)),
-    convergeP50: percentile(rounds.map((r) => r.convergeMs), 50),
-    convergeP99: percentile(rounds.map((r) => r.convergeMs), 99),
+    convergeP50: percentile(
+      rounds.map((r) => r.convergeMs),
+      50,
+    ),
+    convergeP99: percentile(
+      rounds.map((r) => r.convergeMs),
+      99,
+    ),
     perPostP50: percentile(perPost, 50),
     perPostP99: percentile(perPost, 99),
   };
@@ -358,11 +357,9 @@ function report(service: Measured, naive: Measured): void {
       (settings.apiSlowPerMille > 0 ? ` (+${settings.apiSlowMs} ms after the read for ${settings.apiSlowPerMille / 10}% of answers)` : '') +
       `, changes ${settings.mutate === 'before' ? 'made before the burst (so the mirror usually equals the truth before the last event: 0 ms)' : 'interleaved with their events'}`,
   );
+  console.log('  calls/post: GET /v1/posts/:postId per distinct post (median round; max: worst round); answer ms: last event sent -> answered;');
   console.log(
-    '  calls/post: GET /v1/posts/:postId per distinct post (median round; max: worst round); answer ms: last event sent -> answered;',
-  );
-  console.log(
-    '  conv: last event sent -> every post equals the truth (over rounds); post: a post\'s last event sent -> its row equals the truth (all posts, all rounds)',
+    "  conv: last event sent -> every post equals the truth (over rounds); post: a post's last event sent -> its row equals the truth (all posts, all rounds)",
   );
   console.log(`${'receiver'.padEnd(34)}${columns.map(([, h]) => h.padStart(11)).join('')}${'stale'.padStart(8)}${'errors'.padStart(8)}`);
   for (const { m, f } of rows) {

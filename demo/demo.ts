@@ -92,7 +92,12 @@ interface ImportProgress {
   phase?: string;
   startedAt?: string;
   finishedAt?: string | null;
-  progress?: { posts: { done: number; total: number | null }; accounts: { done: number; total: number | null }; pagesRead: number; postsPerSecond: number | null };
+  progress?: {
+    posts: { done: number; total: number | null };
+    accounts: { done: number; total: number | null };
+    pagesRead: number;
+    postsPerSecond: number | null;
+  };
   error?: string | null;
 }
 
@@ -197,7 +202,10 @@ async function main(): Promise<void> {
         stdio: ['ignore', 'inherit', 'inherit'],
       });
     await start(spawnService, stopChild);
-    const pool = await start(async () => new Pool({ connectionString: databaseUrl, max: 2 }), (p) => p.end());
+    const pool = await start(
+      async () => new Pool({ connectionString: databaseUrl, max: 2 }),
+      (p) => p.end(),
+    );
     const subscriber = await start(startDemoSubscriber, (s) => s.close());
     return { sim, port, pool, subscriber };
   })();
@@ -235,7 +243,11 @@ async function main(): Promise<void> {
     const subscribed = await fetch(`${baseUrl}/admin/subscriptions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: subscriber.url, secret: subscriber.secret, eventTypes: ['post.changed', 'post.deleted', 'account.changed', 'account.removed'] }),
+      body: JSON.stringify({
+        url: subscriber.url,
+        secret: subscriber.secret,
+        eventTypes: ['post.changed', 'post.deleted', 'account.changed', 'account.removed'],
+      }),
     });
     if (subscribed.status !== 201) throw new Error(`subscribing answered ${subscribed.status}`);
 
@@ -254,7 +266,7 @@ async function main(): Promise<void> {
     if (imported.status !== 'succeeded') throw new Error(`the import ${imported.status}: ${imported.error ?? ''}`);
     const importSeconds = (Date.parse(imported.finishedAt ?? '') - Date.parse(imported.startedAt ?? '')) / 1000;
     let lastReport = 0;
-    for (let done = false; !done; ) {
+    for (let done = false; !done;) {
       done = await Promise.race([changes.then(() => true), sleep(1_000 - Math.min(1_000, Date.now() - lastReport)).then(() => false)]);
       lastReport = Date.now();
       const c = await counts(pool);
@@ -266,7 +278,7 @@ async function main(): Promise<void> {
       );
     }
     await sim.idle();
-    console.log('  backfill: reading Pozy\'s delivery logs for what never arrived...');
+    console.log("  backfill: reading Pozy's delivery logs for what never arrived...");
     const recovered = await backfill(baseUrl);
     const deadline = Date.now() + 60_000;
     while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
@@ -303,13 +315,15 @@ async function main(): Promise<void> {
     console.log(`  deliveries (with retries)    ${webhooks.attempts}, of which duplicates ${webhooks.duplicates}`);
     console.log(`  dropped (Pozy gave up)       ${webhooks.drops}, recovered by the backfill: ${recovered}`);
     console.log(`  events stored once each      ${c.events} (${webhooks.successes + recovered - c.events} duplicate deliveries absorbed)`);
-    console.log(`  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads, ` +
-      `${calls('GET /v1/posts')} post-list pages (${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`);
+    console.log(
+      `  Pozy API calls               ${calls('GET /v1/posts/:postId')} post reads, ${calls('GET /v1/accounts')} account-list reads, ` +
+        `${calls('GET /v1/posts')} post-list pages (${failedCalls} answered with a fault and retried); one read per event would have been ${webhooks.eventsEmitted}`,
+    );
     console.log(`  mirrored                     ${c.posts} posts (${truth.deletedPostIds.length} deleted in Pozy), ${c.accounts} accounts`);
     console.log(`  caught up                    ${(caughtUpMs / 1000).toFixed(1)} s after the first change (the import meanwhile)`);
     console.log(
       `  change notifications         ${subscriber.received} received by a subscriber (${subscriber.repeated} repeated ids), ` +
-        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? 'its newest version of every post and account it was told about is the mirror\'s' : `${behind} resources behind the mirror`}`,
+        `${subscriber.badSignatures} bad signatures; ${behind === 0 ? "its newest version of every post and account it was told about is the mirror's" : `${behind} resources behind the mirror`}`,
     );
     if (behind > 0 || subscriber.badSignatures > 0) failed = true;
     if (differences.length === 0) {

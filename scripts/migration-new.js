@@ -34,7 +34,8 @@ function parseArguments(argv) {
     else if (!args.name) args.name = argv[i];
     else fail(`unexpected argument ${argv[i]}`);
   }
-  if (!args.name || !/^[a-z0-9_]+$/.test(args.name)) fail('usage: npm run migration:new -- <name, in lower_snake_case> [--from <schema file> | --from empty]');
+  if (!args.name || !/^[a-z0-9_]+$/.test(args.name))
+    fail('usage: npm run migration:new -- <name, in lower_snake_case> [--from <schema file> | --from empty]');
   if (args.from !== undefined && args.from !== 'empty' && !existsSync(args.from)) fail(`--from ${args.from}: no such file`);
   return args;
 }

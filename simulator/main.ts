@@ -32,7 +32,11 @@ async function main(): Promise<void> {
   const activityMs = numberFromEnv('SIMULATOR_ACTIVITY_MS', 0, (n) => n >= 0);
   const existing = ['SIMULATOR_EXISTING_POSTS', 'SIMULATOR_EXISTING_ACCOUNTS'].some((name) => (process.env[name] ?? '') !== '');
   const existingPosts = numberFromEnv('SIMULATOR_EXISTING_POSTS', 0, (n) => Number.isSafeInteger(n) && n >= 0);
-  const existingAccounts = numberFromEnv('SIMULATOR_EXISTING_ACCOUNTS', 6, (n) => Number.isSafeInteger(n) && (n >= 1 || (n === 0 && existingPosts === 0)));
+  const existingAccounts = numberFromEnv(
+    'SIMULATOR_EXISTING_ACCOUNTS',
+    6,
+    (n) => Number.isSafeInteger(n) && (n >= 1 || (n === 0 && existingPosts === 0)),
+  );
   const rateLimitPerMinute = numberFromEnv('SIMULATOR_RATE_LIMIT_PER_MINUTE', 600, (n) => Number.isSafeInteger(n) && n >= 1);
   const otherClientPerMinute = numberFromEnv('SIMULATOR_OTHER_CLIENT_PER_MINUTE', 0, (n) => Number.isSafeInteger(n) && n >= 0);
   const apiKey = process.env.SIMULATOR_API_KEY || 'sk_sim_local';
@@ -63,7 +67,9 @@ async function main(): Promise<void> {
   const profiles = simulator.world.listProfiles();
   console.log(`  profiles    ${profiles.length > 4 ? `${profiles.length}` : profiles.map((p) => p._id).join(', ')}`);
   if (existing) {
-    console.log(`  existing    ${simulator.world.postCount} posts, ${simulator.world.listAccounts().length} accounts, no events (seeded in ${seededMs} ms)`);
+    console.log(
+      `  existing    ${simulator.world.postCount} posts, ${simulator.world.listAccounts().length} accounts, no events (seeded in ${seededMs} ms)`,
+    );
   }
   console.log(`  rate limit  ${rateLimitPerMinute}/min${otherClientPerMinute > 0 ? `, of which another client spends ${otherClientPerMinute}` : ''}`);
   if (activity) console.log(`  one random change every ${activityMs} ms`);

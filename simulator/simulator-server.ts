@@ -79,8 +79,22 @@ const OTHER_CLIENT_TICK_MS = 10;
 const ACCEPTED_KEPT = 1_000_000;
 
 const POST_LIST_PARAMS = [
-  'page', 'limit', 'offset', 'status', 'platform', 'profileId', 'accountId', 'createdBy',
-  'fromDate', 'toDate', 'dateFrom', 'dateTo', 'search', 'includeHidden', 'sortBy', 'source',
+  'page',
+  'limit',
+  'offset',
+  'status',
+  'platform',
+  'profileId',
+  'accountId',
+  'createdBy',
+  'fromDate',
+  'toDate',
+  'dateFrom',
+  'dateTo',
+  'search',
+  'includeHidden',
+  'sortBy',
+  'source',
 ] as const;
 const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
 const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
@@ -427,7 +441,8 @@ class Routes {
     const status = enumParam(query, 'status', POST_STATUSES);
     const platform = single(query, 'platform');
     const profileParam = single(query, 'profileId');
-    const profileId = profileParam === undefined || profileParam === '' || profileParam === 'all' ? undefined : objectIdParam('profileId', profileParam);
+    const profileId =
+      profileParam === undefined || profileParam === '' || profileParam === 'all' ? undefined : objectIdParam('profileId', profileParam);
     const accountParam = single(query, 'accountId');
     const accountId = accountParam === undefined ? undefined : objectIdParam('accountId', accountParam);
     const createdByParam = single(query, 'createdBy');
@@ -501,7 +516,12 @@ class Routes {
       case 'no_url':
         throw badRequest('The webhook has no URL');
       case 'not_found':
-        throw new HttpFailure(422, { error: 'No delivery of this event in the last 30 days', type: 'invalid_request_error', code: 'VALIDATION_ERROR', param: 'eventId' });
+        throw new HttpFailure(422, {
+          error: 'No delivery of this event in the last 30 days',
+          type: 'invalid_request_error',
+          code: 'VALIDATION_ERROR',
+          param: 'eventId',
+        });
     }
   }
 
@@ -578,4 +598,3 @@ function dateParam(query: Query, name: string, edge: 'start' | 'end'): number | 
   if (Number.isNaN(ms)) throw badRequest(`${name} must be YYYY-MM-DD or an ISO 8601 date-time`, name);
   return DATE_ONLY.test(raw) && edge === 'end' ? ms + 86_400_000 - 1 : ms;
 }
-

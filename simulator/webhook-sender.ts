@@ -80,9 +80,7 @@ export interface SenderOptions {
 }
 
 export type RedeliverResult =
-  | { outcome: 'success'; statusCode: number }
-  | { outcome: 'failed'; statusCode: number; message: string }
-  | { outcome: 'no_url' | 'not_found' };
+  { outcome: 'success'; statusCode: number } | { outcome: 'failed'; statusCode: number; message: string } | { outcome: 'no_url' | 'not_found' };
 
 interface StoredEvent {
   id: string;
@@ -386,7 +384,17 @@ export class WebhookSender {
 
   /** An attempt cut short by stop(): not logged, not counted. */
   private unsent(stored: StoredEvent, attemptNumber: number): LogRecord {
-    return { id: '', stored, url: this.url ?? '', ok: false, statusCode: 0, errorMessage: 'Simulator stopped', attemptNumber, responseTime: 0, createdAt: Date.now() };
+    return {
+      id: '',
+      stored,
+      url: this.url ?? '',
+      ok: false,
+      statusCode: 0,
+      errorMessage: 'Simulator stopped',
+      attemptNumber,
+      responseTime: 0,
+      createdAt: Date.now(),
+    };
   }
 
   private record(

@@ -61,7 +61,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     await app.init();
   } catch (error) {
     // close() would wait on the failed init; the pool is what has to be released.
-    await app.get(DatabaseService).pool.end().catch(() => undefined);
+    await app
+      .get(DatabaseService)
+      .pool.end()
+      .catch(() => undefined);
     throw error;
   }
   return app;

@@ -65,10 +65,13 @@ async function main(): Promise<void> {
     stopping = true;
     logger.log(`${signal} received: shutting down`);
     // Past the drain and grace periods plus a margin, give up rather than hang an orchestrator's restart.
-    setTimeout(() => {
-      logger.error('Shutdown took too long; exiting');
-      process.exit(1);
-    }, config.shutdownDrainMs + config.shutdownGraceMs + 5_000).unref();
+    setTimeout(
+      () => {
+        logger.error('Shutdown took too long; exiting');
+        process.exit(1);
+      },
+      config.shutdownDrainMs + config.shutdownGraceMs + 5_000,
+    ).unref();
     await startup.catch(() => undefined);
     if (app && config.servesHttp && config.shutdownDrainMs > 0) {
       // Readiness fails first; requests still arriving meanwhile are answered as usual.

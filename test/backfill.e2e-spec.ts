@@ -15,7 +15,7 @@ interface Run {
 
 const auth = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 
-describe('backfill from Pozy\'s delivery logs', () => {
+describe("backfill from Pozy's delivery logs", () => {
   let db: TestDatabase;
   let harness: Harness;
 
@@ -201,7 +201,7 @@ describe('scheduled backfill on two replicas', () => {
   });
 });
 
-describe('backfill past Pozy\'s paging limit (skip 10,000)', () => {
+describe("backfill past Pozy's paging limit (skip 10,000)", () => {
   let db: TestDatabase;
   let harness: Harness;
 

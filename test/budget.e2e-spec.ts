@@ -67,7 +67,7 @@ describe('one Pozy budget for two replicas', () => {
     process.stdout.write(
       `budget, two replicas: ${accepted.length} requests in ${Math.round((Date.now() - started) / 1000)} s, at most ${most} in any ` +
         `${WINDOW_MS} ms window (limit ${LIMIT}); by replica ${readsByReplica.join(' + ')}; 429s for the limit: ${stats.rateLimited}\n`,
-     );
+    );
     expect(most).toBeLessThanOrEqual(LIMIT);
     expect(stats.rateLimited).toBe(0);
     // The limit was reached, by both replicas: the test is not passing for want of trying.
@@ -129,7 +129,9 @@ describe("another client using most of Pozy's advertised limit", () => {
       await changes;
     }
 
-    process.stdout.write(`budget with another client: ${alone} requests a window alone, ${shared} beside a client spending 40 of ${LIMIT}; 429s meanwhile: ${rateLimitedAfter}\n`);
+    process.stdout.write(
+      `budget with another client: ${alone} requests a window alone, ${shared} beside a client spending 40 of ${LIMIT}; 429s meanwhile: ${rateLimitedAfter}\n`,
+    );
     expect(alone).toBeGreaterThan(LIMIT * 0.6);
     // 60 less a 20 % reserve less the other's 40 leaves 8 a window.
     expect(shared).toBeLessThanOrEqual(12);
@@ -158,22 +160,28 @@ describe('the realtime lane during an import under a tight budget', () => {
 
   it('reflects a webhook within a few seconds, and the import still finishes', async () => {
     const { sim, service } = harness;
-    await waitFor('the import to be under way', async () => ((await latestRun(service.pool))?.posts_done ?? 0) > 2_000 ? true : undefined, 30_000);
+    await waitFor('the import to be under way', async () => (((await latestRun(service.pool))?.posts_done ?? 0) > 2_000 ? true : undefined), 30_000);
     const world = sim.world;
     const post = world.listPosts().find((p) => p.status === 'scheduled')!;
     const changedAt = Date.now();
     world.publishPost(post._id);
     const status = world.getPost(post._id)!.status;
-    await waitFor('the published post in the mirror', async () => {
-      const { rows } = await service.pool.query<{ status: string }>('SELECT status FROM post WHERE id = $1', [post._id]);
-      return rows[0]?.status === status ? true : undefined;
-    }, 10_000);
+    await waitFor(
+      'the published post in the mirror',
+      async () => {
+        const { rows } = await service.pool.query<{ status: string }>('SELECT status FROM post WHERE id = $1', [post._id]);
+        return rows[0]?.status === status ? true : undefined;
+      },
+      10_000,
+    );
     const reflectedMs = Date.now() - changedAt;
     const during = await latestRun(service.pool);
 
     await waitFor('the import to finish', async () => ((await latestRun(service.pool))?.status === 'succeeded' ? true : undefined), 60_000);
     await settled(harness);
-    process.stdout.write(`lanes: a webhook reflected ${reflectedMs} ms after the change while the import held the budget (it was at ${during?.posts_done} posts)\n`);
+    process.stdout.write(
+      `lanes: a webhook reflected ${reflectedMs} ms after the change while the import held the budget (it was at ${during?.posts_done} posts)\n`,
+    );
     expect(during?.status).toBe('running');
     expect(reflectedMs).toBeLessThan(5_000);
     expect(await mirrorDifferences(service.pool, world, everything(world))).toEqual([]);
@@ -203,10 +211,14 @@ describe('an import against a Pozy that allows less than the budget says, and an
 
   it('waits them out, keeps its checkpoint, and succeeds with every page read', async () => {
     const { sim, service } = harness;
-    const run = await waitFor('the import to end', async () => {
-      const r = await latestRun(service.pool);
-      return r && r.status !== 'running' ? r : undefined;
-    }, 90_000);
+    const run = await waitFor(
+      'the import to end',
+      async () => {
+        const r = await latestRun(service.pool);
+        return r && r.status !== 'running' ? r : undefined;
+      },
+      90_000,
+    );
     const pauses = metricTotal(parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text()), 'pozy_sync_pozy_rate_limit_pauses_total');
     const api = sim.stats().api;
     process.stdout.write(

@@ -52,21 +52,24 @@ describe('chaos: duplicates, reordering, drops and API faults together', () => {
       headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` },
     });
     const { runId } = (await response.json()) as { runId: string };
-    const run = await waitFor('the backfill to finish', async () => {
-      const r = (await (
-        await fetch(`${harness.service.baseUrl}/admin/backfill/${runId}`, { headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` } })
-      ).json()) as { status: string; eventsRecovered: number };
-      return r.status === 'running' ? undefined : r;
-    }, 60_000);
+    const run = await waitFor(
+      'the backfill to finish',
+      async () => {
+        const r = (await (
+          await fetch(`${harness.service.baseUrl}/admin/backfill/${runId}`, { headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` } })
+        ).json()) as { status: string; eventsRecovered: number };
+        return r.status === 'running' ? undefined : r;
+      },
+      60_000,
+    );
     await settled(harness, 120_000);
 
     const { rows } = await harness.service.pool.query<{ id: string }>('SELECT id FROM pozy_event');
     const stored = new Set(rows.map((r) => r.id));
     const lost = emitted.filter((e) => !stored.has(e.id));
-    const { rows: recovered } = await harness.service.pool.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM pozy_event WHERE recovered_by = $1',
-      [runId],
-    );
+    const { rows: recovered } = await harness.service.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pozy_event WHERE recovered_by = $1', [
+      runId,
+    ]);
     // The figures, for the record of this run.
     process.stdout.write(
       `chaos: ${emitted.length} events, ${webhooks.attempts} deliveries (${webhooks.duplicates} duplicated, ` +

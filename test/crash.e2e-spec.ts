@@ -97,17 +97,22 @@ describe('SIGKILL in the middle of a load of webhooks', () => {
         return now[0].n === ids.length ? true : undefined;
       });
       // Jobs the killed worker had locked are freed once it has missed its heartbeats (30 s).
-      await waitFor('the mirror to converge', async () => {
-        const { rows: backlog } = await direct.query(
-          `SELECT (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL) + (SELECT count(*) FROM graphile_worker._private_jobs) AS n`,
-        );
-        if (Number(backlog[0].n) > 0) return undefined;
-        const differences = await mirrorDifferences(direct, world, {
-          postIds: world.listPosts().map((p) => p._id),
-          profileIds: [profile._id],
-        });
-        return differences.length === 0 ? true : undefined;
-      }, 90_000, 500);
+      await waitFor(
+        'the mirror to converge',
+        async () => {
+          const { rows: backlog } = await direct.query(
+            `SELECT (SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL) + (SELECT count(*) FROM graphile_worker._private_jobs) AS n`,
+          );
+          if (Number(backlog[0].n) > 0) return undefined;
+          const differences = await mirrorDifferences(direct, world, {
+            postIds: world.listPosts().map((p) => p._id),
+            profileIds: [profile._id],
+          });
+          return differences.length === 0 ? true : undefined;
+        },
+        90_000,
+        500,
+      );
     } finally {
       second.child.kill('SIGTERM');
       await second.exited;

@@ -49,10 +49,14 @@ describe('the delivery dead-letter queue', () => {
     harness.sim.setFaults({ apiTimeoutRate: 1 });
     const post = world.createPost({ content: 'behind a dead API', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
 
-    const [letter] = await waitFor('the reconcile to be dead-lettered', async () => {
-      const found = (await letters()).filter((l) => l.resourceKey === `post:${post._id}`);
-      return found.length > 0 ? found : undefined;
-    }, 30_000);
+    const [letter] = await waitFor(
+      'the reconcile to be dead-lettered',
+      async () => {
+        const found = (await letters()).filter((l) => l.resourceKey === `post:${post._id}`);
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     expect(letter.reason).toMatch(/timed out or was unreachable for over 1 s/);
     expect(letter.error).toMatch(/TimeoutError|aborted/);
     expect(letter.attempts).toBeGreaterThanOrEqual(2);

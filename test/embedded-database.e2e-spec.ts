@@ -107,7 +107,11 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
     const other = spawnService({ ...env, PORT: String(await freePort()) }, cwd);
 
     expect(await other.exited).toBe(1);
-    expect(other.output()).toMatch(new RegExp(`embedded PostgreSQL on ${escape(dataDir)} \\(pid \\d+, port ${env.EMBEDDED_DATABASE_PORT}\\) is in use by process ${first.child.pid}\\b`));
+    expect(other.output()).toMatch(
+      new RegExp(
+        `embedded PostgreSQL on ${escape(dataDir)} \\(pid \\d+, port ${env.EMBEDDED_DATABASE_PORT}\\) is in use by process ${first.child.pid}\\b`,
+      ),
+    );
     // The first keeps working, its database untouched.
     expect(await deliver(`http://127.0.0.1:${firstPort}`, stored)).toMatchObject({ status: 200, body: { eventId: stored.id, duplicate: false } });
   });
@@ -123,7 +127,9 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
     const port = await freePort();
     second = await start(port);
 
-    expect(second.output()).toMatch(new RegExp(`\\(pid ${orphan}, port \\d+\\) was left running on ${escape(dataDir)} by process ${first.child.pid}, which is gone`));
+    expect(second.output()).toMatch(
+      new RegExp(`\\(pid ${orphan}, port \\d+\\) was left running on ${escape(dataDir)} by process ${first.child.pid}, which is gone`),
+    );
     expect(second.output()).toMatch(new RegExp(`Stopped the leftover embedded PostgreSQL \\(pid ${orphan}\\)`));
     await waitFor('the orphan to be gone', async () => (isAlive(orphan) ? undefined : true), 10_000, 100);
     // Pozy redelivering the event stored before the crash finds it there.

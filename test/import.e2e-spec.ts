@@ -70,7 +70,9 @@ describe('the first start against a workspace that already exists (INITIAL_IMPOR
 
     const status = (await (await fetch(`${service.baseUrl}/sync/status`)).json()) as { import: Record<string, unknown> };
     expect(status.import).toMatchObject({ status: 'succeeded', runId: run!.id });
-    const view = (await (await fetch(`${service.baseUrl}/admin/sweep/${run!.id}`, { headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` } })).json()) as {
+    const view = (await (
+      await fetch(`${service.baseUrl}/admin/sweep/${run!.id}`, { headers: { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` } })
+    ).json()) as {
       kind: string;
       progress: { posts: { done: number } };
     };
@@ -121,7 +123,10 @@ describe('posts created and deleted between two pages of the import', () => {
     const rng = new Rng(3);
     const deleted: string[] = [];
     const created: string[] = [];
-    const accountIds = world.listAccounts().slice(0, 3).map((a) => a._id);
+    const accountIds = world
+      .listAccounts()
+      .slice(0, 3)
+      .map((a) => a._id);
     // While the first listing is under way: bursts of deletions among the oldest posts (behind the cursor, more than
     // the overlap of ten a page, so the list shifts under it), and new posts (after the cursor).
     for (;;) {
@@ -140,10 +145,14 @@ describe('posts created and deleted between two pages of the import', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 40));
     }
-    await waitFor('the import to end', async () => {
-      const run = await latestRun(service.pool);
-      return run && run.status !== 'running' ? run : undefined;
-    }, 60_000);
+    await waitFor(
+      'the import to end',
+      async () => {
+        const run = await latestRun(service.pool);
+        return run && run.status !== 'running' ? run : undefined;
+      },
+      60_000,
+    );
 
     const run = await latestRun(service.pool);
     expect(run).toMatchObject({ status: 'succeeded' });
@@ -158,7 +167,9 @@ describe('posts created and deleted between two pages of the import', () => {
     // Every post created meanwhile is there; every deleted one is absent, or marked deleted.
     expect(created.filter((id) => rowsById.get(id) !== false)).toEqual([]);
     expect(deleted.filter((id) => rowsById.get(id) === false)).toEqual([]);
-    process.stdout.write(`import with drift: ${deleted.length} deleted and ${created.length} created while it paged; ${run!.pass} listings, ${run!.pages_read} list pages\n`);
+    process.stdout.write(
+      `import with drift: ${deleted.length} deleted and ${created.length} created while it paged; ${run!.pass} listings, ${run!.pages_read} list pages\n`,
+    );
   }, 120_000);
 });
 
@@ -197,11 +208,15 @@ describe('the service killed (SIGKILL) in the middle of the import', () => {
     const first = spawnService(env, process.cwd());
     let killedAt: { postsDone: number; pages: number; runId: string };
     try {
-      killedAt = await waitFor('the import to be under way', async () => {
-        // Before the service has migrated, there is no run table yet.
-        const run = await latestRun(direct).catch(() => undefined);
-        return run && run.posts_done >= 6_000 ? { postsDone: run.posts_done, pages: apiCalls({ sim }, POSTS_ROUTE), runId: run.id } : undefined;
-      }, 60_000);
+      killedAt = await waitFor(
+        'the import to be under way',
+        async () => {
+          // Before the service has migrated, there is no run table yet.
+          const run = await latestRun(direct).catch(() => undefined);
+          return run && run.posts_done >= 6_000 ? { postsDone: run.posts_done, pages: apiCalls({ sim }, POSTS_ROUTE), runId: run.id } : undefined;
+        },
+        60_000,
+      );
       first.child.kill('SIGKILL');
       await first.exited;
     } finally {
@@ -212,10 +227,14 @@ describe('the service killed (SIGKILL) in the middle of the import', () => {
 
     const second = spawnService(env, process.cwd());
     try {
-      const run = await waitFor('the import to complete after the restart', async () => {
-        const r = await latestRun(direct);
-        return r && r.status !== 'running' ? r : undefined;
-      }, 90_000);
+      const run = await waitFor(
+        'the import to complete after the restart',
+        async () => {
+          const r = await latestRun(direct);
+          return r && r.status !== 'running' ? r : undefined;
+        },
+        90_000,
+      );
       expect(run).toMatchObject({ id: killedAt.runId, status: 'succeeded' });
       const pagesAfter = apiCalls({ sim }, POSTS_ROUTE) - pagesBefore;
       const fullListing = Math.ceil(20_000 / 490);
@@ -225,7 +244,7 @@ describe('the service killed (SIGKILL) in the middle of the import', () => {
       expect(await mirrorDifferences(direct, sim.world, everything(sim.world))).toEqual([]);
       process.stdout.write(
         `import killed at ${killedAt.postsDone} posts (${pagesBefore} list pages read); after the restart: ${pagesAfter} more pages (a whole listing is ${fullListing})\n`,
-       );
+      );
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
     } finally {

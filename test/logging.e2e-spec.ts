@@ -51,7 +51,12 @@ describe('structured logs of the built service', () => {
       },
       tmpdir(),
     );
-    await waitFor('the service to become ready', async () => ((await fetch(`${baseUrl}/health/ready`).catch(() => undefined))?.ok ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the service to become ready',
+      async () => ((await fetch(`${baseUrl}/health/ready`).catch(() => undefined))?.ok ? true : undefined),
+      30_000,
+      100,
+    );
   });
 
   afterAll(async () => {
@@ -70,7 +75,11 @@ describe('structured logs of the built service', () => {
     expect(refused.status).toBe(401);
 
     const line = await waitFor('the webhook request line', async () => lines().find((l) => l.req?.id === 'corr-4711' && l.res));
-    expect(line).toMatchObject({ msg: 'request completed', req: { method: 'POST', url: '/webhooks/pozy', eventId: event.id }, res: { statusCode: 200 } });
+    expect(line).toMatchObject({
+      msg: 'request completed',
+      req: { method: 'POST', url: '/webhooks/pozy', eventId: event.id },
+      res: { statusCode: 200 },
+    });
     expect(line.level).toBe(30);
     const rejected = await waitFor('the refused request line', async () => lines().find((l) => l.req?.id === 'corr-4713' && l.res));
     expect(rejected).toMatchObject({ res: { statusCode: 401 } });

@@ -85,7 +85,7 @@ describe('GET /metrics', () => {
       expect((await deliver(harness.service.baseUrl, postEvent(post._id))).status).toBe(200);
       // The read keeps timing out: the request stays pending and ages.
       const lag = await (async () => {
-        for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
           const value = (await scrape()).get('pozy_sync_mirror_lag_seconds') ?? 0;
           if (value > 0) return value;
           await new Promise((resolve) => setTimeout(resolve, 50));

@@ -21,9 +21,11 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
   let db: TestDatabase;
   let pool: Pool;
   const rows = async () =>
-    (await pool.query<MigrationRow>(
-      'SELECT id, migration_name, checksum, finished_at, applied_steps_count FROM "_prisma_migrations" ORDER BY started_at',
-    )).rows;
+    (
+      await pool.query<MigrationRow>(
+        'SELECT id, migration_name, checksum, finished_at, applied_steps_count FROM "_prisma_migrations" ORDER BY started_at',
+      )
+    ).rows;
 
   /** A scratch copy of prisma/migrations, for tests that edit or add migration files. */
   let copy: string;
@@ -48,9 +50,7 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     const files = readMigrations(MIGRATIONS_DIR);
     expect(files.length).toBeGreaterThan(0);
     const applied = await rows();
-    expect(applied.map((r) => [r.migration_name, r.checksum, r.applied_steps_count])).toEqual(
-      files.map((f) => [f.name, f.checksum, 1]),
-    );
+    expect(applied.map((r) => [r.migration_name, r.checksum, r.applied_steps_count])).toEqual(files.map((f) => [f.name, f.checksum, 1]));
     expect(applied.every((r) => r.finished_at instanceof Date)).toBe(true);
     // Prisma's checksum is the SHA-256 of the file as committed.
     const first = readFileSync(join(MIGRATIONS_DIR, files[0].name, 'migration.sql'), 'utf8');
@@ -88,9 +88,7 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     await pool.query('UPDATE "_prisma_migrations" SET checksum = $1 WHERE id = $2', ['0'.repeat(64), first.id]);
 
     const config = AppConfig.fromEnvironment({ DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' });
-    await expect(createApp(config)).rejects.toThrow(
-      new RegExp(`Migration ${first.migration_name} was modified after it was applied`),
-    );
+    await expect(createApp(config)).rejects.toThrow(new RegExp(`Migration ${first.migration_name} was modified after it was applied`));
   });
 
   it('names the edited file when a migration.sql changes after it was applied', async () => {

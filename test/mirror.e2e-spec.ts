@@ -282,10 +282,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const { status, body }: { status: number; body: Page } = await getJson<Page>(
-        harness,
-        `/posts?limit=7${cursor ? `&cursor=${cursor}` : ''}`,
-      );
+      const { status, body }: { status: number; body: Page } = await getJson<Page>(harness, `/posts?limit=7${cursor ? `&cursor=${cursor}` : ''}`);
       expect(status).toBe(200);
       expect(body.data.length).toBeLessThanOrEqual(7);
       seen.push(...body.data.map((p) => p.id));
@@ -295,11 +292,21 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
 
     const ids = async (query: string) => (await getJson<Page>(harness, `/posts?limit=500&${query}`)).body.data.map((p) => p.id);
     const truth = world().snapshot().posts;
-    const mine = truth.filter((p) => accounts.some((a) => p.platforms.some((t) => (typeof t.accountId === 'string' ? t.accountId : t.accountId._id) === a._id)));
+    const mine = truth.filter((p) =>
+      accounts.some((a) => p.platforms.some((t) => (typeof t.accountId === 'string' ? t.accountId : t.accountId._id) === a._id)),
+    );
     expect((await ids(`profileId=${profileId}`)).sort()).toEqual(mine.map((p) => p._id).sort());
-    expect((await ids(`profileId=${profileId}&status=published`)).sort()).toEqual(mine.filter((p) => p.status === 'published').map((p) => p._id).sort());
+    expect((await ids(`profileId=${profileId}&status=published`)).sort()).toEqual(
+      mine
+        .filter((p) => p.status === 'published')
+        .map((p) => p._id)
+        .sort(),
+    );
     expect((await ids(`accountId=${accounts[1]._id}`)).sort()).toEqual(
-      mine.filter((p) => p.platforms.some((t) => typeof t.accountId !== 'string' && t.accountId._id === accounts[1]._id)).map((p) => p._id).sort(),
+      mine
+        .filter((p) => p.platforms.some((t) => typeof t.accountId !== 'string' && t.accountId._id === accounts[1]._id))
+        .map((p) => p._id)
+        .sort(),
     );
     expect(await ids(`platform=${accounts[0].platform}&profileId=${profileId}`)).toEqual(
       expect.arrayContaining(mine.filter((p) => p.platforms[0].platform === accounts[0].platform).map((p) => p._id)),

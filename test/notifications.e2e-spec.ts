@@ -112,7 +112,12 @@ describe('change notifications: signed fan-out to subscribers', () => {
       { endpoint: byProfile, subscription: await subscribe({ url: byProfile.url, eventTypes: ['post.changed'], profileIds: [profileId] }) },
       {
         endpoint: byPlatform,
-        subscription: await subscribe({ url: byPlatform.url, eventTypes: ['post.changed', 'post.deleted'], profileIds: [profileId], platforms: ['linkedin'] }),
+        subscription: await subscribe({
+          url: byPlatform.url,
+          eventTypes: ['post.changed', 'post.deleted'],
+          profileIds: [profileId],
+          platforms: ['linkedin'],
+        }),
       },
     ];
     await subscribe({ url: otherProfile.url, eventTypes: ['post.changed'], profileIds: ['no-such-profile'] });
@@ -211,7 +216,9 @@ describe('change notifications: signed fan-out to subscribers', () => {
     await settled(harness);
     const [notification] = await notificationsOf(subscription.id);
 
-    const dead = await waitFor('the dead letter', async () => ((await detail(notification.id)).state === 'dead' ? detail(notification.id) : undefined));
+    const dead = await waitFor('the dead letter', async () =>
+      (await detail(notification.id)).state === 'dead' ? detail(notification.id) : undefined,
+    );
     expect(dead.attemptHistory.map((a) => [a.statusCode, a.outcome])).toEqual([
       [429, 'retry'],
       [410, 'dead'],
@@ -237,11 +244,21 @@ describe('change notifications: signed fan-out to subscribers', () => {
     await settled(harness);
     const [notification] = await notificationsOf(subscription.id);
 
-    const dead = await waitFor('the dead letter', async () => ((await detail(notification.id)).state === 'dead' ? detail(notification.id) : undefined));
+    const dead = await waitFor('the dead letter', async () =>
+      (await detail(notification.id)).state === 'dead' ? detail(notification.id) : undefined,
+    );
     expect(dead.attempts).toBeGreaterThanOrEqual(2);
     expect(dead.attemptHistory.every((a) => a.statusCode === null && /Timeout|Abort/.test(a.error ?? ''))).toBe(true);
     const letters = (await (await api('/admin/dead-letters?queue=delivery', { headers: ADMIN })).json()) as {
-      data: Array<{ id: string; kind: string; reason: string; attempts: number; firstFailureAt: string; lastFailureAt: string; payload: { notificationId: string } }>;
+      data: Array<{
+        id: string;
+        kind: string;
+        reason: string;
+        attempts: number;
+        firstFailureAt: string;
+        lastFailureAt: string;
+        payload: { notificationId: string };
+      }>;
     };
     const letter = letters.data.find((l) => l.payload.notificationId === notification.id)!;
     expect(letter).toMatchObject({ kind: 'notification', resourceKey: notification.resource_key, attempts: dead.attempts });
@@ -337,7 +354,13 @@ describe('change notifications: signed fan-out to subscribers', () => {
     await settled(harness);
     const [first] = await notificationsOf(subscription.id);
     await waitFor('the dead letter', async () => ((await detail(first.id)).state === 'dead' ? true : undefined));
-    type Letter = { id: string; payload: { notificationId: string }; replayedAt: string | null; resolvedAt: string | null; resolution: string | null };
+    type Letter = {
+      id: string;
+      payload: { notificationId: string };
+      replayedAt: string | null;
+      resolvedAt: string | null;
+      resolution: string | null;
+    };
     const letterOf = async () =>
       ((await (await api('/admin/dead-letters?queue=delivery', { headers: ADMIN })).json()) as { data: Letter[] }).data.find(
         (l) => l.payload.notificationId === first.id,
@@ -368,7 +391,11 @@ describe('change notifications: signed fan-out to subscribers', () => {
     await waitFor('the account.changed', async () => (endpoint.received.length === 1 ? true : undefined));
     expect(endpoint.received[0].json).toMatchObject({
       type: 'account.changed',
-      data: { id: accounts[0]._id, sequence: 2, account: { id: accounts[0]._id, profileId, platform: 'instagram', isActive: false, removedAt: null } },
+      data: {
+        id: accounts[0]._id,
+        sequence: 2,
+        account: { id: accounts[0]._id, profileId, platform: 'instagram', isActive: false, removedAt: null },
+      },
     });
 
     // Pozy sends no event for a removed account either: a resync of the profile's accounts finds it gone.
@@ -388,12 +415,18 @@ describe('change notifications: signed fan-out to subscribers', () => {
     world().createPost({ content: 'patience', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
     await settled(harness);
 
-    type Status = { notifications: { subscribers: Array<{ id: string; health: { state: string; pausedAt: string | null; pausedReason: string | null } }> } };
-    const paused = await waitFor('the circuit breaker', async () => {
-      const status = (await (await api('/sync/status')).json()) as Status;
-      const mine = status.notifications.subscribers.find((s) => s.id === subscription.id)!;
-      return mine.health.state === 'paused' ? mine : undefined;
-    }, 15_000);
+    type Status = {
+      notifications: { subscribers: Array<{ id: string; health: { state: string; pausedAt: string | null; pausedReason: string | null } }> };
+    };
+    const paused = await waitFor(
+      'the circuit breaker',
+      async () => {
+        const status = (await (await api('/sync/status')).json()) as Status;
+        const mine = status.notifications.subscribers.find((s) => s.id === subscription.id)!;
+        return mine.health.state === 'paused' ? mine : undefined;
+      },
+      15_000,
+    );
     expect(paused.health.pausedReason).toMatch(/every attempt failed since .*HTTP 500/);
     // Paused: no attempt starts after the pause (the ones then in flight finish).
     const [notification] = await notificationsOf(subscription.id);
@@ -461,11 +494,18 @@ describe('change notifications: signed fan-out to subscribers', () => {
       await subscribe({ url: `http://127.0.0.1:${port}/pozy`, eventTypes: ['post.changed'], profileIds: [profileId], secret });
       const post = world().createPost({ content: 'for the example', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
       await settled(harness);
-      await waitFor('the example to verify it', async () => (output.includes(`verified post.changed ${post._id} sequence 1 (msg_`) ? true : undefined));
+      await waitFor('the example to verify it', async () =>
+        output.includes(`verified post.changed ${post._id} sequence 1 (msg_`) ? true : undefined,
+      );
 
       const forged = await fetch(`http://127.0.0.1:${port}/pozy`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,Zm9yZ2Vk' },
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': 'msg_forged',
+          'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+          'webhook-signature': 'v1,Zm9yZ2Vk',
+        },
         body: JSON.stringify({ type: 'post.changed', timestamp: new Date().toISOString(), data: { id: post._id } }),
       });
       expect(forged.status).toBe(401);
@@ -512,7 +552,9 @@ describe('the subscriptions API', () => {
   });
 
   it('creates, lists, reads, updates and deletes a subscription; the secret is shown once', async () => {
-    const created = await post(JSON.stringify({ url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed', 'account.removed'], description: 'ours' }));
+    const created = await post(
+      JSON.stringify({ url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed', 'account.removed'], description: 'ours' }),
+    );
     expect(created.status).toBe(201);
     const subscription = (await created.json()) as CreatedSubscription & { description: string };
     expect(subscription).toMatchObject({
@@ -532,7 +574,9 @@ describe('the subscriptions API', () => {
     expect(read).not.toHaveProperty('secret');
 
     const given = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-    const second = (await (await post(JSON.stringify({ url: 'http://localhost:8080/in', eventTypes: ['post.deleted'], secret: given }))).json()) as CreatedSubscription;
+    const second = (await (
+      await post(JSON.stringify({ url: 'http://localhost:8080/in', eventTypes: ['post.deleted'], secret: given }))
+    ).json()) as CreatedSubscription;
     expect(second.secret).toBe(given);
     const { rows } = await harness.service.pool.query<{ secret: string }>('SELECT secret FROM subscription WHERE id = $1', [second.id]);
     expect(rows[0].secret).toBe(given);
@@ -543,7 +587,13 @@ describe('the subscriptions API', () => {
       body: JSON.stringify({ active: false, platforms: ['instagram'] }),
     });
     expect(patched.status).toBe(200);
-    expect(await patched.json()).toMatchObject({ id: second.id, active: false, platforms: ['instagram'], eventTypes: ['post.deleted'], health: { state: 'inactive' } });
+    expect(await patched.json()).toMatchObject({
+      id: second.id,
+      active: false,
+      platforms: ['instagram'],
+      eventTypes: ['post.deleted'],
+      health: { state: 'inactive' },
+    });
 
     const deleted = await api(`/admin/subscriptions/${second.id}`, { method: 'DELETE', headers: ADMIN });
     expect(await deleted.json()).toEqual({ id: second.id, deleted: true, cancelled: 0 });
@@ -559,7 +609,11 @@ describe('the subscriptions API', () => {
     ['an empty list of event types', { url: 'https://hooks.example.com/pozy', eventTypes: [] }, 'eventTypes'],
     ['an unknown event type', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.published'] }, 'eventTypes'],
     ['a secret not in whsec_ form', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], secret: 'hunter2' }, 'secret'],
-    ['a secret too short', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], secret: `whsec_${Buffer.alloc(8).toString('base64')}` }, 'secret'],
+    [
+      'a secret too short',
+      { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], secret: `whsec_${Buffer.alloc(8).toString('base64')}` },
+      'secret',
+    ],
     ['profileIds not a list', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], profileIds: 'p1' }, 'profileIds'],
     ['a platform name with spaces', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], platforms: ['insta gram'] }, 'platforms'],
     ['active not a boolean', { url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], active: 'yes' }, 'active'],
@@ -584,7 +638,9 @@ describe('the subscriptions API', () => {
     const array = await post('[1, 2]');
     expect(array.status).toBe(400);
 
-    const oversized = await post(JSON.stringify({ url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], description: 'x'.repeat(1024 * 1024 + 1) }));
+    const oversized = await post(
+      JSON.stringify({ url: 'https://hooks.example.com/pozy', eventTypes: ['post.changed'], description: 'x'.repeat(1024 * 1024 + 1) }),
+    );
     expect(oversized.status).toBe(413);
 
     const text = await post(valid, { ...ADMIN, 'content-type': 'text/plain' });
@@ -615,12 +671,24 @@ describe('the subscriptions API', () => {
       headers: ADMIN,
     });
     expect(unknownReplay.status).toBe(404);
-    const created = (await (await post(JSON.stringify({ url: 'https://hooks.example.com/x', eventTypes: ['post.changed'] }))).json()) as CreatedSubscription;
-    const badPatch = await api(`/admin/subscriptions/${created.id}`, { method: 'PATCH', headers: JSON_ADMIN, body: JSON.stringify({ url: 'gopher://x' }) });
+    const created = (await (
+      await post(JSON.stringify({ url: 'https://hooks.example.com/x', eventTypes: ['post.changed'] }))
+    ).json()) as CreatedSubscription;
+    const badPatch = await api(`/admin/subscriptions/${created.id}`, {
+      method: 'PATCH',
+      headers: JSON_ADMIN,
+      body: JSON.stringify({ url: 'gopher://x' }),
+    });
     expect(badPatch.status).toBe(400);
-    const secretPatch = await api(`/admin/subscriptions/${created.id}`, { method: 'PATCH', headers: JSON_ADMIN, body: JSON.stringify({ secret: 'whsec_x' }) });
+    const secretPatch = await api(`/admin/subscriptions/${created.id}`, {
+      method: 'PATCH',
+      headers: JSON_ADMIN,
+      body: JSON.stringify({ secret: 'whsec_x' }),
+    });
     expect(secretPatch.status).toBe(400);
-    expect(((await (await api(`/admin/subscriptions/${created.id}`, { headers: ADMIN })).json()) as CreatedSubscription).url).toBe('https://hooks.example.com/x');
+    expect(((await (await api(`/admin/subscriptions/${created.id}`, { headers: ADMIN })).json()) as CreatedSubscription).url).toBe(
+      'https://hooks.example.com/x',
+    );
   });
 });
 

@@ -184,7 +184,15 @@ describe('OpenAPI document and Swagger UI', () => {
     });
 
     it('would notice an undocumented route', () => {
-      expect(missingFromDocument([{ method: 'GET', path: '/posts/{id}/history' }, { method: 'DELETE', path: '/posts' }], document)).toHaveLength(2);
+      expect(
+        missingFromDocument(
+          [
+            { method: 'GET', path: '/posts/{id}/history' },
+            { method: 'DELETE', path: '/posts' },
+          ],
+          document,
+        ),
+      ).toHaveLength(2);
     });
 
     it("documents each route's path parameters and its success status as Nest answers it", () => {
@@ -236,7 +244,8 @@ describe('OpenAPI document and Swagger UI', () => {
       if (!op.tags?.length) problems.push(`${key(route)}: no tag`);
       const errors = Object.keys(op.responses).filter((status) => /^[45]\d\d$/.test(status));
       for (const status of errors) {
-        if (responseSchemaRef(op.responses[status]) !== '#/components/schemas/ErrorBody') problems.push(`${key(route)}: ${status} is not an ErrorBody`);
+        if (responseSchemaRef(op.responses[status]) !== '#/components/schemas/ErrorBody')
+          problems.push(`${key(route)}: ${status} is not an ErrorBody`);
         if (!(op.responses[status] as ResponseObject).description) problems.push(`${key(route)}: ${status} has no description`);
       }
       // The liveness probe cannot fail but by not answering.

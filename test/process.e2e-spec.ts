@@ -136,7 +136,11 @@ describe('the built service as a process (node dist/main.js)', () => {
         const response = await fetch(`${baseUrl}/health/ready`);
         return response.status === 503 ? ((await response.json()) as Record<string, unknown>) : undefined;
       });
-      expect(draining).toMatchObject({ error: 'not_ready', message: 'Not ready: draining', details: { draining: { status: 'down' }, database: { status: 'up' } } });
+      expect(draining).toMatchObject({
+        error: 'not_ready',
+        message: 'Not ready: draining',
+        details: { draining: { status: 'down' }, database: { status: 'up' } },
+      });
       // Liveness holds, and a delivery routed here before the load balancer noticed is still stored.
       expect((await fetch(`${baseUrl}/health/live`)).status).toBe(200);
       const event = postEvent('post-draining');
@@ -158,10 +162,7 @@ describe('the built service as a process (node dist/main.js)', () => {
   it('exits 0 on SIGTERM after finishing with its database', async () => {
     const db = await createTestDatabase('process');
     const port = await freePort();
-    const service = spawnService(
-      { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' },
-      tmpdir(),
-    );
+    const service = spawnService({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' }, tmpdir());
     try {
       await waitFor('the service to become ready', ready(`http://127.0.0.1:${port}`), 30_000, 100);
       expect(service.output()).toMatch(/POZY_WEBHOOK_SECRET is not set/);

@@ -56,7 +56,11 @@ function directories(dir: string): string[] {
 /** Every module specifier a compiled CommonJS file requires. */
 const requiredBy = (file: string) => [...readFileSync(file, 'utf8').matchAll(/\brequire\((["'])([^"']+)\1\)/g)].map((m) => m[2]);
 
-const packageOf = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 describe('the production build (the Dockerfile: the build stage compiles, the default target runs)', () => {
   const stages = dockerStages(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));

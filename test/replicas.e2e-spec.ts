@@ -358,7 +358,10 @@ describe('two replicas sharing one database under load', () => {
       runs
         .slice(0, i)
         .filter((other) => run.started_at.getTime() < end(other) && other.started_at.getTime() < end(run))
-        .map((other) => `${other.id} [${other.started_at.toISOString()}, ${other.finished_at?.toISOString()}] overlaps ${run.id} [${run.started_at.toISOString()}, ${run.finished_at?.toISOString()}]`),
+        .map(
+          (other) =>
+            `${other.id} [${other.started_at.toISOString()}, ${other.finished_at?.toISOString()}] overlaps ${run.id} [${run.started_at.toISOString()}, ${run.finished_at?.toISOString()}]`,
+        ),
     );
     expect(overlapping).toEqual([]);
     // Both replicas' schedules fired, and at least once the lock turned one away while the other ran.
@@ -382,9 +385,7 @@ describe('two replicas sharing one database under load', () => {
     for (const outcome of ['spooled', 'rejected', 'test']) {
       expect({ outcome, A: received(metricsA, outcome), B: received(metricsB, outcome) }).toEqual({ outcome, A: 0, B: 0 });
     }
-    expect([sum(metricsA, 'pozy_sync_webhooks_received_total'), sum(metricsB, 'pozy_sync_webhooks_received_total')]).toEqual(
-      balancer.answered,
-    );
+    expect([sum(metricsA, 'pozy_sync_webhooks_received_total'), sum(metricsB, 'pozy_sync_webhooks_received_total')]).toEqual(balancer.answered);
 
     // (d) Nothing dead-lettered (reconciles, notifications, acknowledgments), nothing in either replica's spool.
     const { rows: deadLetters } = await a.pool.query('SELECT kind, resource_key, reason FROM dead_letter');

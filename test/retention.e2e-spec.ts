@@ -34,9 +34,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
   });
 
   beforeEach(async () => {
-    await service.pool.query(
-      'TRUNCATE pozy_event, reconcile_request, notification_attempt, notification, subscription, backfill_run, dead_letter',
-    );
+    await service.pool.query('TRUNCATE pozy_event, reconcile_request, notification_attempt, notification, subscription, backfill_run, dead_letter');
     await service.pool.query('DELETE FROM graphile_worker._private_jobs');
   });
 
@@ -114,7 +112,12 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
       `INSERT INTO subscription (id, url, secret, event_types, active) VALUES ($1, 'http://127.0.0.1:9/hook', 'whsec_x', '{post.changed}', false)`,
       [subscription],
     );
-    const notification = (id: string, state: string, createdDays: number, options: { deliveredDays?: number; resource?: string; sequence?: number } = {}) =>
+    const notification = (
+      id: string,
+      state: string,
+      createdDays: number,
+      options: { deliveredDays?: number; resource?: string; sequence?: number } = {},
+    ) =>
       service.pool.query(
         `INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, created_at, state, next_attempt_at, delivered_at)
          VALUES ($1, $2, 'post.changed', $3, $4, '{}', now() - $5 * interval '1 day', $6,

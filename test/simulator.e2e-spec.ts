@@ -63,7 +63,11 @@ interface Answer<T> {
   text: string;
 }
 
-async function api<T = Record<string, unknown>>(sim: PozySimulator, path: string, init: RequestInit & { key?: string | null } = {}): Promise<Answer<T>> {
+async function api<T = Record<string, unknown>>(
+  sim: PozySimulator,
+  path: string,
+  init: RequestInit & { key?: string | null } = {},
+): Promise<Answer<T>> {
   const key = init.key === undefined ? API_KEY : init.key;
   const headers: Record<string, string> = { ...(init.headers as Record<string, string> | undefined) };
   if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -132,8 +136,17 @@ describe('Pozy simulator', () => {
       // The steps cover the realistic mix, not just one kind of change.
       expect(new Set(a.actions)).toEqual(
         new Set([
-          'createScheduledPost', 'createDraft', 'publishPost', 'cancelPost', 'editPost', 'deletePlatformPost',
-          'deletePost', 'disconnectAccount', 'reconnectAccount', 'connectAccount', 'removeAccount',
+          'createScheduledPost',
+          'createDraft',
+          'publishPost',
+          'cancelPost',
+          'editPost',
+          'deletePlatformPost',
+          'deletePost',
+          'disconnectAccount',
+          'reconnectAccount',
+          'connectAccount',
+          'removeAccount',
         ]),
       );
       expect(a.snapshot.deletedPostIds.length).toBeGreaterThan(0);
@@ -212,7 +225,13 @@ describe('Pozy simulator', () => {
       const back = world.reconnectAccount(instagram._id);
       world.disconnectAccount(instagram._id, { intentional: true });
 
-      expect(events.map((e) => e.event)).toEqual(['account.connected', 'account.connected', 'account.disconnected', 'account.connected', 'account.disconnected']);
+      expect(events.map((e) => e.event)).toEqual([
+        'account.connected',
+        'account.connected',
+        'account.disconnected',
+        'account.connected',
+        'account.disconnected',
+      ]);
       expect(events[2].account).toEqual({
         accountId: instagram._id,
         profileId: profile._id,
@@ -239,7 +258,10 @@ describe('Pozy simulator', () => {
       const after = world.deletePlatformPost(post._id, instagram._id);
       expect(after.status).toBe('published');
       expect(after.platforms[0]).toMatchObject({ status: 'cancelled', removedFromPlatformAt: events[0].timestamp });
-      expect(events[0]).toMatchObject({ event: 'post.platform.deleted', platform: { name: 'instagram', status: 'deleted', deletedAt: events[0].timestamp } });
+      expect(events[0]).toMatchObject({
+        event: 'post.platform.deleted',
+        platform: { name: 'instagram', status: 'deleted', deletedAt: events[0].timestamp },
+      });
 
       world.deletePost(post._id);
       world.deletePost(draft._id);
@@ -289,7 +311,8 @@ describe('Pozy simulator', () => {
       const targets = posts.flatMap((p) => p.platforms);
       const failed = targets.filter((t) => t.status === 'failed');
       expect(failed.length).toBeGreaterThan(0);
-      for (const target of failed) expect(target).toMatchObject({ errorMessage: expect.any(String), errorCategory: expect.any(String), errorSource: expect.any(String) });
+      for (const target of failed)
+        expect(target).toMatchObject({ errorMessage: expect.any(String), errorCategory: expect.any(String), errorSource: expect.any(String) });
       const removed = targets.filter((t) => t.removedFromPlatformAt);
       expect(removed.length).toBeGreaterThan(0);
       for (const target of removed) expect(target).toMatchObject({ status: 'cancelled', platformPostId: expect.any(String) });
@@ -297,7 +320,9 @@ describe('Pozy simulator', () => {
 
       // Every change works on what was seeded, with its events, after everything seeded.
       const latest = Math.max(...posts.map((p) => Date.parse(p.updatedAt)), ...posts.map((p) => Date.parse(p.createdAt)));
-      const scheduled = posts.find((p) => p.status === 'scheduled' && p.platforms.every((t) => typeof t.accountId !== 'string' && t.accountId.isActive))!;
+      const scheduled = posts.find(
+        (p) => p.status === 'scheduled' && p.platforms.every((t) => typeof t.accountId !== 'string' && t.accountId.isActive),
+      )!;
       const published = posts.find((p) => p.status === 'published' && p.platforms.length > 1)!;
       const active = accounts.find((a) => a.isActive)!;
       expect(world.publishPost(scheduled._id).status).toBe('published');
@@ -345,7 +370,11 @@ describe('Pozy simulator', () => {
     it('GET /v1/posts/:id: the REST shape with populated accounts, 400 for a malformed id, 404 unknown or deleted', async () => {
       const sim = await start();
       const { instagram, linkedin } = workspace(sim.world);
-      const created = sim.world.createPost({ content: 'Spring sale', accountIds: [linkedin._id, instagram._id], scheduledFor: '2026-03-02T09:00:00Z' });
+      const created = sim.world.createPost({
+        content: 'Spring sale',
+        accountIds: [linkedin._id, instagram._id],
+        scheduledFor: '2026-03-02T09:00:00Z',
+      });
       sim.world.publishPost(created._id, { [instagram._id]: 'failed' });
 
       const { status, body } = await api<{ post: Post }>(sim, `/v1/posts/${created._id}`);
@@ -399,7 +428,9 @@ describe('Pozy simulator', () => {
       const other = world.createProfile('Other');
       const tiktok = world.connectAccount(other._id, 'tiktok', 'other.tt');
       const days = ['2026-03-01', '2026-03-02', '2026-03-03', '2026-03-04', '2026-03-05'];
-      const scheduled = days.map((day) => world.createPost({ content: `On ${day}`, accountIds: [a.instagram._id], scheduledFor: `${day}T10:00:00Z` }));
+      const scheduled = days.map((day) =>
+        world.createPost({ content: `On ${day}`, accountIds: [a.instagram._id], scheduledFor: `${day}T10:00:00Z` }),
+      );
       const onTiktok = world.createPost({ content: 'Dance', accountIds: [tiktok._id], scheduledFor: '2026-04-01T10:00:00Z' });
       world.publishPost(scheduled[0]._id);
       const ids = (posts: Post[]) => posts.map((p) => p._id);
@@ -480,7 +511,9 @@ describe('Pozy simulator', () => {
         hasAnalyticsAccess: false,
         pagination: { page: 2, limit: 1, total: 2, pages: 2 },
       });
-      expect((await api<List>(sim, `/v1/accounts?profileId=${a.profile._id}&status=connected`)).body.accounts.map((x) => x._id)).toEqual([a.linkedin._id]);
+      expect((await api<List>(sim, `/v1/accounts?profileId=${a.profile._id}&status=connected`)).body.accounts.map((x) => x._id)).toEqual([
+        a.linkedin._id,
+      ]);
     });
 
     it('rate-limits per sliding minute: 429 with Retry-After and details once the window is full', async () => {
@@ -641,7 +674,12 @@ describe('Pozy simulator', () => {
       const third = await page(3);
       expect(ids(third)).toEqual([made[21], made[23], made[24], late]);
       const seen = new Set([...ids(first), ...ids(second), ...ids(third)]);
-      expect(sim.world.listPosts().filter((p) => !seen.has(p._id)).map((p) => p._id)).toEqual([made[10]]);
+      expect(
+        sim.world
+          .listPosts()
+          .filter((p) => !seen.has(p._id))
+          .map((p) => p._id),
+      ).toEqual([made[10]]);
 
       // Newest first, a post created meanwhile lands before the cursor: the next page repeats the last one read.
       const newest = await page(1, 'created-desc');
@@ -885,7 +923,12 @@ describe('Pozy simulator', () => {
 
       const all = await api<Logs>(sim, '/v1/webhooks/logs');
       expect(all.body.pagination).toEqual({ total: 12, limit: 50, skip: 0, pages: 1, hasMore: false });
-      expect(all.body.logs.slice(7).map((l) => l.eventId)).toEqual(emitted.slice(0, 5).map((e) => e.id).reverse());
+      expect(all.body.logs.slice(7).map((l) => l.eventId)).toEqual(
+        emitted
+          .slice(0, 5)
+          .map((e) => e.id)
+          .reverse(),
+      );
       const createdAt = all.body.logs.map((l) => Date.parse(l.createdAt));
       expect(createdAt.every((t, i) => i === 0 || t <= createdAt[i - 1])).toBe(true);
       expect(all.body.logs[11]).toEqual({
@@ -963,8 +1006,19 @@ describe('Pozy simulator', () => {
       expect([ok.status, ok.body]).toEqual([200, { success: true, message: 'Test webhook sent successfully' }]);
       expect(endpoint.deliveries).toHaveLength(1);
       const [test] = endpoint.deliveries;
-      expect(test.event).toEqual({ id: expect.any(String), event: 'webhook.test', message: expect.any(String), timestamp: expect.any(String), test: true });
-      expect(test.headers).toMatchObject({ 'x-pozy-event': 'webhook.test', 'x-pozy-event-id': test.event.id, 'x-pozy-attempt': '1', 'x-pozy-signature': hmac(test.body) });
+      expect(test.event).toEqual({
+        id: expect.any(String),
+        event: 'webhook.test',
+        message: expect.any(String),
+        timestamp: expect.any(String),
+        test: true,
+      });
+      expect(test.headers).toMatchObject({
+        'x-pozy-event': 'webhook.test',
+        'x-pozy-event-id': test.event.id,
+        'x-pozy-attempt': '1',
+        'x-pozy-signature': hmac(test.body),
+      });
 
       await send({ webhookId: sim.webhookId });
       expect(endpoint.deliveries[1].event.id).not.toBe(test.event.id);

@@ -157,7 +157,19 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     expect((await deliver(service.baseUrl, event)).body).toMatchObject({ duplicate: false });
     // The database committed but its acknowledgment was lost: the event is spooled as well.
     spool().add(
-      [{ id: event.id, type: event.event, payloadJson: JSON.stringify(event), timestamp: new Date(event.timestamp), deliveryId: null, attempt: 1, test: false, reconcile: null, recoveredBy: null }],
+      [
+        {
+          id: event.id,
+          type: event.event,
+          payloadJson: JSON.stringify(event),
+          timestamp: new Date(event.timestamp),
+          deliveryId: null,
+          attempt: 1,
+          test: false,
+          reconcile: null,
+          recoveredBy: null,
+        },
+      ],
       new Error('the database did not acknowledge within 500 ms'),
     );
 
@@ -196,7 +208,9 @@ describe('ACK_TIMEOUT_MS above three seconds', () => {
       const answer = deliver(service.baseUrl, event);
       await waitFor('the insert to wait on the lock', async () => {
         // Kysely writes its statements in lower case, with quoted identifiers.
-        const { rows } = await direct.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%insert into%pozy_event%'");
+        const { rows } = await direct.query(
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%insert into%pozy_event%'",
+        );
         return rows.length > 0 ? true : undefined;
       });
       // Held past the three seconds the insert used to give up at, well inside the 4.5 s configured.

@@ -12,7 +12,10 @@ const SCREENSHOT = resolve(__dirname, '..', '.data', 'screenshots', 'status-page
 const hasBrowser = existsSync(CHROMIUM);
 // On a laptop without Chromium they are skipped, and say so; under CI (.ci/run installs it) its absence fails them.
 const maybe = hasBrowser || process.env.CI ? describe : describe.skip;
-if (!hasBrowser) process.stdout.write(`status page browser tests ${process.env.CI ? 'FAIL' : 'skipped'}: Chromium is not installed at ${CHROMIUM} (apt-get install chromium)\n`);
+if (!hasBrowser)
+  process.stdout.write(
+    `status page browser tests ${process.env.CI ? 'FAIL' : 'skipped'}: Chromium is not installed at ${CHROMIUM} (apt-get install chromium)\n`,
+  );
 
 const NONCE = /script-src 'nonce-([A-Za-z0-9+/=]+)'/;
 
@@ -121,7 +124,9 @@ maybe('the status page, in Chromium', () => {
     await row.locator('[data-result]', { hasText: /^replayed$/ }).waitFor();
     expect(await result.textContent()).toBe('replayed');
     await waitFor('the letter to be marked replayed', async () => {
-      const { rows } = await harness.service.pool.query<{ replayed_at: Date | null }>('SELECT replayed_at FROM dead_letter WHERE id = $1', [letterId]);
+      const { rows } = await harness.service.pool.query<{ replayed_at: Date | null }>('SELECT replayed_at FROM dead_letter WHERE id = $1', [
+        letterId,
+      ]);
       return rows[0]?.replayed_at ?? undefined;
     });
     await settled(harness);
@@ -136,7 +141,7 @@ maybe('the status page, in Chromium', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows a wrong token\'s error from the JSON body next to the button', async () => {
+  it("shows a wrong token's error from the JSON body next to the button", async () => {
     const page = await open();
     await page.goto(`${harness.service.baseUrl}/`);
     await page.fill('#admin-token', 'not the token');

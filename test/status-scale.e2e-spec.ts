@@ -270,7 +270,7 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
     ]);
   });
 
-  it('answers GET /sync/status exactly where it counts, and PostgreSQL\'s estimates where it says so', async () => {
+  it("answers GET /sync/status exactly where it counts, and PostgreSQL's estimates where it says so", async () => {
     const body = await status();
 
     // Deleted posts are counted exactly through their own index, live ones are the estimated rest of the table.
@@ -306,8 +306,16 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
       pending: PENDING_NOTIFICATIONS[0] + PENDING_NOTIFICATIONS[1],
       pausedSubscriptions: 1,
       subscribers: [
-        { id: subscriptionIds[0], origin: 'https://a.example.com', health: { state: 'healthy', pending: PENDING_NOTIFICATIONS[0], deadLetters: DEAD_NOTIFICATIONS[0] } },
-        { id: subscriptionIds[1], origin: 'https://b.example.com', health: { state: 'paused', pending: PENDING_NOTIFICATIONS[1], deadLetters: DEAD_NOTIFICATIONS[1] } },
+        {
+          id: subscriptionIds[0],
+          origin: 'https://a.example.com',
+          health: { state: 'healthy', pending: PENDING_NOTIFICATIONS[0], deadLetters: DEAD_NOTIFICATIONS[0] },
+        },
+        {
+          id: subscriptionIds[1],
+          origin: 'https://b.example.com',
+          health: { state: 'paused', pending: PENDING_NOTIFICATIONS[1], deadLetters: DEAD_NOTIFICATIONS[1] },
+        },
       ].sort((a, b) => a.id.localeCompare(b.id)),
     });
     expect(body.notifications.oldestPendingAgeMs).toBeGreaterThanOrEqual(3 * 60_000 - 1_000);

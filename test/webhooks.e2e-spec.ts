@@ -4,7 +4,6 @@ import { queuedJobs, reconcileRequests } from './support/queue';
 import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
 
-
 describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
   let db: TestDatabase;
   let service: RunningService;
@@ -26,9 +25,11 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
   });
 
   const events = async () =>
-    (await service.pool.query<{ id: string; type: string; test: boolean; resource_type: string | null; resource_id: string | null }>(
-      'SELECT id, type, test, resource_type, resource_id FROM pozy_event ORDER BY received_at',
-    )).rows;
+    (
+      await service.pool.query<{ id: string; type: string; test: boolean; resource_type: string | null; resource_id: string | null }>(
+        'SELECT id, type, test, resource_type, resource_id FROM pozy_event ORDER BY received_at',
+      )
+    ).rows;
   /** What is waiting to be reconciled: outbox rows, plus any job already handed to graphile-worker. */
   const pending = async () => [
     ...(await reconcileRequests(service.pool)).map((r) => `${r.key} (${r.resource_type} ${r.resource_id})`),
@@ -301,13 +302,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
         'invalid_event',
         /PostgreSQL cannot store this event/,
       ],
-      [
-        'a body over 1 MiB',
-        () => deliver(service.baseUrl, { ...valid(), padding: 'x'.repeat(1024 * 1024) }),
-        413,
-        'payload_too_large',
-        /too large/i,
-      ],
+      ['a body over 1 MiB', () => deliver(service.baseUrl, { ...valid(), padding: 'x'.repeat(1024 * 1024) }), 413, 'payload_too_large', /too large/i],
       [
         'a body that is not JSON',
         () => deliver(service.baseUrl, valid(), { headers: { 'content-type': 'text/plain' } }),

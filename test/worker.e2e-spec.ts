@@ -78,10 +78,10 @@ describe('job queue (graphile-worker inside the service)', () => {
       // so the mirror ends on the post's final state.
       expect(runs.length).toBeLessThanOrEqual(2);
       expect(Math.max(...runs)).toBeGreaterThanOrEqual(beforeLast);
-      const { rows } = await service.pool.query(
-        'SELECT count(*)::int AS n FROM pozy_event WHERE resource_id = $1 AND received_at >= $2',
-        [postId, new Date(started)],
-      );
+      const { rows } = await service.pool.query('SELECT count(*)::int AS n FROM pozy_event WHERE resource_id = $1 AND received_at >= $2', [
+        postId,
+        new Date(started),
+      ]);
       expect(rows[0].n).toBe(20);
     } finally {
       await service.close();
@@ -95,7 +95,10 @@ describe('job queue (graphile-worker inside the service)', () => {
     try {
       await deliver(api.baseUrl, postEvent(postId));
       const ready = await fetch(`${api.baseUrl}/health/ready`);
-      expect(await ready.json()).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, worker: { status: 'up', role: 'api', running: false } } });
+      expect(await ready.json()).toMatchObject({
+        status: 'ok',
+        details: { database: { status: 'up' }, worker: { status: 'up', role: 'api', running: false } },
+      });
       expect((await reconcileRequests(api.pool)).map((r) => r.key)).toEqual([`post:${postId}`]);
       expect(await queuedJobs(api.pool)).toEqual([]);
 
@@ -111,7 +114,11 @@ describe('job queue (graphile-worker inside the service)', () => {
         // A worker serves probes and scrapes, nothing else: webhooks and the API belong to api replicas.
         expect((await fetch(`${worker.baseUrl}/health/ready`)).status).toBe(200);
         expect(await (await fetch(`${worker.baseUrl}/metrics`)).text()).toMatch(/pozy_sync_reconcile_jobs_total\{resource="post",outcome="/);
-        const webhook = await fetch(`${worker.baseUrl}/webhooks/pozy`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        const webhook = await fetch(`${worker.baseUrl}/webhooks/pozy`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        });
         expect(webhook.status).toBe(404);
         expect((await fetch(`${worker.baseUrl}/posts`)).status).toBe(404);
       } finally {
@@ -136,10 +143,9 @@ describe('job queue (graphile-worker inside the service)', () => {
           `SELECT (graphile_worker.add_job('reconcile', json_build_object('resource', 'post', 'id', $1::text), job_key => 'orphan')).id`,
           [postId],
         );
-        const locked = await client.query(
-          `UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'pool-killed' WHERE id = $1`,
-          [rows[0].id],
-        );
+        const locked = await client.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'pool-killed' WHERE id = $1`, [
+          rows[0].id,
+        ]);
         expect(locked.rowCount).toBe(1);
         await client.query('COMMIT');
       } finally {
@@ -170,9 +176,7 @@ describe('job queue (graphile-worker inside the service)', () => {
     const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '0' });
     try {
       // A payload that fails validation is a handler failure graphile-worker retries with backoff.
-      await service.pool.query(
-        `SELECT graphile_worker.add_job('reconcile', '{"resource":"comment","id":"x"}'::json, job_key => 'bad:1')`,
-      );
+      await service.pool.query(`SELECT graphile_worker.add_job('reconcile', '{"resource":"comment","id":"x"}'::json, job_key => 'bad:1')`);
       // graphile-worker counts the attempt when it takes the job, and writes the error when the job fails.
       const failed = await waitFor('the bad job to fail once', async () => {
         const { rows } = await service.pool.query<{ attempts: number; last_error: string | null }>(

@@ -21,7 +21,11 @@ export class Accounts {
     const profile: Profile = {
       _id: this.state.rng.objectId(),
       name,
-      slug: name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'profile',
+      slug:
+        name
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, '-')
+          .replace(/^-|-$/g, '') || 'profile',
     };
     this.state.addProfile(profile);
     return { ...profile };

@@ -71,7 +71,8 @@ export class Posts {
       throw new WorldError('invalid_state', `Post ${postId} is ${record.status}; only draft or scheduled posts publish`);
     }
     for (const accountId of Object.keys(outcomes)) {
-      if (!record.targets.some((t) => t.accountId === accountId)) throw new WorldError('invalid_argument', `Post ${postId} has no target ${accountId}`);
+      if (!record.targets.some((t) => t.accountId === accountId))
+        throw new WorldError('invalid_argument', `Post ${postId} has no target ${accountId}`);
     }
     const started = this.state.clock.tick();
     record.status = 'publishing';

@@ -118,7 +118,12 @@ export class RandomActivity {
   }
 
   private connectRandomAccount(profileId: string, rng: Rng): Account {
-    const taken = new Set(this.state.accountsOfProfile.get(profileId)!.filter((a) => !a.removed).map((a) => a.platform));
+    const taken = new Set(
+      this.state.accountsOfProfile
+        .get(profileId)!
+        .filter((a) => !a.removed)
+        .map((a) => a.platform),
+    );
     const free = PLATFORMS.filter((p) => !taken.has(p));
     const platform = rng.pick(free.length > 0 ? free : PLATFORMS);
     this.state.accountCounter += 1;

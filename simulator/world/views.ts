@@ -45,7 +45,13 @@ export function restPost(state: WorldState, record: PostRecord): Post {
         platform: t.platform,
         accountId:
           account && !account.removed
-            ? { _id: account.id, platform: account.platform, username: account.username, displayName: account.displayName, isActive: account.isActive }
+            ? {
+                _id: account.id,
+                platform: account.platform,
+                username: account.username,
+                displayName: account.displayName,
+                isActive: account.isActive,
+              }
             : t.accountId,
         status: t.status,
         platformPostId: t.platformPostId,

@@ -41,9 +41,7 @@ export class DeadLettersController {
   @ApiInvalidRequestResponse('`queue` is missing or not `delivery`/`ack`, or `dryRun` is not a boolean')
   @ApiErrorResponse(422, '`invalid_event` (`queue=ack`): PostgreSQL refuses a spooled event.')
   @ApiErrorResponse(503, '`database_unavailable` (`queue=ack`): the database still does not acknowledge.')
-  replayAll(
-    @Query() query: DeadLetterReplayAllQuery,
-  ): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
+  replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
     return this.replays.replayAll(query.queue, query.dryRun === true);
   }
 
@@ -65,9 +63,7 @@ export class DeadLettersController {
   )
   @ApiErrorResponse(422, '`invalid_event`: PostgreSQL refuses the spooled event.')
   @ApiErrorResponse(503, '`database_unavailable`: an ack letter, and the database still does not acknowledge.')
-  replayOne(
-    @Param() params: DeadLetterIdParams,
-  ): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {
+  replayOne(@Param() params: DeadLetterIdParams): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {
     return this.replays.replayOne(params.id);
   }
 }

@@ -27,12 +27,7 @@ function toRun(row: BackfillRunRow): BackfillRun {
  * still in them again.
  */
 const checkpointRun = (db: Db) =>
-  db
-    .selectFrom('backfill_run')
-    .where('status', '=', 'succeeded')
-    .where('newest_log_at', 'is not', null)
-    .orderBy('newest_log_at', 'desc')
-    .limit(1);
+  db.selectFrom('backfill_run').where('status', '=', 'succeeded').where('newest_log_at', 'is not', null).orderBy('newest_log_at', 'desc').limit(1);
 
 @Injectable()
 export class BackfillRunRepository {

@@ -72,7 +72,14 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    */
   async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
     const lock = await this.jobs.tryLock(LockKey.Backfill);
-    if (!lock) return { started: false, runningRunId: await this.runs.running().then((run) => run?.id ?? null, () => null) };
+    if (!lock)
+      return {
+        started: false,
+        runningRunId: await this.runs.running().then(
+          (run) => run?.id ?? null,
+          () => null,
+        ),
+      };
     return this.startHolding(trigger, lock);
   }
 

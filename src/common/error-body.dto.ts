@@ -15,7 +15,10 @@ export class ErrorBodyDto implements ErrorBody {
 
   @ApiPropertyOptional({
     description: 'More about the problem when there is more: for validation failures, every bad field with its problems.',
-    oneOf: [{ type: 'array', items: {} }, { type: 'object', additionalProperties: true }],
+    oneOf: [
+      { type: 'array', items: {} },
+      { type: 'object', additionalProperties: true },
+    ],
     example: [{ field: 'limit', problems: ['limit must not be greater than 500'] }],
   })
   details?: unknown;
@@ -34,5 +37,4 @@ export const BAD_QUERY =
   '`invalid_request`: a query parameter is bad or unknown; `details` names each. `invalid_query`: `cursor` is not one this service returned.';
 
 /** A 404 for an id the service does not know. */
-export const ApiNotFoundErrorResponse = (what: string): MethodDecorator & ClassDecorator =>
-  ApiErrorResponse(404, `\`not_found\`: ${what}.`);
+export const ApiNotFoundErrorResponse = (what: string): MethodDecorator & ClassDecorator => ApiErrorResponse(404, `\`not_found\`: ${what}.`);

@@ -1,7 +1,12 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { ApiError, ErrorBody } from './api-error';
 
-const snake = (text: string) => text.trim().toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+const snake = (text: string) =>
+  text
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_|_$/g, '');
 
 /**
  * The one mapping from anything thrown to an HTTP answer (Nest hands Fastify's own request errors, such as a body

@@ -83,9 +83,9 @@ describe('AppConfig.fromEnvironment', () => {
 
   it('reads the retention settings, with their defaults', () => {
     expect(AppConfig.fromEnvironment(minimal).retention).toEqual({ eventRetentionDays: 30, cron: '17 * * * *', batchSize: 1000 });
-    expect(
-      AppConfig.fromEnvironment({ ...minimal, EVENT_RETENTION_DAYS: '7', RETENTION_CRON: 'off', RETENTION_BATCH_SIZE: '10' }).retention,
-    ).toEqual({ eventRetentionDays: 7, cron: null, batchSize: 10 });
+    expect(AppConfig.fromEnvironment({ ...minimal, EVENT_RETENTION_DAYS: '7', RETENTION_CRON: 'off', RETENTION_BATCH_SIZE: '10' }).retention).toEqual(
+      { eventRetentionDays: 7, cron: null, batchSize: 10 },
+    );
     expect(problems({ ...minimal, RETENTION_CRON: 'hourly' })).toEqual([expect.stringMatching(/^RETENTION_CRON/)]);
     expect(problems({ ...minimal, RETENTION_BATCH_SIZE: '5' })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE/)]);
   });
@@ -118,16 +118,16 @@ describe('AppConfig.fromEnvironment', () => {
   it('refuses production data on the embedded PostgreSQL unless EMBEDDED_DATABASE=allow chooses it', () => {
     const production = { ...minimal, NODE_ENV: 'production', POZY_WEBHOOK_SECRET: 'whsec' };
 
-    expect(problems(production)).toEqual([
-      expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/),
-    ]);
+    expect(problems(production)).toEqual([expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/)]);
     expect(AppConfig.fromEnvironment({ ...production, EMBEDDED_DATABASE: 'allow' }).databaseUrl).toBeUndefined();
     expect(AppConfig.fromEnvironment({ ...production, DATABASE_URL: 'postgresql://u:p@db:5432/pozy' }).databaseUrl).toBe(
       'postgresql://u:p@db:5432/pozy',
     );
     // Outside production the embedded PostgreSQL needs no choice.
     expect(AppConfig.fromEnvironment(minimal).databaseUrl).toBeUndefined();
-    expect(problems({ ...production, EMBEDDED_DATABASE: 'yes' })).toContainEqual(expect.stringMatching(/^EMBEDDED_DATABASE must be "allow" or unset/));
+    expect(problems({ ...production, EMBEDDED_DATABASE: 'yes' })).toContainEqual(
+      expect.stringMatching(/^EMBEDDED_DATABASE must be "allow" or unset/),
+    );
   });
 
   it('never echoes values it was not asked about', () => {

@@ -343,18 +343,14 @@ export class ConfigError extends Error {
 
 function describe(errors: ValidationError[]): string[] {
   return errors.flatMap((e) =>
-    Object.values(e.constraints ?? {}).map((message) =>
-      message.startsWith(e.property) ? message : `${e.property}: ${message}`,
-    ),
+    Object.values(e.constraints ?? {}).map((message) => (message.startsWith(e.property) ? message : `${e.property}: ${message}`)),
   );
 }
 
 /** Validates the raw environment; throws a ConfigError naming every bad variable. */
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
   // Only our own keys: the rest of the environment is none of our business (and may hold secrets).
-  const relevant = Object.fromEntries(
-    VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]),
-  );
+  const relevant = Object.fromEntries(VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]));
   const parsed = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
   const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
   if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {

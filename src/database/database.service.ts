@@ -48,9 +48,7 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
-    this.pool.on('connect', (client) =>
-      client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)),
-    );
+    this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)));
     this.prisma = new PrismaClient({ adapter: new PrismaPg(this.pool) });
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
   }

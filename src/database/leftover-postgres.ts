@@ -39,7 +39,9 @@ export async function recoverLeftoverPostgres(dataDir: string, logger: Logger): 
   // Absent, or naming a process that is gone: PostgreSQL replaces a stale file itself.
   if (!lock || !isAlive(lock.pid)) return;
   const processes = await listProcesses().catch((error: unknown) => {
-    throw new Error(`${lockFile} names process ${lock.pid}, which is running; telling whether it is a leftover PostgreSQL needs ps: ${String(error)}`);
+    throw new Error(
+      `${lockFile} names process ${lock.pid}, which is running; telling whether it is a leftover PostgreSQL needs ps: ${String(error)}`,
+    );
   });
   const postmaster = processes.find((p) => p.pid === lock.pid);
   if (!postmaster) return;
@@ -68,7 +70,9 @@ export async function recoverLeftoverPostgres(dataDir: string, logger: Logger): 
   await stopOrphan(postmaster.pid, children, logger);
   // A clean exit removes postmaster.pid; one left by a kill is stale only once the pid is reaped (not a zombie).
   if (!(await waitUntil(() => Promise.resolve(!existsSync(lockFile) || !isAlive(postmaster.pid)), KILLED_MS))) {
-    throw new Error(`The leftover embedded PostgreSQL (pid ${postmaster.pid}) has exited, but its parent has not reaped it: ${lockFile} still holds the directory`);
+    throw new Error(
+      `The leftover embedded PostgreSQL (pid ${postmaster.pid}) has exited, but its parent has not reaped it: ${lockFile} still holds the directory`,
+    );
   }
   const port = lock.port;
   if (port !== undefined && !(await waitUntil(() => portIsFree(port), KILLED_MS))) {

@@ -104,10 +104,7 @@ export class Migrator {
               [id, migration.checksum, migration.name],
             );
             await client.query(migration.script);
-            await client.query(
-              'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
-              [id],
-            );
+            await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
             await client.query('COMMIT');
           } catch (error) {
             await client.query('ROLLBACK');

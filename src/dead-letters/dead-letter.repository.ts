@@ -24,9 +24,7 @@ export const letterNotificationId = (payload: Expression<unknown>): RawBuilder<s
   sql<string>`${payload} ->> ${sql.lit<keyof NotificationLetterPayload>('notificationId')}`;
 
 /** A letter's kind and the payload (JSON, as stored) that kind writes. */
-export type DeadLetterSubject =
-  | { kind: 'reconcile'; payload: ReconcileLetterPayload }
-  | { kind: 'notification'; payload: NotificationLetterPayload };
+export type DeadLetterSubject = { kind: 'reconcile'; payload: ReconcileLetterPayload } | { kind: 'notification'; payload: NotificationLetterPayload };
 
 export type DeadLetterKind = DeadLetterSubject['kind'];
 
@@ -38,8 +36,7 @@ export type DeadLetter = LetterFields & DeadLetterSubject;
 /** A letter as listed: its payload as stored, whatever it holds. */
 export type ListedDeadLetter = LetterFields & { kind: DeadLetterKind; payload: unknown };
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isReconcilePayload = (value: unknown): value is ReconcileLetterPayload =>
   isRecord(value) && RESOURCE_TYPES.some((type) => type === value.resource) && typeof value.id === 'string';

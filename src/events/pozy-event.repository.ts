@@ -235,9 +235,7 @@ export class PozyEventRepository {
   async pruneBefore(cutoff: Date, limit: number, db: Db = this.database.db): Promise<number> {
     const result = await db
       .deleteFrom('pozy_event')
-      .where('id', 'in', (eb) =>
-        eb.selectFrom('pozy_event').select('id').where('received_at', '<', cutoff).limit(limit).forUpdate().skipLocked(),
-      )
+      .where('id', 'in', (eb) => eb.selectFrom('pozy_event').select('id').where('received_at', '<', cutoff).limit(limit).forUpdate().skipLocked())
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }

@@ -100,8 +100,7 @@ const expressions = expressionBuilder<Tables>();
 /** `::integer`: pg answers `count(*)` (bigint) as a string. */
 const asInt = (value: Expression<unknown>) => expressions.cast<number>(value, 'integer');
 /** `count(*)` of at most EXACT_COUNT_LIMIT + 1 of `rows`: the read stops there. */
-const countUpTo = (rows: Rows) =>
-  compiler.selectFrom(rows.limit(EXACT_COUNT_LIMIT + 1).as('s')).select((eb) => asInt(eb.fn.countAll()).as('n'));
+const countUpTo = (rows: Rows) => compiler.selectFrom(rows.limit(EXACT_COUNT_LIMIT + 1).as('s')).select((eb) => asInt(eb.fn.countAll()).as('n'));
 /** Milliseconds from `at` to now, by the database's clock. */
 const msSince = (at: Expression<Date | null>) => sql<number | null>`extract(epoch FROM now() - ${at}) * 1000`;
 const hourAgo = sql<Date>`now() - interval '1 hour'`;
@@ -134,7 +133,10 @@ const BACKLOG = compiler
     upTo('pendingReads').as('pendingReads'),
     eb
       .cast<number | null>(
-        eb.selectFrom('reconcile_request').select((r) => msSince(r.fn.min('requested_at')).as('ms')).where('due_at', 'is not', null),
+        eb
+          .selectFrom('reconcile_request')
+          .select((r) => msSince(r.fn.min('requested_at')).as('ms'))
+          .where('due_at', 'is not', null),
         'float8',
       )
       .as('oldestPendingReadMs'),
@@ -291,11 +293,21 @@ export interface RecentEvents {
 
 // Sixty-one buckets: the first holds the end of the minute an hour ago, the other sixty are the chart's.
 const HOUR_BY_MINUTE = compiler
-  .with('recent', (w) => w.selectFrom('pozy_event').select('received_at').where('received_at', '>', hourAgo).limit(HOUR_SCAN_LIMIT + 1))
+  .with('recent', (w) =>
+    w
+      .selectFrom('pozy_event')
+      .select('received_at')
+      .where('received_at', '>', hourAgo)
+      .limit(HOUR_SCAN_LIMIT + 1),
+  )
   .with('counted', (w) =>
     w
       .selectFrom('recent')
-      .select((eb) => [truncated('minute', eb.ref('received_at')).as('minute'), asInt(eb.fn.countAll()).as('count'), eb.fn.max('received_at').as('newest')])
+      .select((eb) => [
+        truncated('minute', eb.ref('received_at')).as('minute'),
+        asInt(eb.fn.countAll()).as('count'),
+        eb.fn.max('received_at').as('newest'),
+      ])
       .groupBy((eb) => truncated('minute', eb.ref('received_at'))),
   )
   .with('m', (w) =>
@@ -520,15 +532,17 @@ export class SyncFiguresRepository {
     return {
       lastHour: { value: buckets.reduce((sum, b) => sum + b.count, 0), estimated },
       perMinute: { value: chart(buckets), estimated },
-      lastReceivedAt:
-        last?.newest && lastSliceRead <= SLICE_SCAN_LIMIT ? exact(last.newest) : await this.newestReceivedAt(db, now, emptyAfter),
+      lastReceivedAt: last?.newest && lastSliceRead <= SLICE_SCAN_LIMIT ? exact(last.newest) : await this.newestReceivedAt(db, now, emptyAfter),
     };
   }
 
   /** Counts that reached the limit become the planner's estimate, which is never taken below the count. */
   private async completeCounts(db: FiguresDb, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
     const over = (Object.keys(SUBSETS) as Subset[]).filter((subset) => row[subset] > EXACT_COUNT_LIMIT);
-    const estimates = await plannerRows(db, over.map((subset) => SUBSETS[subset].compile()));
+    const estimates = await plannerRows(
+      db,
+      over.map((subset) => SUBSETS[subset].compile()),
+    );
     const counts = {} as Record<Subset, Figure>;
     for (const subset of Object.keys(SUBSETS) as Subset[]) counts[subset] = exact(row[subset]);
     over.forEach((subset, i) => (counts[subset] = { value: Math.max(estimates[i], row[subset]), estimated: true }));

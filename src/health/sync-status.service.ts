@@ -30,7 +30,7 @@ export interface SyncStatus {
     subscribers: Array<Pick<Subscription, 'id' | 'active' | 'health'> & { origin: string }>;
   };
   /** The import of the workspace (the first listing, on the first start), as `GET /admin/sweep/:runId` shows it. */
-  import: { status: ImportState } & ({ runId: string } & Omit<SweepRunResponse, 'id'> | { runId: null });
+  import: { status: ImportState } & (({ runId: string } & Omit<SweepRunResponse, 'id'>) | { runId: null });
   sweep: { lastRun: SweepRunResponse | null };
   /** The deployment's one Pozy budget. */
   pozyBudget: BudgetStatus;
@@ -106,7 +106,14 @@ export class SyncStatusService {
       spool: { pending: spool.pending },
       backfill: {
         lastRun: lastRun
-          ? { id: lastRun.id, status: lastRun.status, startedAt: lastRun.startedAt, finishedAt: lastRun.finishedAt, eventsRecovered: lastRun.eventsRecovered, error: lastRun.error }
+          ? {
+              id: lastRun.id,
+              status: lastRun.status,
+              startedAt: lastRun.startedAt,
+              finishedAt: lastRun.finishedAt,
+              eventsRecovered: lastRun.eventsRecovered,
+              error: lastRun.error,
+            }
           : null,
         gaps,
       },

@@ -25,14 +25,18 @@ export function createPinoLogger(config: AppConfig, destination?: DestinationStr
   const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
   const options: pino.LoggerOptions = {
     level: PINO_LEVELS[config.logLevel],
-    redact: { paths: ['*.authorization', '*.cookie', '*.secret', '*.apiKey', '*["x-pozy-signature"]', '*["webhook-signature"]'], censor: '[redacted]' },
+    redact: {
+      paths: ['*.authorization', '*.cookie', '*.secret', '*.apiKey', '*["x-pozy-signature"]', '*["webhook-signature"]'],
+      censor: '[redacted]',
+    },
     base: { pid: process.pid },
     // Request lines are built field by field in logRequests; Fastify's default serializers would drop fields.
     serializers: { req: (req: unknown) => req, res: (res: unknown) => res },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (destination) return pino(options, destination);
-  if (pretty) return pino({ ...options, transport: { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' } } });
+  if (pretty)
+    return pino({ ...options, transport: { target: 'pino-pretty', options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' } } });
   return pino(options);
 }
 

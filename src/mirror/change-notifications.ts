@@ -77,9 +77,19 @@ export const fanOutResult = (db: Db) => {
   const ctes = db.withTables<{ written: WrittenRow; notified: { one: number } }>();
   const written = ctes.selectFrom('written');
   return [
-    written.select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n')).$asScalar().as('written'),
     written
-      .select((eb) => eb.cast<number>(eb.fn.countAll().filterWhere((eb) => eb.ref('inserted')), 'integer').as('n'))
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .$asScalar()
+      .as('written'),
+    written
+      .select((eb) =>
+        eb
+          .cast<number>(
+            eb.fn.countAll().filterWhere((eb) => eb.ref('inserted')),
+            'integer',
+          )
+          .as('n'),
+      )
       .$asScalar()
       .as('created'),
     written

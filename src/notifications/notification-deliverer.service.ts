@@ -149,7 +149,9 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     this.metrics.notificationAttempts.inc({ outcome: record.outcome });
     this.metrics.notificationDuration.observe(record.durationMs / 1000);
     if (record.outcome === 'dead') {
-      this.logger.warn(`Notification ${record.id} to subscription ${lease.id} moved to the delivery dead-letter queue: ${record.reason} (${record.error})`);
+      this.logger.warn(
+        `Notification ${record.id} to subscription ${lease.id} moved to the delivery dead-letter queue: ${record.reason} (${record.error})`,
+      );
     }
   }
 }

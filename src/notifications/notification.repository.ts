@@ -73,11 +73,7 @@ const LEASE_DUE = precompiled((db, a: { owner: string; leaseMs: number; excluded
 );
 
 const RELEASE = precompiled((db, a: { subscriptionId: string; owner: string }) =>
-  db
-    .updateTable('subscription')
-    .set({ lease_owner: null, lease_until: null })
-    .where('id', '=', a.subscriptionId)
-    .where('lease_owner', '=', a.owner),
+  db.updateTable('subscription').set({ lease_owner: null, lease_until: null }).where('id', '=', a.subscriptionId).where('lease_owner', '=', a.owner),
 );
 
 const SUPERSEDE = precompiled((db, a: { subscriptionId: string }) =>
@@ -234,15 +230,17 @@ const RECORD = precompiled(
           .where((eb) => eb(letterNotificationId(eb.ref('payload')), 'in', eb.selectFrom('obsolete').select('obsolete.id'))),
       )
       .with('outcome', (db) =>
-        db.selectFrom('r').select((eb) => [
-          eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '=', 'delivered').as('last_success'),
-          eb.fn.min<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('first_failure'),
-          eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('last_failure'),
-          sql<string | null>`(${eb.fn
-            .agg<(string | null)[]>('array_agg', ['r.error'])
-            .orderBy('r.attempted_at', 'desc')
-            .filterWhere('r.outcome', '<>', 'delivered')})[1]`.as('last_error'),
-        ]),
+        db
+          .selectFrom('r')
+          .select((eb) => [
+            eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '=', 'delivered').as('last_success'),
+            eb.fn.min<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('first_failure'),
+            eb.fn.max<Date | null>('r.attempted_at').filterWhere('r.outcome', '<>', 'delivered').as('last_failure'),
+            sql<string | null>`(${eb.fn
+              .agg<(string | null)[]>('array_agg', ['r.error'])
+              .orderBy('r.attempted_at', 'desc')
+              .filterWhere('r.outcome', '<>', 'delivered')})[1]`.as('last_error'),
+          ]),
       )
       // Failing continuously: no success, and no quiet gap longer than retries leave (`quietGapMs`) since the last
       // failure, so one failure after an idle hour does not count the hour.
@@ -301,7 +299,10 @@ const RECORD = precompiled(
       .where('s.id', '=', a.subscriptionId)
       .returning((eb) => [
         's.paused_at',
-        eb.and([eb('s.lease_owner', '=', a.owner), eb.ref('s.active'), eb('s.deleted_at', 'is', null)]).$castTo<boolean | null>().as('leaseHeld'),
+        eb
+          .and([eb('s.lease_owner', '=', a.owner), eb.ref('s.active'), eb('s.deleted_at', 'is', null)])
+          .$castTo<boolean | null>()
+          .as('leaseHeld'),
       ]),
 );
 
@@ -332,20 +333,18 @@ export class NotificationRepository {
     /** `quietGapMs`: a pause in failures longer than this (retries are closer) starts a new run of failures. */
     options: { pauseAfterMs: number; leaseMs: number; quietGapMs: number },
   ): Promise<SubscriberHealth> {
-    const attempts = records.map(
-      (r): AttemptColumns => ({
-        id: r.id,
-        attempted_at: r.attemptedAt,
-        duration_ms: r.durationMs,
-        status_code: r.statusCode,
-        outcome: r.outcome,
-        error: r.error,
-        next_attempt_at: r.nextAttemptAt,
-        failing_since: r.failingSince,
-        reason: r.reason,
-        replay: r.replay,
-      }),
-    );
+    const attempts = records.map((r): AttemptColumns => ({
+      id: r.id,
+      attempted_at: r.attemptedAt,
+      duration_ms: r.durationMs,
+      status_code: r.statusCode,
+      outcome: r.outcome,
+      error: r.error,
+      next_attempt_at: r.nextAttemptAt,
+      failing_since: r.failingSince,
+      reason: r.reason,
+      replay: r.replay,
+    }));
     const {
       rows: [health],
     } = await RECORD(this.database.db, { attempts: JSON.stringify(attempts), subscriptionId, owner, ...options });

@@ -3,8 +3,7 @@ export const NOTIFICATION_TYPES = ['post.changed', 'post.deleted', 'account.chan
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 /** A timestamp as JSON exactly as the query endpoints answer it (JavaScript's toISOString), whatever the session's time zone. */
-export const isoSql = (expression: string): string =>
-  `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+export const isoSql = (expression: string): string => `to_char(${expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * The outbox half of a mirror write: a CTE named `notified` that inserts one notification per active subscription

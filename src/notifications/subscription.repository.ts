@@ -101,12 +101,7 @@ export class SubscriptionRepository {
   async delete(id: string): Promise<number | undefined> {
     const row = await this.database.db
       .with('deleted', (db) =>
-        db
-          .updateTable('subscription')
-          .set({ deleted_at: now(), active: false })
-          .where('id', '=', id)
-          .where('deleted_at', 'is', null)
-          .returning('id'),
+        db.updateTable('subscription').set({ deleted_at: now(), active: false }).where('id', '=', id).where('deleted_at', 'is', null).returning('id'),
       )
       .with('cancelled', (db) =>
         db

@@ -194,7 +194,8 @@ export class PozyClient implements OnApplicationShutdown {
     try {
       body = text ? JSON.parse(text) : null;
     } catch {
-      if (response.statusCode < 500) throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
+      if (response.statusCode < 500)
+        throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
       body = text;
     }
     return { status: response.statusCode, body, headers: response.headers, retryAfterMs: retryAfterMs(response.headers), sentAt };

@@ -78,7 +78,10 @@ DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND atte
 
   /** Forgets pools not seen for a day (long dead: their jobs were released long ago). */
   async forgetLongDeadPools(): Promise<void> {
-    await this.database.db.deleteFrom('worker_heartbeat').where('seen_at', '<', sql<Date>`now() - interval '1 day'`).execute();
+    await this.database.db
+      .deleteFrom('worker_heartbeat')
+      .where('seen_at', '<', sql<Date>`now() - interval '1 day'`)
+      .execute();
   }
 
   /** The pool `poolId` stopped: it holds no job any more. */

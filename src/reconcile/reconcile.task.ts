@@ -68,6 +68,10 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     });
     await this.requests.clearFailing(key);
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
-    this.logger.warn({ msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`, jobId: helpers.job.id, deadLetterId: id });
+    this.logger.warn({
+      msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`,
+      jobId: helpers.job.id,
+      deadLetterId: id,
+    });
   }
 }

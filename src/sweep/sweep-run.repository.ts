@@ -334,7 +334,11 @@ export class SweepRunRepository {
       .expression(
         db
           .selectFrom(sql<{ id: string }>`unnest(${ids}::text[])`.as<'listed'>(sql`listed(id)`))
-          .select((eb) => [eb.cast<string>(eb.val(runId), 'uuid').as('run_id'), eb.cast<string>(eb.val(resource), 'text').as('resource'), 'listed.id']),
+          .select((eb) => [
+            eb.cast<string>(eb.val(runId), 'uuid').as('run_id'),
+            eb.cast<string>(eb.val(resource), 'text').as('resource'),
+            'listed.id',
+          ]),
       )
       .onConflict((oc) => oc.doNothing())
       .execute();
@@ -348,10 +352,19 @@ export class SweepRunRepository {
   async missingPosts(runId: string, pass: number, cursor: string | null, listedFrom: Date): Promise<{ last: string | null; missing: string[] }> {
     const { last, missing } = await this.database.db
       .with('chunk', (db) =>
-        db.selectFrom('post').select(['id', 'deleted_at', 'read_started_at']).where('id', '>', cursor ?? '').orderBy('id').limit(WALK_CHUNK),
+        db
+          .selectFrom('post')
+          .select(['id', 'deleted_at', 'read_started_at'])
+          .where('id', '>', cursor ?? '')
+          .orderBy('id')
+          .limit(WALK_CHUNK),
       )
       .selectNoFrom((eb) => [
-        eb.selectFrom('chunk').select((eb) => eb.fn.max('id').as('last')).$asScalar().as('last'),
+        eb
+          .selectFrom('chunk')
+          .select((eb) => eb.fn.max('id').as('last'))
+          .$asScalar()
+          .as('last'),
         eb
           .selectFrom('chunk as c')
           .select((eb) => eb.fn.agg<string[]>('array_agg', ['c.id']).orderBy('c.id').as('ids'))
@@ -397,8 +410,16 @@ export class SweepRunRepository {
           ),
       )
       .selectNoFrom((eb) => [
-        eb.selectFrom('chunk').select((eb) => eb.fn.max('id').as('last')).$asScalar().as('last'),
-        eb.selectFrom('missing').select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids')).$asScalar().as('ids'),
+        eb
+          .selectFrom('chunk')
+          .select((eb) => eb.fn.max('id').as('last'))
+          .$asScalar()
+          .as('last'),
+        eb
+          .selectFrom('missing')
+          .select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids'))
+          .$asScalar()
+          .as('ids'),
         eb
           .selectFrom('missing')
           .select((eb) => eb.fn.agg<string[]>('array_agg', ['profile_id']).orderBy('id').as('profiles'))

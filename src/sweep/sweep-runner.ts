@@ -151,28 +151,40 @@ export class SweepRunner {
   }
 
   private async writeAccounts(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
-    const seen = await this.runs.seen(x.run.id, 'account', batch.map((a) => a._id));
-    const fresh = unique(batch.filter((a) => !seen.has(a._id)), (a) => a._id);
+    const seen = await this.runs.seen(
+      x.run.id,
+      'account',
+      batch.map((a) => a._id),
+    );
+    const fresh = unique(
+      batch.filter((a) => !seen.has(a._id)),
+      (a) => a._id,
+    );
     const unchanged = fresh.length > 0 ? await this.accounts.unchanged(fresh) : new Set<string>();
     const differing = fresh.filter((a) => !unchanged.has(a._id));
     const counts: Partial<SweepCounts> = {};
     count(counts, 'unchanged', unchanged.size);
-    await this.transaction(x, { resource: 'account', ids: fresh.map((a) => a._id) }, async (trx) => {
-      if (x.run.dryRun) {
-        const known = await this.accounts.existing(differing.map((a) => a._id));
-        count(counts, 'created', differing.filter((a) => !known.has(a._id)).length);
-        count(counts, 'changed', differing.filter((a) => known.has(a._id)).length);
-      } else if (differing.length > 0) {
-        const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: new Map<string, Date>() };
-        const written = await this.accounts.writeAccounts(differing, read, trx);
-        count(counts, 'created', written.created);
-        count(counts, 'changed', written.changed - written.created);
-        // Listed differently, yet not written: the mirror already holds a newer read.
-        count(counts, 'unchanged', differing.length - written.changed);
-        return written.notified;
-      }
-      return 0;
-    }, () => ({ ...progress, accountsDone: fresh.length, accounts: counts }));
+    await this.transaction(
+      x,
+      { resource: 'account', ids: fresh.map((a) => a._id) },
+      async (trx) => {
+        if (x.run.dryRun) {
+          const known = await this.accounts.existing(differing.map((a) => a._id));
+          count(counts, 'created', differing.filter((a) => !known.has(a._id)).length);
+          count(counts, 'changed', differing.filter((a) => known.has(a._id)).length);
+        } else if (differing.length > 0) {
+          const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: new Map<string, Date>() };
+          const written = await this.accounts.writeAccounts(differing, read, trx);
+          count(counts, 'created', written.created);
+          count(counts, 'changed', written.changed - written.created);
+          // Listed differently, yet not written: the mirror already holds a newer read.
+          count(counts, 'unchanged', differing.length - written.changed);
+          return written.notified;
+        }
+        return 0;
+      },
+      () => ({ ...progress, accountsDone: fresh.length, accounts: counts }),
+    );
     this.countItems(x, 'account', counts);
     if (progress.phase) x.run = { ...x.run, phase: progress.phase };
   }
@@ -197,7 +209,11 @@ export class SweepRunner {
       const page = unwrap(await fetch(readAt));
       ahead.delete(readAt);
       const tag = postsSeenIn(x.run.pass);
-      const seen = await this.runs.seen(x.run.id, tag, page.posts.map((p) => p._id));
+      const seen = await this.runs.seen(
+        x.run.id,
+        tag,
+        page.posts.map((p) => p._id),
+      );
       if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {
         // Posts deleted behind the cursor moved the list by more than the overlap: read an earlier page again.
         this.logger.debug(`${title(x.run)} ${x.run.id}: the list moved under the cursor at ${readAt}; stepping back`);
@@ -206,7 +222,10 @@ export class SweepRunner {
         continue;
       }
       const end = page.posts.length < POSTS_PAGE_LIMIT;
-      const fresh = unique(page.posts.filter((p) => !seen.has(p._id)), (p) => p._id);
+      const fresh = unique(
+        page.posts.filter((p) => !seen.has(p._id)),
+        (p) => p._id,
+      );
       const seenInPass = x.run.postsDone + fresh.length;
       // Pozy's count at the end says whether this pass saw exactly the posts there are, once the deletions webhooks
       // already brought in are taken off what it saw. What is left unexplained only another listing can find.
@@ -229,9 +248,11 @@ export class SweepRunner {
       if (!end) continue;
       if (again) {
         this.logger.warn(
-          `${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts, ${unexplained > 0 ? `${unexplained} fewer than this listing saw and ` +
-            'no webhook said were deleted' : `${-unexplained} more than this listing saw`}: listing them again to find which ` +
-            `(pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
+          `${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts, ${
+            unexplained > 0
+              ? `${unexplained} fewer than this listing saw and ` + 'no webhook said were deleted'
+              : `${-unexplained} more than this listing saw`
+          }: listing them again to find which ` + `(pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
         );
         x.run = { ...x.run, pass: x.run.pass + 1, postsOffset: 0, postsDone: 0, postsDoneAtResume: 0, postsListedFrom: null, resumedAt: new Date() };
         ahead = new Map();
@@ -239,7 +260,9 @@ export class SweepRunner {
         continue;
       }
       if (unexplained !== 0) {
-        this.logger.warn(`${title(x.run)} ${x.run.id}: after ${MAX_PASSES} listings, ${Math.abs(unexplained)} posts are still unaccounted for; the next sweep finds them`);
+        this.logger.warn(
+          `${title(x.run)} ${x.run.id}: after ${MAX_PASSES} listings, ${Math.abs(unexplained)} posts are still unaccounted for; the next sweep finds them`,
+        );
       }
       x.run = { ...x.run, phase: 'missing-accounts', missingCursor: null };
       return;
@@ -269,20 +292,25 @@ export class SweepRunner {
     // A post listed again in a later pass was counted by the first.
     const firstPass = x.run.pass === 1;
     if (firstPass) count(counts, 'unchanged', fresh.length - differing.length);
-    await this.transaction(x, { resource: postsSeenIn(x.run.pass), ids: fresh.map((p) => p._id) }, async (trx) => {
-      if (x.run.dryRun) {
-        count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
-        count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
-        return 0;
-      }
-      if (differing.length === 0) return 0;
-      const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
-      count(counts, 'created', written.created);
-      count(counts, 'changed', written.changed - written.created);
-      // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
-      if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
-      return written.notified;
-    }, () => ({ ...progress, posts: counts }));
+    await this.transaction(
+      x,
+      { resource: postsSeenIn(x.run.pass), ids: fresh.map((p) => p._id) },
+      async (trx) => {
+        if (x.run.dryRun) {
+          count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
+          count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
+          return 0;
+        }
+        if (differing.length === 0) return 0;
+        const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
+        count(counts, 'created', written.created);
+        count(counts, 'changed', written.changed - written.created);
+        // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
+        if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
+        return written.notified;
+      },
+      () => ({ ...progress, posts: counts }),
+    );
     return counts;
   }
 
@@ -290,7 +318,7 @@ export class SweepRunner {
 
   private async walkMissingAccounts(x: Execution): Promise<void> {
     const listedFrom = x.run.accountsListedFrom ?? x.run.startedAt;
-    for (let cursor = x.run.missingCursor; ; ) {
+    for (let cursor = x.run.missingCursor; ;) {
       x.checkStop();
       const chunk = await this.runs.missingAccounts(x.run.id, cursor, listedFrom);
       const counts: Partial<SweepCounts> = {};
@@ -304,11 +332,18 @@ export class SweepRunner {
           count(counts, 'deleted', ids.filter((id) => !listed.has(id)).length);
           continue;
         }
-        const outcome = await this.accounts.writeProfile(profileId, answer.accounts, { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: new Map() });
+        const outcome = await this.accounts.writeProfile(profileId, answer.accounts, {
+          readId: randomUUID(),
+          startedAt: answer.sentAt,
+          lastEventAt: new Map(),
+        });
         count(counts, 'deleted', outcome.removed);
       }
       const done = chunk.last === null;
-      await this.commit(x, done ? { phase: 'missing-posts', missingCursor: null, accounts: counts } : { missingCursor: chunk.last, accounts: counts });
+      await this.commit(
+        x,
+        done ? { phase: 'missing-posts', missingCursor: null, accounts: counts } : { missingCursor: chunk.last, accounts: counts },
+      );
       this.countItems(x, 'account', counts);
       if (done) {
         x.run = { ...x.run, phase: 'missing-posts', missingCursor: null };
@@ -320,7 +355,7 @@ export class SweepRunner {
 
   private async walkMissingPosts(x: Execution): Promise<void> {
     const listedFrom = x.run.postsListedFrom ?? x.run.startedAt;
-    for (let cursor = x.run.missingCursor; ; ) {
+    for (let cursor = x.run.missingCursor; ;) {
       x.checkStop();
       const chunk = await this.runs.missingPosts(x.run.id, x.run.pass, cursor, listedFrom);
       const counts: Partial<SweepCounts> = {};

@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  BeforeApplicationShutdown,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-  OnModuleInit,
-} from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
@@ -215,7 +208,15 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
         const firstTimeoutAt = timeout ? (row.first_timeout_at ?? now) : null;
         const expired = firstTimeoutAt !== null && now - firstTimeoutAt > this.config.deadLetterAfterMs;
         if (expired) dead += 1;
-        update.run(row.attempts + 1, expired ? null : now + this.config.spoolRetrySecondMs, firstTimeoutAt, message, expired ? 'dead' : 'pending', expired ? now : null, row.id);
+        update.run(
+          row.attempts + 1,
+          expired ? null : now + this.config.spoolRetrySecondMs,
+          firstTimeoutAt,
+          message,
+          expired ? 'dead' : 'pending',
+          expired ? now : null,
+          row.id,
+        );
       }
     })();
     this.logger.warn(`Spooled events still not stored (${message}); ${dead} moved to the acknowledgment dead-letter queue`);

@@ -29,9 +29,24 @@ export class WebhooksController {
     description: 'Lower-case hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET. Required when that secret is set.',
     schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
   })
-  @ApiHeader({ name: 'X-Pozy-Event-Id', required: true, description: "The event's id: must equal the body's `id`.", schema: { type: 'string', maxLength: 200 } })
-  @ApiHeader({ name: 'X-Pozy-Attempt', required: false, description: 'The delivery attempt: a positive integer.', schema: { type: 'string', pattern: '^[1-9][0-9]{0,3}$', example: '1' } })
-  @ApiHeader({ name: 'X-Pozy-Delivery-Id', required: false, description: 'The delivery id, stored with the event.', schema: { type: 'string', maxLength: 200 } })
+  @ApiHeader({
+    name: 'X-Pozy-Event-Id',
+    required: true,
+    description: "The event's id: must equal the body's `id`.",
+    schema: { type: 'string', maxLength: 200 },
+  })
+  @ApiHeader({
+    name: 'X-Pozy-Attempt',
+    required: false,
+    description: 'The delivery attempt: a positive integer.',
+    schema: { type: 'string', pattern: '^[1-9][0-9]{0,3}$', example: '1' },
+  })
+  @ApiHeader({
+    name: 'X-Pozy-Delivery-Id',
+    required: false,
+    description: 'The delivery id, stored with the event.',
+    schema: { type: 'string', maxLength: 200 },
+  })
   @ApiOkResponse({ type: WebhookReceiptResponse, description: 'Stored (or a duplicate, or safe in the local spool).' })
   @ApiErrorResponse(
     400,
@@ -43,10 +58,7 @@ export class WebhooksController {
   @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
   @ApiErrorResponse(415, '`unsupported_media_type`: not `application/json`.')
   @ApiErrorResponse(503, '`overloaded`: too many webhooks waiting for the database; retry later.')
-  receive(
-    @Body() rawBody: Buffer | undefined,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-  ): Promise<WebhookReceipt> {
+  receive(@Body() rawBody: Buffer | undefined, @Headers() headers: Record<string, string | string[] | undefined>): Promise<WebhookReceipt> {
     return this.webhooks.receive(Buffer.isBuffer(rawBody) ? rawBody : Buffer.alloc(0), headers);
   }
 }

@@ -38,9 +38,7 @@ export class WebhooksService implements OnModuleInit {
 
   onModuleInit(): void {
     if (!this.config.pozy.webhookSecret) {
-      this.logger.warn(
-        'POZY_WEBHOOK_SECRET is not set: webhooks are accepted WITHOUT signature checks. Set it to your Pozy webhook secret.',
-      );
+      this.logger.warn('POZY_WEBHOOK_SECRET is not set: webhooks are accepted WITHOUT signature checks. Set it to your Pozy webhook secret.');
     }
   }
 
@@ -56,14 +54,13 @@ export class WebhooksService implements OnModuleInit {
     if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
     const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what: 'event' });
     if (delivery.eventId !== envelope.id) {
-      throw new ApiError(
-        400,
-        'event_id_mismatch',
-        `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`,
-      );
+      throw new ApiError(400, 'event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
     }
 
-    const receipt = await this.store(envelope, text, { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null });
+    const receipt = await this.store(envelope, text, {
+      deliveryId: delivery.deliveryId ?? null,
+      attempt: delivery.attempt ? Number(delivery.attempt) : null,
+    });
     const outcome = receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : receipt.test ? 'test' : 'accepted';
     this.metrics.webhooksReceived.inc({ outcome, reason: '' });
     return receipt;

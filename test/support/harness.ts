@@ -81,7 +81,7 @@ export async function settled(harness: Harness, timeoutMs = 30_000): Promise<voi
     timer = setTimeout(() => reject(new Error(`the simulator still had deliveries after ${timeoutMs} ms`)), timeoutMs);
   });
   await Promise.race([harness.sim.idle(), deadline]).finally(() => clearTimeout(timer));
-  await waitFor('the mirror to catch up', async () => (await backlog(harness.service.pool)) === 0 ? true : undefined, timeoutMs);
+  await waitFor('the mirror to catch up', async () => ((await backlog(harness.service.pool)) === 0 ? true : undefined), timeoutMs);
 }
 
 export async function backlog(pool: Pool): Promise<number> {

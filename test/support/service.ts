@@ -45,12 +45,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 15_000,
-  intervalMs = 50,
-): Promise<T> {
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -10,7 +10,11 @@ const statusOf = (answer: Answer): number | undefined => (answer === 'hang' ? un
 export interface Received {
   headers: IncomingHttpHeaders;
   body: string;
-  json: { type: string; timestamp: string; data: { id: string; sequence: number; pozyUpdatedAt: string | null; post?: Record<string, unknown>; account?: Record<string, unknown> } };
+  json: {
+    type: string;
+    timestamp: string;
+    data: { id: string; sequence: number; pozyUpdatedAt: string | null; post?: Record<string, unknown>; account?: Record<string, unknown> };
+  };
   /** When the request arrived (ms since epoch). */
   at: number;
   answer: Answer;

@@ -7,7 +7,7 @@ export const QUEUES = ['delivery', 'ack'] as const;
 export class DeadLetterListQuery {
   @ApiProperty({
     enum: [...QUEUES],
-    description: '`delivery`: reconciles and notifications given up on. `ack`: events the database never acknowledged, in this replica\'s spool.',
+    description: "`delivery`: reconciles and notifications given up on. `ack`: events the database never acknowledged, in this replica's spool.",
     example: 'delivery',
   })
   @IsIn(QUEUES)

@@ -7,7 +7,12 @@ export class HealthCheckResponse {
 
   @ApiProperty({
     description: 'The checks that passed',
-    example: { draining: { status: 'up' }, database: { status: 'up' }, migrations: { status: 'up' }, worker: { status: 'up', role: 'all', running: true } },
+    example: {
+      draining: { status: 'up' },
+      database: { status: 'up' },
+      migrations: { status: 'up' },
+      worker: { status: 'up', role: 'all', running: true },
+    },
   })
   info!: Record<string, unknown>;
 

@@ -37,7 +37,8 @@ export class EventsStatusResponse {
   @ApiProperty({
     ...DATE_TIME,
     nullable: true,
-    description: 'When the newest stored event was received. Exact, except after an unusually dense burst (then listed in `estimated`, and a lower bound).',
+    description:
+      'When the newest stored event was received. Exact, except after an unusually dense burst (then listed in `estimated`, and a lower bound).',
   })
   lastReceivedAt!: Date | null;
 }
@@ -112,7 +113,10 @@ export class SubscriberStatusResponse {
   @ApiProperty({ format: 'uuid' })
   id!: string;
 
-  @ApiProperty({ example: 'https://example.com', description: "The endpoint's origin only: its path and query may hold a token, and this is public." })
+  @ApiProperty({
+    example: 'https://example.com',
+    description: "The endpoint's origin only: its path and query may hold a token, and this is public.",
+  })
   origin!: string;
 
   @ApiProperty()
@@ -171,7 +175,10 @@ export class PozyBudgetStatusResponse {
   @ApiProperty({ type: 'integer', example: 60_000 })
   windowMs!: number;
 
-  @ApiProperty({ ...COUNT, description: "What the deployment may use per window now: the limit, within Pozy's, less what others use and POZY_RATE_LIMIT_RESERVE." })
+  @ApiProperty({
+    ...COUNT,
+    description: "What the deployment may use per window now: the limit, within Pozy's, less what others use and POZY_RATE_LIMIT_RESERVE.",
+  })
   effectiveLimit!: number;
 
   @ApiProperty({ ...COUNT, description: 'Requests every replica made in the last window (counted a half second beyond it, to be safe).' })

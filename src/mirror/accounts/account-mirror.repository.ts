@@ -66,7 +66,12 @@ export class AccountMirrorRepository {
   async writeProfile(profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
     const { written, removed } = await this.database.db.transaction().execute(async (trx) => ({
       written: await this.writeAccounts(accounts, read, trx),
-      removed: await this.markRemoved(profileId, accounts.map((account) => account._id), read, trx),
+      removed: await this.markRemoved(
+        profileId,
+        accounts.map((account) => account._id),
+        read,
+        trx,
+      ),
     }));
     this.signal.queued(written.notified + removed.notified);
     return {
@@ -112,15 +117,33 @@ export class AccountMirrorRepository {
     const written = trx
       .insertInto('account')
       .columns([
-        'id', 'profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection', 'last_event_at',
-        'synced_at', 'read_started_at', 'read_id', 'removed_at', 'sequence', 'changed_by',
+        'id',
+        'profile_id',
+        'platform',
+        'username',
+        'display_name',
+        'is_active',
+        'needs_reconnection',
+        'last_event_at',
+        'synced_at',
+        'read_started_at',
+        'read_id',
+        'removed_at',
+        'sequence',
+        'changed_by',
       ])
       .expression((eb) =>
         eb
           .selectFrom(accountsFromJson(rows))
           .select((eb) => [
-            'input.id', 'input.profile_id', 'input.platform', 'input.username', 'input.display_name', 'input.is_active',
-            'input.needs_reconnection', 'input.last_event_at',
+            'input.id',
+            'input.profile_id',
+            'input.platform',
+            'input.username',
+            'input.display_name',
+            'input.is_active',
+            'input.needs_reconnection',
+            'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
             eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),

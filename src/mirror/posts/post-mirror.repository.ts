@@ -116,16 +116,38 @@ export class PostMirrorRepository {
     const written = db
       .insertInto('post')
       .columns([
-        'id', 'status', 'content', 'scheduled_for', 'published_at', 'platforms', 'account_ids', 'platform_names',
-        'pozy_created_at', 'pozy_updated_at', 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'deleted_at',
-        'sequence', 'changed_by',
+        'id',
+        'status',
+        'content',
+        'scheduled_for',
+        'published_at',
+        'platforms',
+        'account_ids',
+        'platform_names',
+        'pozy_created_at',
+        'pozy_updated_at',
+        'last_event_at',
+        'synced_at',
+        'read_started_at',
+        'read_id',
+        'deleted_at',
+        'sequence',
+        'changed_by',
       ])
       .expression((eb) =>
         eb
           .selectFrom(postsFromJson(rows))
           .select((eb) => [
-            'input.id', 'input.status', 'input.content', 'input.scheduled_for', 'input.published_at', 'input.platforms',
-            'input.account_ids', 'input.platform_names', 'input.pozy_created_at', 'input.pozy_updated_at',
+            'input.id',
+            'input.status',
+            'input.content',
+            'input.scheduled_for',
+            'input.published_at',
+            'input.platforms',
+            'input.account_ids',
+            'input.platform_names',
+            'input.pozy_created_at',
+            'input.pozy_updated_at',
             'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),

@@ -6,5 +6,8 @@ import { PostsQuery } from './posts.query';
 
 @Module({
   imports: [NotificationsModule],
-  controllers: [PostsController], providers: [PostMirrorRepository, PostsQuery], exports: [PostMirrorRepository] })
+  controllers: [PostsController],
+  providers: [PostMirrorRepository, PostsQuery],
+  exports: [PostMirrorRepository],
+})
 export class PostsModule {}

@@ -25,7 +25,11 @@ export class ListNotificationsQuery {
 }
 
 export class NotificationIdParams {
-  @ApiProperty({ description: 'A notification id (its `webhook-id`).', pattern: '^msg_[0-9a-f]{32}$', example: 'msg_3f0c2d1e4b5a69788796a5b4c3d2e1f0' })
+  @ApiProperty({
+    description: 'A notification id (its `webhook-id`).',
+    pattern: '^msg_[0-9a-f]{32}$',
+    example: 'msg_3f0c2d1e4b5a69788796a5b4c3d2e1f0',
+  })
   @Matches(/^msg_[0-9a-f]{32}$/, { message: 'id must be a notification id (msg_ and 32 hex digits)' })
   id!: string;
 }

@@ -23,7 +23,12 @@ const URL_MESSAGE = 'url must be an http:// or https:// URL';
 
 // The documentation of the fields, shared by create and update.
 const DOC: Record<'url' | 'eventTypes' | 'profileIds' | 'platforms' | 'description' | 'active', ApiPropertyOptions> = {
-  url: { description: 'Where notifications are POSTed: an http:// or https:// URL.', format: 'uri', maxLength: 2048, example: 'https://example.com/hooks/pozy-sync' },
+  url: {
+    description: 'Where notifications are POSTed: an http:// or https:// URL.',
+    format: 'uri',
+    maxLength: 2048,
+    example: 'https://example.com/hooks/pozy-sync',
+  },
   eventTypes: {
     enum: [...NOTIFICATION_TYPES],
     isArray: true,

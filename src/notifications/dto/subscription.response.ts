@@ -70,7 +70,10 @@ export class SubscriptionResponse {
 
 /** `201` of `POST /admin/subscriptions`: the only answer that carries the secret. */
 export class CreatedSubscriptionResponse extends SubscriptionResponse {
-  @ApiProperty({ description: 'The signing secret (Standard Webhooks). Shown this once: keep it.', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })
+  @ApiProperty({
+    description: 'The signing secret (Standard Webhooks). Shown this once: keep it.',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  })
   secret!: string;
 }
 

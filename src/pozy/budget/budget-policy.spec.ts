@@ -1,12 +1,29 @@
-import { BudgetSettings, BudgetState, decide, effectiveLimit, emptyState, Lane, pauseUntil, readState, TakeRequest, usedInWindow } from './budget-policy';
+import {
+  BudgetSettings,
+  BudgetState,
+  decide,
+  effectiveLimit,
+  emptyState,
+  Lane,
+  pauseUntil,
+  readState,
+  TakeRequest,
+  usedInWindow,
+} from './budget-policy';
 
 const settings: BudgetSettings = { perWindow: 600, windowMs: 60_000, reserve: 0.2 };
 const take = (lane: Lane, extra: Partial<TakeRequest> = {}): TakeRequest => ({ lane, want: 1, waitedMs: 0, ...extra });
 
 /** Takes one token at a time for `lane` from `now` on, as fast as granted, for `ms`; the grant times. */
-function drain(state: BudgetState, lane: Lane, from: number, ms: number, options: BudgetSettings = settings): { state: BudgetState; grants: number[] } {
+function drain(
+  state: BudgetState,
+  lane: Lane,
+  from: number,
+  ms: number,
+  options: BudgetSettings = settings,
+): { state: BudgetState; grants: number[] } {
   const grants: number[] = [];
-  for (let now = from; now < from + ms; ) {
+  for (let now = from; now < from + ms;) {
     const decision = decide(state, take(lane), now, options);
     state = decision.state;
     if (decision.granted > 0) grants.push(now);
@@ -16,7 +33,7 @@ function drain(state: BudgetState, lane: Lane, from: number, ms: number, options
 }
 
 describe('the shared Pozy budget', () => {
-  it('starts with a burst of a tenth of the limit, then spreads requests at the limit\'s pace', () => {
+  it("starts with a burst of a tenth of the limit, then spreads requests at the limit's pace", () => {
     const { grants } = drain(emptyState(), 'bulk', 1_000_000, 10_000);
 
     // 60 at once, then one every 100 ms.
@@ -144,7 +161,7 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
     expect(effectiveLimit(state, 0, settings)).toBe(600);
   });
 
-  it('keeps a trickle of Pozy\'s limit for events however much others use', () => {
+  it("keeps a trickle of Pozy's limit for events however much others use", () => {
     const { state } = decide(emptyState(), take('realtime', { observation: observation(600, 0, 0) }), 0, settings);
 
     expect(effectiveLimit(state, 0, settings)).toBe(12);

@@ -93,7 +93,7 @@ export function emptyState(): BudgetState {
 
 /** One number per lane, 0 where none is stored. */
 function perLane(value: unknown): number[] {
-  return LANES.map((_, i) => (Array.isArray(value) && typeof value[i] === 'number' ? (value[i]) : 0));
+  return LANES.map((_, i) => (Array.isArray(value) && typeof value[i] === 'number' ? value[i] : 0));
 }
 
 /** The state as stored, or a fresh one for anything unreadable: the budget must never wedge on a bad row. */

@@ -57,13 +57,19 @@ export class SweepRunResponse {
   @ApiProperty({ enum: RUN_KINDS, description: '`import`: the first listing of the workspace, on the first start; `sweep`: a full sweep.' })
   kind!: RunKind;
 
-  @ApiProperty({ enum: ['auto', 'admin', 'schedule'], description: 'Started on the first start (INITIAL_IMPORT=auto), by `POST /admin/sweep`, or by SWEEP_CRON.' })
+  @ApiProperty({
+    enum: ['auto', 'admin', 'schedule'],
+    description: 'Started on the first start (INITIAL_IMPORT=auto), by `POST /admin/sweep`, or by SWEEP_CRON.',
+  })
   trigger!: string;
 
   @ApiProperty({ description: 'Only counted; changed nothing.' })
   dryRun!: boolean;
 
-  @ApiProperty({ enum: ['running', 'succeeded', 'failed'], description: 'A run stopped with its replica stays `running` and is resumed from its checkpoint.' })
+  @ApiProperty({
+    enum: ['running', 'succeeded', 'failed'],
+    description: 'A run stopped with its replica stays `running` and is resumed from its checkpoint.',
+  })
   status!: string;
 
   @ApiProperty({ enum: RUN_PHASES, description: 'Listing accounts, then posts, then checking the mirror for what Pozy no longer lists.' })
@@ -73,7 +79,8 @@ export class SweepRunResponse {
     type: 'integer',
     minimum: 1,
     maximum: 3,
-    description: "Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them.",
+    description:
+      "Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them.",
   })
   pass!: number;
 
@@ -92,7 +99,11 @@ export class SweepRunResponse {
   @ApiProperty({ type: SweepCountsResponse })
   accounts!: SweepCountsResponse;
 
-  @ApiProperty({ type: String, nullable: true, description: 'What the run is waiting out (Pozy unavailable or rate limiting); it goes on by itself.' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'What the run is waiting out (Pozy unavailable or rate limiting); it goes on by itself.',
+  })
   lastError!: string | null;
 
   @ApiProperty({ type: String, nullable: true, description: 'Why the run failed.' })

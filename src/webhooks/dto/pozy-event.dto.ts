@@ -1,17 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import {
-  IsBoolean,
-  IsISO8601,
-  IsNotEmpty,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  MaxLength,
-  ValidateIf,
-  ValidateNested,
-} from 'class-validator';
+import { IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { isJsonObject } from '../../common/validate-dto';
 import { ACCOUNT_EVENTS, isAccountEvent, isPostEvent, POST_EVENTS } from '../pozy-events';
 
@@ -36,8 +25,7 @@ export class PozyAccountBlockDto {
 }
 
 /** A real event needs its resource block; a test event (`test: true`) never reaches the mirror, so it need not. */
-const needsBlock = (check: (type: unknown) => boolean) => (envelope: PozyEventEnvelopeDto) =>
-  check(envelope.event) && envelope.test !== true;
+const needsBlock = (check: (type: unknown) => boolean) => (envelope: PozyEventEnvelopeDto) => check(envelope.event) && envelope.test !== true;
 
 /**
  * The webhook envelope `{ id, event, timestamp, <block> }`. Unknown fields and event types are accepted and
@@ -89,10 +77,16 @@ export class PozyEventEnvelopeDto {
 
   @ApiProperty({
     type: 'object',
-    description: 'Account events (required unless `test`): the account, as Pozy sends it (stored as sent; only `accountId` and `profileId` are read).',
+    description:
+      'Account events (required unless `test`): the account, as Pozy sends it (stored as sent; only `accountId` and `profileId` are read).',
     properties: {
       accountId: { type: 'string', maxLength: 200, description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' },
-      profileId: { type: 'string', maxLength: 200, description: "The account's profile: its accounts are read again.", example: '66a9ffee00112233445566aa' },
+      profileId: {
+        type: 'string',
+        maxLength: 200,
+        description: "The account's profile: its accounts are read again.",
+        example: '66a9ffee00112233445566aa',
+      },
     },
     required: ['accountId', 'profileId'],
     selfRequired: false,

@@ -36,7 +36,7 @@ export class ListPostsQuery extends PageQuery {
   /** Posts Pozy changed (or that were deleted) at or after this time. */
   @ApiPropertyOptional({
     format: 'date-time',
-    description: "Posts whose Pozy `updatedAt`, or deletion, is at or after this time (ISO 8601).",
+    description: 'Posts whose Pozy `updatedAt`, or deletion, is at or after this time (ISO 8601).',
     example: '2026-11-29T00:00:00Z',
   })
   @IsOptional()
