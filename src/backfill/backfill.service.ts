@@ -4,7 +4,7 @@ import type { Counter } from 'prom-client';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { HeldLock, LockKey } from '../database/advisory-lock';
+import { LockKey } from '../database/advisory-lock';
 import { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
@@ -58,7 +58,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
 
   /** BACKFILL_CRON, when set: on one replica at a time (the others skip that tick). */
   onApplicationBootstrap(): void {
-    this.cron = this.jobs.schedule('backfill', this.config.backfillCron, LockKey.Backfill, (lock) => this.startHolding('schedule', lock));
+    this.cron = this.jobs.schedule('backfill', this.config.backfillCron, async () => (await this.start('schedule')).started);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -80,11 +80,6 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
           () => null,
         ),
       };
-    return this.startHolding(trigger, lock);
-  }
-
-  /** With the lock held: records a run, which goes on in the background and lets the lock go when it ends. */
-  private async startHolding(trigger: BackfillRun['trigger'], lock: HeldLock): Promise<StartResult> {
     let runId: string;
     let scanFrom: Date | null;
     try {

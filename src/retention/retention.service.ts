@@ -65,7 +65,11 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
 
   /** RETENTION_CRON, when set: on one replica at a time (the others skip that tick). */
   onApplicationBootstrap(): void {
-    this.cron = this.jobs.schedule('retention', this.config.retention.cron, LockKey.Retention, (lock) => this.pruneHolding(lock));
+    this.cron = this.jobs.schedule(
+      'retention',
+      this.config.retention.cron,
+      async () => this.running === undefined && (await this.pruneExclusive()) !== null,
+    );
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -12,9 +12,10 @@ export interface ScheduledJob {
 }
 
 /**
- * Jobs that run on one replica at a time, each under its advisory lock (database/advisory-lock.ts): on a schedule,
- * every worker replica ticks, the one that takes the lock runs and the others skip that tick; and on request
- * (POST /admin/...), through tryLock(), refused while any replica holds the lock.
+ * The jobs that run on one replica at a time, each under its advisory lock (database/advisory-lock.ts), whether a
+ * schedule or an operator (POST /admin/...) starts them: the job's one entry point takes the lock with tryLock(),
+ * and is refused while any replica holds it. On a schedule, every worker replica ticks: the one that takes the
+ * lock runs the job, the others skip that tick.
  */
 @Injectable()
 export class LockedSchedule {
@@ -33,13 +34,13 @@ export class LockedSchedule {
 
   /**
    * Cron job `name` (in Nest's SchedulerRegistry) on `cronTime`, on worker replicas only; none when `cronTime` is null
-   * (off). Each tick takes `key` first, and a replica that finds it held skips the tick. `tick` gets the lock and
-   * lets it go: at once, or when the work it started in the background ends. A tick that fails is logged; the next
-   * one runs as usual.
+   * (off). `tick` starts the job through its entry point, which takes the job's lock, and answers whether it ran
+   * (false: the lock was held, and this replica skips the tick). A tick that fails is logged; the next one runs as
+   * usual.
    */
-  schedule(name: string, cronTime: string | null, key: LockKey, tick: (lock: HeldLock) => Promise<unknown>): ScheduledJob {
+  schedule(name: string, cronTime: string | null, tick: () => Promise<boolean>): ScheduledJob {
     if (!this.config.runsWorker || !cronTime) return { stop: () => undefined };
-    const job = CronJob.from({ cronTime, onTick: () => void this.tick(name, key, tick), start: true });
+    const job = CronJob.from({ cronTime, onTick: () => void this.tick(name, tick), start: true });
     this.scheduler.addCronJob(name, job);
     return {
       stop: () => {
@@ -48,14 +49,9 @@ export class LockedSchedule {
     };
   }
 
-  private async tick(name: string, key: LockKey, tick: (lock: HeldLock) => Promise<unknown>): Promise<void> {
+  private async tick(name: string, tick: () => Promise<boolean>): Promise<void> {
     try {
-      const lock = await this.tryLock(key);
-      if (!lock) {
-        this.logger.debug(`Scheduled ${name} skipped: it is running on another replica, or already on this one`);
-        return;
-      }
-      await tick(lock);
+      if (!(await tick())) this.logger.debug(`Scheduled ${name} skipped: it is running on another replica, or already on this one`);
     } catch (error) {
       this.logger.error(`Scheduled ${name} failed: ${(error as Error).message}`);
     }

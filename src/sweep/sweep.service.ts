@@ -81,8 +81,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.runsWorker) return;
-    // SWEEP_CRON, when set: on one replica at a time (the others, and a replica already running one, skip that tick).
-    this.cron = this.jobs.schedule('sweep', this.config.sweepCron, LockKey.Sweep, (lock) => this.startHolding(lock, 'schedule', false));
+    this.cron = this.jobs.schedule('sweep', this.config.sweepCron, async () => (await this.start('schedule', false)).started);
     this.timer = setInterval(() => void this.supervise(), SUPERVISE_EVERY_MS);
     await this.supervise();
   }
@@ -100,33 +99,20 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   async start(trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean): Promise<StartResult> {
     const lock = await this.lockUnlessRunning();
     if (!lock.held) return { started: false, runningRunId: lock.runningRunId };
-    return this.startHolding(lock.held, trigger, dryRun);
-  }
-
-  /**
-   * With the lock held: a full sweep, in the background; or, when a dead replica left a run behind, that run,
-   * resumed rather than started beside.
-   */
-  private async startHolding(held: HeldLock, trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean): Promise<StartResult> {
     try {
-      const orphan = await this.runs.running();
-      if (orphan) {
-        this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
-        this.launch(await this.runs.claim(orphan.id, this.owner), held);
-        return { started: false, runningRunId: orphan.id };
-      }
       const run = await this.runs.create({ id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
-      this.launch(run, held);
+      this.launch(run, lock.held);
       return { started: true, runId: run.id };
     } catch (error) {
-      await held.release();
+      await lock.held.release();
       throw error;
     }
   }
 
   /**
    * The lock, unless a run is under way. A run that has just ended may still hold it for a moment (its status is
-   * written before the lock is let go): that is waited for, not refused.
+   * written before the lock is let go): that is waited for, not refused. A run left behind by a dead replica is
+   * resumed here rather than started beside.
    */
   private async lockUnlessRunning(): Promise<{ held: HeldLock; runningRunId?: undefined } | { held: null; runningRunId: string | null }> {
     for (let attempt = 0; ; attempt += 1) {
@@ -135,7 +121,18 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
         await this.current.done;
       }
       const held = await this.jobs.tryLock(LockKey.Sweep);
-      if (held) return { held };
+      if (held) {
+        try {
+          const orphan = await this.runs.running();
+          if (!orphan) return { held };
+          this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
+          this.launch(await this.runs.claim(orphan.id, this.owner), held);
+          return { held: null, runningRunId: orphan.id };
+        } catch (error) {
+          await held.release();
+          throw error;
+        }
+      }
       const running = await this.runs.running();
       if (running || attempt >= 40) return { held: null, runningRunId: running?.id ?? null };
       // Held, yet nothing runs: a run letting go of it this very moment.
