@@ -55,6 +55,9 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
+    // Prisma Client's first query loads its query compiler, holding the event loop for most of a second: paid here,
+    // before the service listens, rather than by the requests in flight when the first Prisma read comes.
+    await this.prisma.workerHeartbeat.findFirst({ select: { poolId: true } });
   }
 
   /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */
