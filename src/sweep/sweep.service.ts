@@ -116,9 +116,11 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
    */
   private async lockUnlessRunning(): Promise<{ held: HeldLock; runningRunId?: undefined } | { held: null; runningRunId: string | null }> {
     for (let attempt = 0; ; attempt += 1) {
-      if (this.current) {
-        if ((await this.runs.get(this.current.runId))?.status === 'running') return { held: null, runningRunId: this.current.runId };
-        await this.current.done;
+      // The run may end (and clear this.current) during the await below: keep the one looked at.
+      const current = this.current;
+      if (current) {
+        if ((await this.runs.get(current.runId))?.status === 'running') return { held: null, runningRunId: current.runId };
+        await current.done;
       }
       const held = await this.jobs.tryLock(LockKey.Sweep);
       if (held) {
