@@ -1,8 +1,9 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Kysely, PostgresDialect } from 'kysely';
-import { Pool, PoolClient } from 'pg';
+import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import { PrismaClient } from '../generated/prisma/client';
@@ -15,11 +16,18 @@ import { Migrator } from './migrator';
  */
 export type Db = Kysely<DB>;
 
-/** @deprecated pg-typed access, on its way out: use `Db`. */
-export type Queryable = Pool | PoolClient;
+/**
+ * prisma/migrations, from src/database (tests), dist/database (the built service) and dist-tools/src/database (the
+ * bench and the demo) alike: the nearest folder up that holds it.
+ */
+export const MIGRATIONS_DIR = findUp(__dirname, join('prisma', 'migrations'));
 
-/** prisma/migrations, from src/database (tests) and dist/database (the built service) alike. */
-export const MIGRATIONS_DIR = join(__dirname, '..', '..', 'prisma', 'migrations');
+function findUp(from: string, relative: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, relative))) return join(dir, relative);
+    if (dirname(dir) === dir) throw new Error(`No ${relative} above ${from}`);
+  }
+}
 
 /**
  * One pg pool per process, so a replica's connection count is bounded by DATABASE_POOL_SIZE. Two typed ways onto it:
