@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Db } from '../database/database.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
-import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
+import { holds, PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
 import { NotificationSignal } from '../notifications/notification-signal';
 import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
@@ -284,10 +284,8 @@ export class SweepRunner {
 
   private async writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
     const mirrored = await this.posts.versions(fresh.map((p) => p._id));
-    const differing = fresh.filter((post) => {
-      const row = mirrored.get(post._id);
-      return !row || row.deleted || row.pozyUpdatedAt?.getTime() !== Date.parse(post.updatedAt);
-    });
+    // A row mirrored before the mirror kept whole posts is written again, whatever its version: the sweep refills it.
+    const differing = fresh.filter((post) => !holds(mirrored.get(post._id), post.updatedAt));
     const counts: Partial<SweepCounts> = {};
     // A post listed again in a later pass was counted by the first.
     const firstPass = x.run.pass === 1;
@@ -368,8 +366,7 @@ export class SweepRunner {
           if (!x.run.dryRun) await this.posts.markDeleted(id, read);
           return;
         }
-        const row = (await this.posts.versions([id])).get(id);
-        const same = row?.pozyUpdatedAt?.getTime() === Date.parse(answer.post.updatedAt);
+        const same = holds((await this.posts.versions([id])).get(id), answer.post.updatedAt);
         count(counts, same ? 'unchanged' : 'changed', 1);
         if (!same && !x.run.dryRun) await this.posts.write(answer.post, read);
       });

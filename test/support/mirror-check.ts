@@ -6,10 +6,16 @@ import type { PlatformTarget } from '../../simulator/world/pozy-shapes';
 interface PostRow {
   id: string;
   status: string;
+  title: string | null;
   content: string | null;
   scheduled_for: Date | null;
   published_at: Date | null;
   platforms: Array<Record<string, unknown>>;
+  tags: string[] | null;
+  hashtags: string[] | null;
+  visibility: string | null;
+  extra: Record<string, unknown> | null;
+  pozy_created_at: Date | null;
   pozy_updated_at: Date | null;
   deleted_at: Date | null;
 }
@@ -22,10 +28,32 @@ interface AccountRow {
   display_name: string | null;
   is_active: boolean;
   needs_reconnection: boolean;
+  enabled: boolean | null;
+  extra: Record<string, unknown> | null;
   removed_at: Date | null;
 }
 
-const time = (value: string | undefined) => (value === undefined ? null : new Date(value).toISOString());
+const POST_TIMES = ['scheduledFor', 'publishedAt', 'createdAt', 'updatedAt'];
+
+/** The post's own timestamps as instants, whatever their form (the mirror keeps those in timestamp columns). */
+function withTimes(post: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out = { ...post };
+  for (const key of keys) {
+    const value = out[key];
+    if (value instanceof Date || typeof value === 'string') out[key] = new Date(value).toISOString();
+  }
+  return out;
+}
+
+/** A field Pozy left out answers as null (or an empty list) in the mirror: not a difference. */
+function withoutEmptyExtras(mirrored: Record<string, unknown>, pozy: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(mirrored)) {
+    const empty = value === null || (Array.isArray(value) && value.length === 0);
+    if (key in pozy || !empty) out[key] = value;
+  }
+  return out;
+}
 const accountIdOf = (target: PlatformTarget) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
 
 /**
@@ -56,32 +84,29 @@ export async function mirrorDifferences(
     // Only the posts asked about are shaped: on a world of 100,000 posts, a whole snapshot per check is slow.
     const post = world.getPost(id);
     if (!post) continue;
-    const expected = {
-      status: post.status,
-      content: post.content,
-      scheduledFor: time(post.scheduledFor),
-      publishedAt: time(post.publishedAt),
-      pozyUpdatedAt: time(post.updatedAt),
-      deletedAt: null,
-      platforms: post.platforms.map((t) => ({
-        platform: t.platform,
-        accountId: accountIdOf(t),
-        status: t.status,
-        platformPostId: t.platformPostId ?? null,
-        platformPostUrl: t.platformPostUrl ?? null,
-        publishedAt: time(t.publishedAt),
-        errorMessage: t.errorMessage ?? null,
-      })),
-    };
-    const actual = {
-      status: row.status,
-      content: row.content,
-      scheduledFor: row.scheduled_for?.toISOString() ?? null,
-      publishedAt: row.published_at?.toISOString() ?? null,
-      pozyUpdatedAt: row.pozy_updated_at?.toISOString() ?? null,
-      deletedAt: row.deleted_at,
-      platforms: row.platforms.map((t) => ({ ...t, publishedAt: time((t.publishedAt as string | null) ?? undefined) })),
-    };
+    // The whole post, every field Pozy answered: `_id` as `id`, accountId as the plain id.
+    const { _id, ...fields } = post;
+    const expected = withTimes({ id: _id, ...fields, platforms: post.platforms.map((t) => ({ ...t, accountId: accountIdOf(t) })) }, POST_TIMES);
+    const stored = withTimes(
+      {
+        id: row.id,
+        status: row.status,
+        title: row.title,
+        content: row.content,
+        scheduledFor: row.scheduled_for,
+        publishedAt: row.published_at,
+        platforms: row.platforms,
+        tags: row.tags,
+        hashtags: row.hashtags,
+        visibility: row.visibility,
+        createdAt: row.pozy_created_at,
+        updatedAt: row.pozy_updated_at,
+        ...(row.extra ?? {}),
+      },
+      POST_TIMES,
+    );
+    const actual = { ...withoutEmptyExtras(stored, expected), deletedAt: row.deleted_at };
+    Object.assign(expected, { deletedAt: null });
     if (!isDeepStrictEqual(actual, expected)) {
       differences.push(`post ${id}: mirror ${JSON.stringify(actual)} != Pozy ${JSON.stringify(expected)}`);
     }
@@ -93,22 +118,23 @@ export async function mirrorDifferences(
   const profiles = new Set(seen.profileIds);
   for (const account of world.listAccounts().filter((a) => profiles.has(a.profileId._id))) {
     const row = accounts.get(account._id);
-    const expected = {
-      profileId: account.profileId._id,
-      platform: account.platform,
-      username: account.username,
-      displayName: account.displayName,
-      isActive: account.isActive,
-      needsReconnection: account.needsReconnection,
-      removed: false,
-    };
+    const { _id, ...fields } = account;
+    const expected = { id: _id, ...fields, profileId: account.profileId._id, removed: false };
     const actual = row && {
-      profileId: row.profile_id,
-      platform: row.platform,
-      username: row.username,
-      displayName: row.display_name,
-      isActive: row.is_active,
-      needsReconnection: row.needs_reconnection,
+      ...withoutEmptyExtras(
+        {
+          id: row.id,
+          profileId: row.profile_id,
+          platform: row.platform,
+          username: row.username,
+          displayName: row.display_name,
+          isActive: row.is_active,
+          needsReconnection: row.needs_reconnection,
+          enabled: row.enabled,
+          ...(row.extra ?? {}),
+        },
+        expected,
+      ),
       removed: row.removed_at !== null,
     };
     if (!isDeepStrictEqual(actual, expected)) {

@@ -4,7 +4,8 @@ import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
-import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
+import { anySubscription, changesQuery, fanOutResult, jsonbObject, notifySubscribers } from '../change-notifications';
+import { accountColumns, AccountColumns, accountJson } from './account-fields';
 
 export interface ProfileRead {
   readId: string;
@@ -25,17 +26,12 @@ export interface ProfileWriteOutcome {
   notified: number;
 }
 
-/** The columns of an account that its profile's list gives. */
-type AccountColumns = Required<
-  Pick<Insertable<DB['account']>, 'id' | 'profile_id' | 'platform' | 'username' | 'display_name' | 'is_active' | 'needs_reconnection'>
->;
-
 /** The accounts as rows of the account table, from one JSON parameter whatever their number. */
 const accountsFromJson = (rows: Array<AccountColumns & Pick<Insertable<DB['account']>, 'last_event_at'>>) =>
   sql<Selectable<DB['account']>>`jsonb_populate_recordset(NULL::${sql.table('account')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
 
-/** What Pozy says of an account, as the mirror holds it. */
-const ACCOUNT_STATE = ['profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection'] as const;
+/** The whole account as Pozy answered it, as the mirror holds it. */
+const ACCOUNT_STATE = ['profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection', 'enabled', 'extra'] as const;
 
 // The mirrored state, bookkeeping aside: a difference is a change to notify.
 const accountDiffers = (eb: ExpressionBuilder<DB & { excluded: DB['account'] }, 'account' | 'excluded'>) => {
@@ -94,7 +90,7 @@ export class AccountMirrorRepository {
   async unchanged(accounts: PozyAccountDto[]): Promise<Set<string>> {
     const rows = await this.database.db
       .selectFrom('account as a')
-      .innerJoin(accountsFromJson(accounts.map(accountRow)), 'input.id', 'a.id')
+      .innerJoin(accountsFromJson(accounts.map(accountColumns)), 'input.id', 'a.id')
       .select('a.id')
       .where((eb) =>
         eb.and([
@@ -113,7 +109,7 @@ export class AccountMirrorRepository {
    * Accounts have no version in Pozy: the read that started later wins.
    */
   writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, trx: Db) {
-    const rows = accounts.map((account) => ({ ...accountRow(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
+    const rows = accounts.map((account) => ({ ...accountColumns(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
     const written = trx
       .insertInto('account')
       .columns([
@@ -124,6 +120,8 @@ export class AccountMirrorRepository {
         'display_name',
         'is_active',
         'needs_reconnection',
+        'enabled',
+        'extra',
         'last_event_at',
         'synced_at',
         'read_started_at',
@@ -143,6 +141,8 @@ export class AccountMirrorRepository {
             'input.display_name',
             'input.is_active',
             'input.needs_reconnection',
+            'input.enabled',
+            'input.extra',
             'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
@@ -166,6 +166,8 @@ export class AccountMirrorRepository {
               display_name: eb.ref('excluded.display_name'),
               is_active: eb.ref('excluded.is_active'),
               needs_reconnection: eb.ref('excluded.needs_reconnection'),
+              enabled: eb.ref('excluded.enabled'),
+              extra: eb.ref('excluded.extra'),
               last_event_at: eb.fn('greatest', ['account.last_event_at', 'excluded.last_event_at']),
               synced_at: eb.fn('now'),
               read_started_at: eb.ref('excluded.read_started_at'),
@@ -231,18 +233,7 @@ export class AccountMirrorRepository {
                 id: eb.ref('w.id'),
                 sequence: eb.ref('w.sequence'),
                 pozyUpdatedAt: eb.lit(null),
-                account: jsonbObject({
-                  id: eb.ref('w.id'),
-                  profileId: eb.ref('w.profile_id'),
-                  platform: eb.ref('w.platform'),
-                  username: eb.ref('w.username'),
-                  displayName: eb.ref('w.display_name'),
-                  isActive: eb.ref('w.is_active'),
-                  needsReconnection: eb.ref('w.needs_reconnection'),
-                  lastEventAt: isoText(eb.ref('w.last_event_at')),
-                  syncedAt: isoText(eb.ref('w.synced_at')),
-                  removedAt: isoText(eb.ref('w.removed_at')),
-                }),
+                account: accountJson('w'),
               }).as('data'),
             ]),
         ),
@@ -251,17 +242,4 @@ export class AccountMirrorRepository {
       .selectNoFrom(fanOutResult(db))
       .executeTakeFirstOrThrow();
   }
-}
-
-/** An account as the mirror's columns hold it. */
-function accountRow(account: PozyAccountDto): AccountColumns {
-  return {
-    id: account._id,
-    profile_id: account.profileId,
-    platform: account.platform,
-    username: account.username ?? null,
-    display_name: account.displayName ?? null,
-    is_active: account.isActive,
-    needs_reconnection: account.needsReconnection ?? false,
-  };
 }

@@ -5,6 +5,7 @@ import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
+import { postColumns, PostColumns, postJson } from './post-fields';
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
   readId: string;
@@ -16,6 +17,16 @@ export interface PostRead {
 
 export type WriteOutcome = 'written' | 'stale';
 
+export interface PostVersion {
+  pozyUpdatedAt: Date | null;
+  deleted: boolean;
+  whole: boolean;
+}
+
+/** Whether the mirror holds this version of the post, whole: a read of it would change nothing. */
+export const holds = (row: PostVersion | undefined, updatedAt: string): boolean =>
+  row !== undefined && !row.deleted && row.whole && row.pozyUpdatedAt?.getTime() === Date.parse(updatedAt);
+
 export interface PostWriteResult {
   outcome: WriteOutcome;
   /** Posts the mirror did not hold before. */
@@ -26,33 +37,31 @@ export interface PostWriteResult {
   notified: number;
 }
 
-/** The columns of a post that a read of Pozy gives. */
-type PostColumns = Required<
-  Pick<
-    Insertable<DB['post']>,
-    | 'id'
-    | 'status'
-    | 'content'
-    | 'scheduled_for'
-    | 'published_at'
-    | 'platforms'
-    | 'account_ids'
-    | 'platform_names'
-    | 'pozy_created_at'
-    | 'pozy_updated_at'
-    | 'last_event_at'
-  >
->;
-
 type PostUpsert = ExpressionBuilder<DB & { excluded: DB['post'] }, 'post' | 'excluded'>;
 
 /** The posts as rows of the post table, from one JSON parameter whatever their number. */
-const postsFromJson = (rows: PostColumns[]) =>
+const postsFromJson = (rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>>) =>
   sql<Selectable<DB['post']>>`jsonb_populate_recordset(NULL::${sql.table('post')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
 
-// The mirrored state, bookkeeping (syncedAt, lastEventAt, which read) aside: a difference is a change to notify.
+/** The whole mirrored post, bookkeeping (syncedAt, lastEventAt, which read) aside; the other columns derive from these. */
+const POST_STATE = [
+  'status',
+  'title',
+  'content',
+  'scheduled_for',
+  'published_at',
+  'platforms',
+  'tags',
+  'hashtags',
+  'visibility',
+  'extra',
+  'pozy_created_at',
+  'pozy_updated_at',
+] as const;
+
+// Any difference in the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
 const postDiffers = (eb: PostUpsert) => {
-  const state = ['status', 'content', 'scheduled_for', 'published_at', 'platforms', 'pozy_created_at', 'pozy_updated_at'] as const;
+  const state = POST_STATE;
   const stored = [...state.map((column) => eb.ref(`post.${column}`)), eb('post.deleted_at', 'is', null)];
   const read = [...state.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
   return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
@@ -85,30 +94,7 @@ export class PostMirrorRepository {
    * NotificationSignal once it commits.
    */
   async writeMany(posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
-    const rows = posts.map((post): PostColumns => {
-      const platforms = post.platforms.map((target) => ({
-        platform: target.platform,
-        accountId: target.accountId,
-        status: target.status,
-        platformPostId: target.platformPostId ?? null,
-        platformPostUrl: target.platformPostUrl ?? null,
-        publishedAt: target.publishedAt ?? null,
-        errorMessage: target.errorMessage ?? null,
-      }));
-      return {
-        id: post._id,
-        status: post.status,
-        content: post.content ?? null,
-        scheduled_for: post.scheduledFor ?? null,
-        published_at: post.publishedAt ?? null,
-        platforms,
-        account_ids: [...new Set(platforms.map((p) => p.accountId))],
-        platform_names: [...new Set(platforms.map((p) => p.platform))],
-        pozy_created_at: post.createdAt,
-        pozy_updated_at: post.updatedAt,
-        last_event_at: read.lastEventAt?.toISOString() ?? null,
-      };
-    });
+    const rows = posts.map((post) => ({ ...postColumns(post), last_event_at: read.lastEventAt?.toISOString() ?? null }));
     const db = trx ?? this.database.db;
     // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
     // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
@@ -117,14 +103,11 @@ export class PostMirrorRepository {
       .insertInto('post')
       .columns([
         'id',
-        'status',
-        'content',
-        'scheduled_for',
-        'published_at',
-        'platforms',
+        ...POST_STATE,
         'account_ids',
         'platform_names',
-        'pozy_created_at',
+        'error_categories',
+        'has_media',
         'pozy_updated_at',
         'last_event_at',
         'synced_at',
@@ -139,15 +122,11 @@ export class PostMirrorRepository {
           .selectFrom(postsFromJson(rows))
           .select((eb) => [
             'input.id',
-            'input.status',
-            'input.content',
-            'input.scheduled_for',
-            'input.published_at',
-            'input.platforms',
+            ...POST_STATE.map((name) => `input.${name}` as const),
             'input.account_ids',
             'input.platform_names',
-            'input.pozy_created_at',
-            'input.pozy_updated_at',
+            'input.error_categories',
+            'input.has_media',
             'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
@@ -166,12 +145,19 @@ export class PostMirrorRepository {
             const differs = postDiffers(eb);
             return {
               status: eb.ref('excluded.status'),
+              title: eb.ref('excluded.title'),
               content: eb.ref('excluded.content'),
               scheduled_for: eb.ref('excluded.scheduled_for'),
               published_at: eb.ref('excluded.published_at'),
               platforms: eb.ref('excluded.platforms'),
+              tags: eb.ref('excluded.tags'),
+              hashtags: eb.ref('excluded.hashtags'),
+              visibility: eb.ref('excluded.visibility'),
+              extra: eb.ref('excluded.extra'),
               account_ids: eb.ref('excluded.account_ids'),
               platform_names: eb.ref('excluded.platform_names'),
+              error_categories: eb.ref('excluded.error_categories'),
+              has_media: eb.ref('excluded.has_media'),
               pozy_created_at: eb.ref('excluded.pozy_created_at'),
               pozy_updated_at: eb.ref('excluded.pozy_updated_at'),
               last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
@@ -199,13 +185,16 @@ export class PostMirrorRepository {
     return this.result(await this.fanOut(db, written), !trx);
   }
 
-  /** The mirror's version of each of these posts it holds: Pozy's updatedAt, and whether it is marked deleted. */
-  async versions(ids: string[]): Promise<Map<string, { pozyUpdatedAt: Date | null; deleted: boolean }>> {
+  /**
+   * The mirror's version of each of these posts it holds: Pozy's updatedAt, whether it is marked deleted, and whether
+   * the row holds the whole post (a row mirrored before the mirror kept whole posts does not, whatever its version).
+   */
+  async versions(ids: string[]): Promise<Map<string, PostVersion>> {
     const rows = await this.database.prisma.post.findMany({
       where: { id: { in: ids } },
-      select: { id: true, pozyUpdatedAt: true, deletedAt: true },
+      select: { id: true, pozyUpdatedAt: true, deletedAt: true, extra: true },
     });
-    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozyUpdatedAt, deleted: r.deletedAt !== null }]));
+    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozyUpdatedAt, deleted: r.deletedAt !== null, whole: r.extra !== null }]));
   }
 
   /**
@@ -290,20 +279,7 @@ export class PostMirrorRepository {
                 id: eb.ref('w.id'),
                 sequence: eb.ref('w.sequence'),
                 pozyUpdatedAt: isoText(eb.ref('w.pozy_updated_at')),
-                post: jsonbObject({
-                  id: eb.ref('w.id'),
-                  status: eb.ref('w.status'),
-                  content: eb.ref('w.content'),
-                  scheduledFor: isoText(eb.ref('w.scheduled_for')),
-                  publishedAt: isoText(eb.ref('w.published_at')),
-                  platforms: eb.ref('w.platforms'),
-                  profileIds: eb.fn('to_jsonb', ['profiles.ids']),
-                  pozyCreatedAt: isoText(eb.ref('w.pozy_created_at')),
-                  pozyUpdatedAt: isoText(eb.ref('w.pozy_updated_at')),
-                  lastEventAt: isoText(eb.ref('w.last_event_at')),
-                  syncedAt: isoText(eb.ref('w.synced_at')),
-                  deletedAt: isoText(eb.ref('w.deleted_at')),
-                }),
+                post: postJson('w', sql`to_jsonb(${eb.ref('profiles.ids')})`),
               }).as('data'),
             ]),
         ),
