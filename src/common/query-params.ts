@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { ArrayMinSize, IsArray, IsInt, IsOptional, IsString, Max, Min, MinLength } from 'class-validator';
 
 /** Query strings carry text: `true`/`false` become booleans, anything else stays as is for the validator to name. */
 export const BooleanParam = () => Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value));
@@ -19,3 +19,24 @@ export const LimitParam = (defaultLimit: number, description: string) =>
     Min(1),
     Max(500),
   );
+
+/**
+ * An optional list in a query string: comma-separated (`tag=a,b`), or the parameter repeated (`tag=a&tag=b`). An empty
+ * item is refused rather than ignored, so that `tag=` does not silently mean "any".
+ */
+export const ListParam = (description: string, example: string) =>
+  applyDecorators(
+    ApiPropertyOptional({ type: String, description, example }),
+    IsOptional(),
+    Transform(({ value }: { value: unknown }) => {
+      const items = Array.isArray(value) ? value : [value];
+      return items.every((item) => typeof item === 'string') ? items.flatMap((item: string) => item.split(',').map((part) => part.trim())) : value;
+    }),
+    IsArray(),
+    ArrayMinSize(1),
+    IsString({ each: true }),
+    MinLengthEach(),
+  );
+
+/** Every item of a list has at least one character. */
+const MinLengthEach = () => MinLength(1, { each: true, message: ({ property }) => `${property} must not hold an empty item` });

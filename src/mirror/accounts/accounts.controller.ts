@@ -4,7 +4,7 @@ import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
 import { AccountsQuery, MirroredAccount } from './accounts.query';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
-import { ListAccountsQuery } from './dto/list-accounts.query';
+import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query';
 
 @ApiTags('Mirror')
 @Controller('accounts')
@@ -12,7 +12,7 @@ export class AccountsController {
   constructor(private readonly accounts: AccountsQuery) {}
 
   @Get()
-  @ApiOperation({ summary: 'List mirrored accounts, filtered, a page at a time (ordered by id).' })
+  @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
   @ApiOkResponse({ type: AccountPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
   list(@Query() query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
@@ -25,8 +25,8 @@ export class AccountsController {
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: MirroredAccountResponse })
   @ApiNotFoundErrorResponse('the mirror never saw this account')
-  async get(@Param('id') id: string): Promise<MirroredAccount> {
-    const account = await this.accounts.get(id);
+  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery): Promise<MirroredAccount> {
+    const account = await this.accounts.get(id, query.fields);
     if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);
     return account;
   }

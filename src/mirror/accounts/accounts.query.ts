@@ -1,25 +1,14 @@
 import { Injectable } from '@nestjs/common';
+import { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { DatabaseService } from '../../database/database.service';
-import { Prisma } from '../../generated/prisma/client';
+import type { DB } from '../../generated/kysely/database';
 import { decodeCursor, page } from '../cursor';
+import { present } from '../whole-object';
+import { ACCOUNT_FIELD_ORDER, accountJson } from './account-fields';
 import { ListAccountsQuery } from './dto/list-accounts.query';
 
-/** What the query endpoints answer of an account: the mirrored state, bookkeeping of the reads aside. */
-const ANSWERED = {
-  id: true,
-  profileId: true,
-  platform: true,
-  username: true,
-  displayName: true,
-  isActive: true,
-  needsReconnection: true,
-  lastEventAt: true,
-  syncedAt: true,
-  removedAt: true,
-} as const satisfies Prisma.AccountSelect;
-
-/** A mirrored account as the query endpoints answer it. */
-export type MirroredAccount = Prisma.AccountGetPayload<{ select: typeof ANSWERED }>;
+/** A mirrored account as the query endpoints answer it: Pozy's fields, then the mirror's (see account-fields.ts). */
+export type MirroredAccount = Record<string, unknown>;
 
 const DEFAULT_LIMIT = 50;
 
@@ -31,24 +20,41 @@ export class AccountsQuery {
   async list(query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor);
-    const where: Prisma.AccountWhereInput[] = [];
-    if (query.profileId !== undefined) where.push({ profileId: query.profileId });
-    if (query.platform !== undefined) where.push({ platform: query.platform });
-    // Connected: active and not waiting for the user to reconnect.
-    if (query.connected === true) where.push({ isActive: true, needsReconnection: false });
-    if (query.connected === false) where.push({ OR: [{ isActive: false }, { needsReconnection: true }] });
-    if (query.includeRemoved !== true) where.push({ removedAt: null });
-    if (after !== null) where.push({ id: { gt: after } });
-    const rows = await this.database.prisma.account.findMany({
-      select: ANSWERED,
-      where: { AND: where },
-      orderBy: { id: 'asc' },
-      take: limit + 1,
-    });
-    return page(rows, limit);
+    const rows = await this.database.db
+      .selectFrom('account')
+      .select(['account.id', accountJson('account').as('body')])
+      .where((eb) => eb.and([...conditions(eb, query), ...(after !== null ? [eb('account.id', '>', after)] : [])]))
+      .orderBy('account.id')
+      .limit(limit + 1)
+      .execute();
+    const { data, nextCursor } = page(rows, limit);
+    return { data: data.map((row) => present(row.body, ACCOUNT_FIELD_ORDER, query.fields)), nextCursor };
   }
 
-  get(id: string): Promise<MirroredAccount | null> {
-    return this.database.prisma.account.findUnique({ select: ANSWERED, where: { id } });
+  async get(id: string, fields?: string[]): Promise<MirroredAccount | undefined> {
+    const row = await this.database.db
+      .selectFrom('account')
+      .select(accountJson('account').as('body'))
+      .where('account.id', '=', id)
+      .executeTakeFirst();
+    return row && present(row.body, ACCOUNT_FIELD_ORDER, fields);
   }
+}
+
+function conditions(eb: ExpressionBuilder<DB, 'account'>, query: ListAccountsQuery): Array<Expression<SqlBool>> {
+  const where: Array<Expression<SqlBool>> = [];
+  if (query.profileId !== undefined) where.push(eb('account.profile_id', '=', query.profileId));
+  if (query.platform !== undefined) where.push(eb('account.platform', '=', query.platform));
+  // Connected: active and not waiting for the user to reconnect.
+  if (query.connected === true) where.push(eb.and([eb('account.is_active', '=', true), eb('account.needs_reconnection', '=', false)]));
+  if (query.connected === false) where.push(eb.or([eb('account.is_active', '=', false), eb('account.needs_reconnection', '=', true)]));
+  if (query.enabled !== undefined) where.push(eb('account.enabled', '=', query.enabled));
+  if (query.q !== undefined) {
+    // A part of the username or the display name, case aside. A workspace holds thousands of accounts, not millions:
+    // a scan of them costs less than keeping a trigram index (an extension) on every write.
+    const pattern = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    where.push(eb.or([eb('account.username', 'ilike', pattern), eb('account.display_name', 'ilike', pattern)]));
+  }
+  if (query.includeRemoved !== true) where.push(eb('account.removed_at', 'is', null));
+  return where;
 }

@@ -2,7 +2,7 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
-import { ListPostsQuery } from './dto/list-posts.query';
+import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
 import { MirroredPost, PostsQuery } from './posts.query';
 
@@ -12,7 +12,7 @@ export class PostsController {
   constructor(private readonly posts: PostsQuery) {}
 
   @Get()
-  @ApiOperation({ summary: 'List mirrored posts, filtered, a page at a time (ordered by id).' })
+  @ApiOperation({ summary: 'List mirrored posts, filtered, searched and ordered, a page at a time.' })
   @ApiOkResponse({ type: PostPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
   list(@Query() query: ListPostsQuery): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
@@ -25,8 +25,8 @@ export class PostsController {
   @ApiParam({ name: 'id', description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' })
   @ApiOkResponse({ type: MirroredPostResponse })
   @ApiNotFoundErrorResponse('the mirror never saw this post')
-  async get(@Param('id') id: string): Promise<MirroredPost> {
-    const post = await this.posts.get(id);
+  async get(@Param('id') id: string, @Query() query: PostFieldsQuery): Promise<MirroredPost> {
+    const post = await this.posts.get(id, query.fields);
     if (!post) throw new ApiError(404, 'not_found', `Post ${id} is not in the mirror`);
     return post;
   }

@@ -1,48 +1,23 @@
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, Selectable, sql, SqlBool } from 'kysely';
+import { Expression, ExpressionBuilder, sql, SqlBool } from 'kysely';
+import { ApiError } from '../../common/api-error';
 import { DatabaseService } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
-import { decodeCursor, page } from '../cursor';
 import { ListPostsQuery } from './dto/list-posts.query';
+import { present } from '../whole-object';
+import { POST_FIELD_ORDER, postJson } from './post-fields';
+import { matchesSearch } from './post-search';
+import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
 
-/** The columns a post is answered from: the mirrored state, bookkeeping of the reads aside, and its accounts. */
-const POST_COLUMNS = [
-  'id',
-  'status',
-  'content',
-  'scheduled_for',
-  'published_at',
-  'platforms',
-  'account_ids',
-  'pozy_created_at',
-  'pozy_updated_at',
-  'last_event_at',
-  'synced_at',
-  'deleted_at',
-] as const;
+/** A mirrored post as the query endpoints answer it: Pozy's fields, then the mirror's (see post-fields.ts). */
+export type MirroredPost = Record<string, unknown>;
 
-type PostRow = Pick<Selectable<DB['post']>, (typeof POST_COLUMNS)[number]>;
-
-/** A post as the query endpoints answer it, with the profiles of its mirrored accounts. */
-function answer(post: PostRow, profileIds: string[]) {
-  return {
-    id: post.id,
-    status: post.status,
-    content: post.content,
-    scheduledFor: post.scheduled_for,
-    publishedAt: post.published_at,
-    platforms: post.platforms,
-    profileIds,
-    pozyCreatedAt: post.pozy_created_at,
-    pozyUpdatedAt: post.pozy_updated_at,
-    lastEventAt: post.last_event_at,
-    syncedAt: post.synced_at,
-    deletedAt: post.deleted_at,
-  };
+interface Row {
+  id: string;
+  sort_value: Date | null;
+  account_ids: string[];
+  body: Record<string, unknown>;
 }
-
-/** A mirrored post as the query endpoints answer it. */
-export type MirroredPost = ReturnType<typeof answer>;
 
 const DEFAULT_LIMIT = 50;
 
@@ -53,37 +28,104 @@ export class PostsQuery {
 
   /**
    * Each filter becomes a condition only when it is set, so that every shape of the list is planned with the indexes
-   * that serve it. With a status, the page's ids are found first from the index on (status, id, deleted_at,
-   * platform_names) alone, in id order without reading the table however rare the combination, and only the page's
-   * rows are then read whole.
+   * that serve it. Ordered by id with a status, the page's ids are found first from the index on (status, id,
+   * deleted_at, platform_names) alone, in id order without reading the table however rare the combination, and only
+   * the page's rows are then read whole. Ordered by a timestamp, the posts that have one come first, walked on the
+   * (column, id) index, then those without, walked by id.
    */
   async list(query: ListPostsQuery): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor);
-    const db = this.database.db;
-    const matching = db
-      .selectFrom('post')
-      .where((eb) => eb.and(conditions(eb, query, after)))
-      .orderBy('post.id')
-      .limit(limit + 1);
-    const rows =
-      query.status === undefined
-        ? await matching.select(POST_COLUMNS).execute()
-        : await db.selectFrom('post').select(POST_COLUMNS).where('post.id', 'in', matching.select('post.id')).orderBy('post.id').execute();
-    return page(await this.withProfiles(rows), limit);
+    const sort = parseSort(query.sort);
+    const cursor = decodePostCursor(query.cursor, sort);
+    const filters = parseFilters(query);
+    const rows = sort.field === 'id' ? await this.byId(query, filters, sort.desc, cursor, limit + 1) : await this.byTime(filters, sort, cursor, limit + 1);
+    const data = rows.slice(0, limit);
+    const last = data[data.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodePostCursor(sort, sort.field === 'id' ? { after: last.id } : { after: last.id, value: last.sort_value?.toISOString() ?? null })
+        : null;
+    return { data: await this.answer(data, query.fields), nextCursor };
   }
 
-  async get(id: string): Promise<MirroredPost | undefined> {
-    const rows = await this.database.db.selectFrom('post').select(POST_COLUMNS).where('post.id', '=', id).execute();
-    return (await this.withProfiles(rows))[0];
+  async get(id: string, fields?: string[]): Promise<MirroredPost | undefined> {
+    const rows = await this.selectRows(this.database.db.selectFrom('post').where('post.id', '=', id)).execute();
+    return (await this.answer(rows, fields))[0];
+  }
+
+  private selectRows(query: ReturnType<PostsQuery['from']>, sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]) {
+    return query.select([
+      'post.id',
+      'post.account_ids',
+      sortColumn ? sql<Date | null>`${sql.ref(`post.${sortColumn}`)}`.as('sort_value') : sql<Date | null>`NULL::timestamptz`.as('sort_value'),
+      postJson('post').as('body'),
+    ]);
+  }
+
+  private from() {
+    return this.database.db.selectFrom('post');
+  }
+
+  private async byId(query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
+    const direction = desc ? 'desc' : 'asc';
+    const matching = this.from()
+      .where((eb) => eb.and([...conditions(eb, filters), ...(cursor ? [eb('post.id', desc ? '<' : '>', cursor.after)] : [])]))
+      .orderBy('post.id', direction)
+      .limit(take);
+    if (query.status === undefined) return this.selectRows(matching).execute();
+    return this.selectRows(this.from().where('post.id', 'in', matching.select('post.id')))
+      .orderBy('post.id', direction)
+      .execute();
+  }
+
+  private async byTime(filters: Filters, sort: PostSort & { field: keyof typeof SORT_COLUMNS }, cursor: PostCursor | null, take: number): Promise<Row[]> {
+    const column = SORT_COLUMNS[sort.field];
+    const direction = sort.desc ? 'desc' : 'asc';
+    const beyond = sort.desc ? '<' : '>';
+    const rows: Row[] = [];
+    // The posts with a value, from the cursor on, unless the walk has already reached those without one.
+    if (cursor?.value !== null) {
+      const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after };
+      rows.push(
+        ...(await this.selectRows(
+          this.from().where((eb) =>
+            eb.and([
+              ...conditions(eb, filters),
+              eb(`post.${column}`, 'is not', null),
+              ...(at !== undefined ? [eb(eb.refTuple(`post.${column}`, 'post.id'), beyond, eb.tuple(at.value, at.id))] : []),
+            ]),
+          ),
+          column,
+        )
+          .orderBy(`post.${column}`, direction)
+          .orderBy('post.id', direction)
+          .limit(take)
+          .execute()),
+      );
+    }
+    if (rows.length < take) {
+      const after = cursor?.value === null ? cursor.after : undefined;
+      rows.push(
+        ...(await this.selectRows(
+          this.from().where((eb) =>
+            eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [eb('post.id', beyond, after)] : [])]),
+          ),
+          column,
+        )
+          .orderBy('post.id', direction)
+          .limit(take - rows.length)
+          .execute()),
+      );
+    }
+    return rows;
   }
 
   /**
-   * profileIds come from the mirrored accounts of the post's targets (Pozy's post has no profile field): each post's
-   * distinct profiles, in the order PostgreSQL sorts them. One lookup for the whole page: a subquery per post cost
-   * more than the rest of the page.
+   * The answer, with profileIds from the mirrored accounts of the post's targets (Pozy's post has no profile field):
+   * each post's distinct profiles, in the order PostgreSQL sorts them. One lookup for the whole page: a subquery per
+   * post cost more than the rest of the page.
    */
-  private async withProfiles(rows: PostRow[]): Promise<MirroredPost[]> {
+  private async answer(rows: Row[], fields: string[] | undefined): Promise<MirroredPost[]> {
     const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
     const accounts =
       accountIds.length === 0
@@ -96,12 +138,35 @@ export class PostsQuery {
             .execute();
     return rows.map((row) => {
       const targets = new Set(row.account_ids);
-      return answer(row, [...new Set(accounts.filter((account) => targets.has(account.id)).map((account) => account.profile_id))]);
+      const profileIds = [...new Set(accounts.filter((account) => targets.has(account.id)).map((account) => account.profile_id))];
+      return present({ ...row.body, profileIds }, POST_FIELD_ORDER, fields);
     });
   }
 }
 
-function conditions(eb: ExpressionBuilder<DB, 'post'>, query: ListPostsQuery, after: string | null): Array<Expression<SqlBool>> {
+interface Filters {
+  query: ListPostsQuery;
+  dates: Partial<Record<'updatedSince' | 'scheduledFrom' | 'scheduledTo' | 'publishedFrom' | 'publishedTo', Date>>;
+}
+
+const DATE_PARAMS = ['updatedSince', 'scheduledFrom', 'scheduledTo', 'publishedFrom', 'publishedTo'] as const;
+
+/** The date filters as instants: an ISO 8601 form that the validator accepts and no clock can read is a 400. */
+function parseFilters(query: ListPostsQuery): Filters {
+  const dates: Filters['dates'] = {};
+  for (const name of DATE_PARAMS) {
+    const value = query[name];
+    if (value === undefined) continue;
+    const date = new Date(value);
+    if (Number.isNaN(date.getTime())) {
+      throw new ApiError(400, 'invalid_query', `${name} must be an ISO 8601 date-time`, [{ field: name, problems: ['not a date-time'] }]);
+    }
+    dates[name] = date;
+  }
+  return { query, dates };
+}
+
+function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, dates }: Filters): Array<Expression<SqlBool>> {
   const where: Array<Expression<SqlBool>> = [];
   // `deleted` is not a Pozy status: it asks for the posts Pozy answers 404 for.
   const deletedOnly = query.status === 'deleted';
@@ -114,16 +179,24 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, query: ListPostsQuery, af
     const accounts = eb.selectFrom('account').select('account.id').where('account.profile_id', '=', query.profileId);
     where.push(eb('post.account_ids', '&&', sql<string[]>`ARRAY(${accounts})`));
   }
-  if (query.updatedSince !== undefined) {
+  if (dates.updatedSince !== undefined) {
     // Changed in Pozy, or deleted, since then. A post not deleted can only have changed: the index on
     // pozy_updated_at answers that alone.
-    // Parsed by PostgreSQL, as a timestamptz, in the session's time zone.
-    const since = eb.cast<Date>(eb.val(query.updatedSince), 'timestamptz');
-    const changed = eb('post.pozy_updated_at', '>=', since);
-    where.push(withDeleted ? eb.or([changed, eb('post.deleted_at', '>=', since)]) : changed);
+    const changed = eb('post.pozy_updated_at', '>=', dates.updatedSince);
+    where.push(withDeleted ? eb.or([changed, eb('post.deleted_at', '>=', dates.updatedSince)]) : changed);
   }
+  if (query.q !== undefined) where.push(matchesSearch(eb, query.q));
+  // Any of the given ones: the GIN indexes on the arrays answer `&&`.
+  if (query.tag !== undefined) where.push(eb('post.tags', '&&', eb.val(query.tag)));
+  if (query.hashtag !== undefined) where.push(eb('post.hashtags', '&&', eb.val(query.hashtag)));
+  if (query.errorCategory !== undefined) where.push(eb('post.error_categories', '@>', eb.val([query.errorCategory])));
+  if (query.visibility !== undefined) where.push(eb('post.visibility', '=', query.visibility));
+  if (query.hasMedia !== undefined) where.push(eb('post.has_media', '=', query.hasMedia));
+  if (dates.scheduledFrom !== undefined) where.push(eb('post.scheduled_for', '>=', dates.scheduledFrom));
+  if (dates.scheduledTo !== undefined) where.push(eb('post.scheduled_for', '<=', dates.scheduledTo));
+  if (dates.publishedFrom !== undefined) where.push(eb('post.published_at', '>=', dates.publishedFrom));
+  if (dates.publishedTo !== undefined) where.push(eb('post.published_at', '<=', dates.publishedTo));
   if (deletedOnly) where.push(eb('post.deleted_at', 'is not', null));
   else if (!withDeleted) where.push(eb('post.deleted_at', 'is', null));
-  if (after !== null) where.push(eb('post.id', '>', after));
   return where;
 }

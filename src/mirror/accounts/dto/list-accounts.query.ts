@@ -2,6 +2,8 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQuery } from '../../page.query';
 import { BooleanParam } from '../../../common/query-params';
+import { FieldsParam } from '../../whole-object';
+import { ACCOUNT_FIELD_ORDER } from '../account-fields';
 
 export class ListAccountsQuery extends PageQuery {
   @ApiPropertyOptional({ maxLength: 200, description: "This profile's accounts.", example: '66a9ffee00112233445566aa' })
@@ -32,4 +34,25 @@ export class ListAccountsQuery extends PageQuery {
   @BooleanParam()
   @IsBoolean()
   includeRemoved?: boolean;
+
+  @ApiPropertyOptional({ maxLength: 200, description: 'A part of the username or the display name, case aside.', example: 'pozy' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  q?: string;
+
+  @ApiPropertyOptional({ type: Boolean, description: "Pozy's `enabled`.", example: true })
+  @IsOptional()
+  @BooleanParam()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @FieldsParam(ACCOUNT_FIELD_ORDER, 'account')
+  fields?: string[];
+}
+
+/** `GET /accounts/:id?fields=`. */
+export class AccountFieldsQuery {
+  @FieldsParam(ACCOUNT_FIELD_ORDER, 'account')
+  fields?: string[];
 }

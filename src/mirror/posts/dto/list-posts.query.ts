@@ -1,9 +1,14 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsBoolean, IsIn, IsISO8601, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQuery } from '../../page.query';
-import { BooleanParam } from '../../../common/query-params';
+import { BooleanParam, ListParam } from '../../../common/query-params';
+import { POST_FIELD_ORDER } from '../post-fields';
+import { FieldsParam } from '../../whole-object';
+import { POST_SORTS } from '../post-sort';
 
 export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled', 'deleted'] as const;
+
+const DATE_FILTER = { format: 'date-time', example: '2026-11-29T00:00:00Z' } as const;
 
 export class ListPostsQuery extends PageQuery {
   @ApiPropertyOptional({
@@ -48,4 +53,88 @@ export class ListPostsQuery extends PageQuery {
   @BooleanParam()
   @IsBoolean()
   includeDeleted?: boolean;
+
+  @ApiPropertyOptional({
+    maxLength: 200,
+    description:
+      "Full-text search over the title and the content: PostgreSQL's `websearch_to_tsquery` syntax (words, \"a phrase\", `or`, " +
+      '`-word`), in the `simple` configuration: every language is split into words alike, without stemming, so a word ' +
+      'matches in its exact form, case aside.',
+    example: 'spring sale',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  q?: string;
+
+  @ListParam('Posts having any of these tags (comma-separated).', 'launch,spring')
+  @ArrayMaxSize(20)
+  @MaxLength(100, { each: true })
+  tag?: string[];
+
+  @ListParam('Posts having any of these hashtags (comma-separated, as Pozy stores them).', '#spring')
+  @ArrayMaxSize(20)
+  @MaxLength(100, { each: true })
+  hashtag?: string[];
+
+  @ApiPropertyOptional({ maxLength: 50, description: "Pozy's `visibility`: `public`, `private` or `unlisted`.", example: 'public' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(50)
+  visibility?: string;
+
+  @ApiPropertyOptional({ maxLength: 50, description: 'Posts with a target that failed with this `errorCategory`.', example: 'auth_expired' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(50)
+  errorCategory?: string;
+
+  @ApiPropertyOptional({ type: Boolean, description: 'Posts with (true) or without (false) `mediaItems`.', example: true })
+  @IsOptional()
+  @BooleanParam()
+  @IsBoolean()
+  hasMedia?: boolean;
+
+  @ApiPropertyOptional({ ...DATE_FILTER, description: '`scheduledFor` at or after this time (ISO 8601).' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  scheduledFrom?: string;
+
+  @ApiPropertyOptional({ ...DATE_FILTER, description: '`scheduledFor` at or before this time (ISO 8601).' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  scheduledTo?: string;
+
+  @ApiPropertyOptional({ ...DATE_FILTER, description: '`publishedAt` at or after this time (ISO 8601).' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  publishedFrom?: string;
+
+  @ApiPropertyOptional({ ...DATE_FILTER, description: '`publishedAt` at or before this time (ISO 8601).' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  publishedTo?: string;
+
+  @ApiPropertyOptional({
+    enum: POST_SORTS,
+    default: 'id:asc',
+    description:
+      'The order: a field, `:asc` (the default) or `:desc`. Ties are broken by id; posts without the field (a draft has no ' +
+      '`scheduledFor`) come after the others in either direction. A cursor holds its order: pass the same `sort` with it.',
+    example: 'scheduledFor:desc',
+  })
+  @IsOptional()
+  @Matches(/^(id|scheduledFor|publishedAt|pozyUpdatedAt)(:(asc|desc))?$/, {
+    message: 'sort must be id, scheduledFor, publishedAt or pozyUpdatedAt, optionally followed by :asc or :desc',
+  })
+  sort?: string;
+
+  @FieldsParam(POST_FIELD_ORDER, 'post')
+  fields?: string[];
+}
+
+/** `GET /posts/:id?fields=`. */
+export class PostFieldsQuery {
+  @FieldsParam(POST_FIELD_ORDER, 'post')
+  fields?: string[];
 }
