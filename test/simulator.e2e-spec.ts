@@ -403,6 +403,8 @@ describe('Pozy simulator', () => {
             errorMessage: expect.any(String),
             errorCategory: expect.any(String),
             errorSource: expect.stringMatching(/^(user|platform|system)$/),
+            // Instagram is a Meta platform: its failures carry the Graph API's error.
+            platformError: expect.objectContaining({ code: expect.any(Number), message: expect.any(String) }),
           },
         ],
         createdAt: created.createdAt,
@@ -491,6 +493,7 @@ describe('Pozy simulator', () => {
             profileId: { _id: a.profile._id, name: 'Acme Shop', slug: 'acme-shop' },
             username: 'acme.shop',
             displayName: 'Acme Shop',
+            profilePicture: `https://cdn.pozy.ai/avatars/${a.instagram._id}.jpg`,
             profileUrl: 'https://www.instagram.com/acme.shop/',
             isActive: false,
             needsReconnection: true,
