@@ -24,6 +24,10 @@ const LANGUAGES = [
 
 const TITLE_OPENERS = ['Spring', 'Weekly', 'Behind the scenes:', 'New', 'Big', 'Our', 'Last call:', 'Meet the'] as const;
 const TITLE_TOPICS = ['sale', 'product launch', 'team update', 'coffee tips', 'studio tour', 'demo day', 'release notes', 'customer story'] as const;
+/** Every opener with every topic, made once: posts share the strings. */
+const TITLES = TITLE_OPENERS.flatMap((opener) => TITLE_TOPICS.map((topic) => `${opener} ${topic}`));
+/** `A-1000` to `A-9999`, each made the first time it is drawn and then shared. */
+const CRM_IDS: string[] = [];
 const TAGS = ['promo', 'product', 'behind-the-scenes', 'event', 'hiring', 'blog', 'seasonal', 'customer-story'] as const;
 const HASHTAGS = ['spring', 'sale', 'newproduct', 'teamwork', 'coffee', 'smallbusiness', 'marketing', 'launchday', 'tips'] as const;
 const MENTIONS = ['pozyhq', 'acme', 'janedoe', 'studio.north', 'coffee_lab', 'maria.garcia'] as const;
@@ -53,7 +57,7 @@ export function randomContent(rng: Rng): string {
  * can), which a queued post with recycling may be a copy of; it is asked only then.
  */
 export function randomDetails(state: WorldState, rng: Rng, profileId: string, recycledFrom?: () => string | undefined): PostDetails {
-  const title = rng.chance(0.85) ? `${rng.pick(TITLE_OPENERS)} ${rng.pick(TITLE_TOPICS)}` : undefined;
+  const title = rng.chance(0.85) ? rng.pick(TITLES) : undefined;
   const media = rng.int(4);
   let mediaItems: MediaItem[] | undefined;
   if (media > 0) {
@@ -67,7 +71,11 @@ export function randomDetails(state: WorldState, rng: Rng, profileId: string, re
   const mentions = rng.chance(0.2) ? pickDistinct(MENTIONS, 1 + rng.int(2), rng) : undefined;
   const roll = rng.next();
   const visibility: Visibility | undefined = roll < 0.85 ? 'public' : roll < 0.91 ? 'private' : roll < 0.95 ? 'unlisted' : undefined;
-  const metadata = rng.chance(0.5) ? { crmId: `A-${1000 + rng.int(9000)}`, campaign: rng.pick(CAMPAIGNS) } : undefined;
+  let metadata: Record<string, unknown> | undefined;
+  if (rng.chance(0.5)) {
+    const crm = rng.int(9000);
+    metadata = { crmId: (CRM_IDS[crm] ??= `A-${1000 + crm}`), campaign: rng.pick(CAMPAIGNS) };
+  }
   const zone = rng.int(10);
   const timezone = zone < TIMEZONES.length ? TIMEZONES[zone] : undefined;
   let queuedFromProfile: string | undefined;
