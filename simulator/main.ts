@@ -9,7 +9,9 @@
  *     made without events, e.g. 100000 and 2000),
  *   SIMULATOR_RATE_LIMIT_PER_MINUTE (600: Pozy's for 3–2,000 accounts, all clients of the API key together),
  *   SIMULATOR_OTHER_CLIENT_PER_MINUTE (0: another client of the same key, the team's own product, spending that many
- *     requests a minute of the same budget)
+ *     requests a minute of the same budget),
+ *   SIMULATOR_UNKNOWN_FIELDS (false; true: every post, target and account the API serves also carries a field
+ *     pozy-sync has never seen: pozyLabsInsights, pozyLabsReach, pozyLabsVerified)
  */
 /* eslint-disable no-console -- a command-line tool's output */
 import { PozySimulator } from './simulator';
@@ -39,6 +41,12 @@ async function main(): Promise<void> {
   );
   const rateLimitPerMinute = numberFromEnv('SIMULATOR_RATE_LIMIT_PER_MINUTE', 600, (n) => Number.isSafeInteger(n) && n >= 1);
   const otherClientPerMinute = numberFromEnv('SIMULATOR_OTHER_CLIENT_PER_MINUTE', 0, (n) => Number.isSafeInteger(n) && n >= 0);
+  const unknownFieldsRaw = process.env.SIMULATOR_UNKNOWN_FIELDS ?? '';
+  if (!['', 'true', 'false'].includes(unknownFieldsRaw)) {
+    console.error(`SIMULATOR_UNKNOWN_FIELDS=${unknownFieldsRaw} is not valid (true or false)`);
+    process.exit(1);
+  }
+  const unknownFields = unknownFieldsRaw === 'true';
   const apiKey = process.env.SIMULATOR_API_KEY || 'sk_sim_local';
   const url = process.env.SIMULATOR_WEBHOOK_URL || undefined;
   const secret = process.env.SIMULATOR_WEBHOOK_SECRET || undefined;
@@ -54,6 +62,7 @@ async function main(): Promise<void> {
     otherClientPerMinute,
     webhook: url ? { url, secret } : undefined,
   });
+  simulator.world.setUnknownFields(unknownFields);
   const seeding = Date.now();
   if (existing) simulator.world.seedExisting({ posts: existingPosts, accounts: existingAccounts });
   else simulator.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
@@ -72,6 +81,7 @@ async function main(): Promise<void> {
     );
   }
   console.log(`  rate limit  ${rateLimitPerMinute}/min${otherClientPerMinute > 0 ? `, of which another client spends ${otherClientPerMinute}` : ''}`);
+  if (unknownFields) console.log('  unknown fields on: pozyLabsInsights, pozyLabsReach, pozyLabsVerified');
   if (activity) console.log(`  one random change every ${activityMs} ms`);
 
   let stopping = false;

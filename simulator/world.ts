@@ -8,13 +8,14 @@
  *
  * PozyWorld is the one entry point. Its parts, in world/: state.ts (the records, their indexes, ids and events) and
  * clock.ts; accounts.ts and posts.ts (their mutations and reads); views.ts (the records in Pozy's shapes);
- * platform-results.ts (what a publish yields); existing-workspace.ts and random-activity.ts.
+ * platform-results.ts (what a publish yields); existing-workspace.ts and random-activity.ts, whose posts'
+ * content and details come from random-content.ts.
  */
 import type { Rng } from './faults';
-import { AccountQuery, Accounts } from './world/accounts';
+import { AccountChanges, AccountQuery, Accounts } from './world/accounts';
 import { ExistingWorkspace, seedExisting } from './world/existing-workspace';
 import type { Account, PozyEvent, Post, Profile } from './world/pozy-shapes';
-import { PostQuery, Posts, PublishOutcome } from './world/posts';
+import { CreatePostInput, PostChanges, PostQuery, Posts, PublishOutcome, TargetChanges } from './world/posts';
 import { RandomActivity, StepResult } from './world/random-activity';
 import { WorldOptions, WorldState } from './world/state';
 import { restAccount, restPost } from './world/views';
@@ -48,6 +49,19 @@ export class PozyWorld {
     return () => this.state.listeners.delete(listener);
   }
 
+  /**
+   * The unknown-field switch: while on, every REST post carries `pozyLabsInsights`, every target `pozyLabsReach`
+   * and every account `pozyLabsVerified` (world/pozy-shapes.ts's UNKNOWN_*_FIELD), fields pozy-sync has never seen.
+   * Not a mutation: no tick, no event, no updatedAt.
+   */
+  setUnknownFields(on: boolean): void {
+    this.state.unknownFields = on;
+  }
+
+  get unknownFields(): boolean {
+    return this.state.unknownFields;
+  }
+
   /** The time of the latest mutation (ms). */
   get time(): number {
     return this.state.clock.time;
@@ -69,6 +83,11 @@ export class PozyWorld {
 
   reconnectAccount(accountId: string): Account {
     return this.accounts.reconnectAccount(accountId);
+  }
+
+  /** Name, picture, enabled, metadata, followers (with followersLastUpdated): only the fields given; no event. */
+  updateAccount(accountId: string, changes: AccountChanges): Account {
+    return this.accounts.updateAccount(accountId, changes);
   }
 
   removeAccount(accountId: string): void {
@@ -105,7 +124,8 @@ export class PozyWorld {
 
   // ---- posts (world/posts.ts) ----
 
-  createPost(input: { content: string; accountIds: readonly string[]; scheduledFor?: string | number | Date }): Post {
+  /** With `scheduledFor`: scheduled (and `post.scheduled`); without: a draft. Any of PostDetails may come along. */
+  createPost(input: CreatePostInput): Post {
     return this.posts.createPost(input);
   }
 
@@ -117,8 +137,14 @@ export class PozyWorld {
     return this.posts.cancelPost(postId);
   }
 
-  editPost(postId: string, changes: { content: string }): Post {
+  /** Changes only the fields given (content and any of PostDetails), bumps updatedAt; no event. */
+  editPost(postId: string, changes: PostChanges): Post {
     return this.posts.editPost(postId, changes);
+  }
+
+  /** Changes only the given fields of the post's target on `accountId`, bumps the post's updatedAt; no event. */
+  editTarget(postId: string, accountId: string, changes: TargetChanges): Post {
+    return this.posts.editTarget(postId, accountId, changes);
   }
 
   deletePlatformPost(postId: string, accountId: string): Post {

@@ -5,7 +5,19 @@ import { Rng } from '../simulator/faults';
 import { PozySimulator, SimulatorOptions } from '../simulator/simulator';
 import type { WebhookLogRow } from '../simulator/webhook-sender';
 import { PozyWorld } from '../simulator/world';
-import { Account, Post, PozyEvent } from '../simulator/world/pozy-shapes';
+import {
+  Account,
+  MEDIA_TYPES,
+  META_PLATFORMS,
+  PlatformTarget,
+  Post,
+  PostDetails,
+  PozyEvent,
+  Recycling,
+  UNKNOWN_ACCOUNT_FIELD,
+  UNKNOWN_POST_FIELD,
+  UNKNOWN_TARGET_FIELD,
+} from '../simulator/world/pozy-shapes';
 import { waitFor } from './support/service';
 
 const API_KEY = 'sk_test_simulator';
@@ -403,6 +415,8 @@ describe('Pozy simulator', () => {
             errorMessage: expect.any(String),
             errorCategory: expect.any(String),
             errorSource: expect.stringMatching(/^(user|platform|system)$/),
+            // Instagram is a Meta platform: its failures carry the Graph API's error.
+            platformError: expect.objectContaining({ code: expect.any(Number), message: expect.any(String) }),
           },
         ],
         createdAt: created.createdAt,
@@ -491,6 +505,7 @@ describe('Pozy simulator', () => {
             profileId: { _id: a.profile._id, name: 'Acme Shop', slug: 'acme-shop' },
             username: 'acme.shop',
             displayName: 'Acme Shop',
+            profilePicture: `https://cdn.pozy.ai/avatars/${a.instagram._id}.jpg`,
             profileUrl: 'https://www.instagram.com/acme.shop/',
             isActive: false,
             needsReconnection: true,
@@ -686,6 +701,365 @@ describe('Pozy simulator', () => {
       expect(ids(newest)[0]).toBe(late);
       sim.world.createPost({ content: 'Later', accountIds: [instagram._id] });
       expect(ids(await page(2, 'created-desc'))[0]).toBe(ids(newest)[9]);
+    });
+  });
+
+  describe('whole posts and accounts', () => {
+    type PostList = { posts: Post[]; pagination: { total: number; pages: number } };
+    type AccountList = { accounts: Account[] };
+    const accountIdOf = (target: PlatformTarget) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
+
+    it('a post created with every detail reads back from GET /v1/posts/{id} with all of them; the caller keeps no handle on them', async () => {
+      const sim = await start();
+      const { profile, instagram, linkedin } = workspace(sim.world);
+      const original = sim.world.createPost({ content: 'The first spring post', accountIds: [instagram._id] });
+      const details: PostDetails = {
+        title: 'Spring sale: 20% off',
+        mediaItems: [
+          { type: 'image', url: 'https://cdn.example/a.jpg', altText: 'A red bicycle' },
+          { type: 'video', url: 'https://cdn.example/b.mp4', thumbnail: 'https://cdn.example/b.jpg' },
+          { type: 'gif', url: 'https://cdn.example/c.gif' },
+          { type: 'document', url: 'https://cdn.example/d.pdf' },
+        ],
+        tags: ['promo', 'seasonal'],
+        hashtags: ['spring', 'sale'],
+        mentions: ['janedoe'],
+        visibility: 'unlisted',
+        metadata: { crmId: 'A-1042', campaign: 'spring', nested: { list: [1, 'two', { three: true }] } },
+        timezone: 'Europe/Berlin',
+        recycling: { enabled: true, intervalDays: 30 },
+        recycledFromPostId: original._id,
+        queuedFromProfile: profile._id,
+        queueId: '66b0c0ffee00112233445566',
+      };
+      const input = structuredClone(details);
+      const created = sim.world.createPost({
+        content: 'Frühlingsangebot: 20 % auf alles',
+        accountIds: [instagram._id, linkedin._id],
+        scheduledFor: '2026-04-01T08:00:00Z',
+        ...input,
+      });
+      // Changing what was passed in (or what came back) changes nothing in the world.
+      input.metadata!.crmId = 'changed';
+      input.mediaItems![0].url = 'https://changed.example/';
+      input.tags!.push('changed');
+      created.metadata!.campaign = 'changed';
+
+      const { status, body } = await api<{ post: Post }>(sim, `/v1/posts/${created._id}`);
+      expect(status).toBe(200);
+      expect(body.post).toEqual({
+        _id: created._id,
+        userId: sim.world.userId,
+        content: 'Frühlingsangebot: 20 % auf alles',
+        status: 'scheduled',
+        scheduledFor: '2026-04-01T08:00:00.000Z',
+        platforms: [
+          expect.objectContaining({ platform: 'instagram', status: 'pending' }),
+          expect.objectContaining({ platform: 'linkedin', status: 'pending' }),
+        ],
+        createdAt: created.createdAt,
+        updatedAt: created.updatedAt,
+        ...details,
+      });
+      expect(body.post).toEqual(sim.world.getPost(created._id));
+      // The list serves the same post.
+      const listed = await api<PostList>(sim, '/v1/posts?sortBy=created-desc&limit=1');
+      expect(listed.body.posts).toEqual([body.post]);
+
+      // Without details: nothing extra, timezone UTC.
+      const plain = (await api<{ post: Post }>(sim, `/v1/posts/${original._id}`)).body.post;
+      expect(Object.keys(plain).sort()).toEqual(['_id', 'content', 'createdAt', 'platforms', 'status', 'timezone', 'updatedAt', 'userId']);
+      expect(plain.timezone).toBe('UTC');
+
+      const bad: [Partial<PostDetails>, RegExp][] = [
+        [{ mediaItems: [{ type: 'audio' as 'image', url: 'https://x' }] }, /mediaItems/],
+        [{ timezone: 'Mars/Olympus' }, /timezone/],
+        [{ visibility: 'friends' as 'public' }, /visibility/],
+        [{ tags: [1 as unknown as string] }, /tags/],
+        [{ metadata: [] as unknown as Record<string, unknown> }, /metadata/],
+        [{ recycling: { intervalDays: 30 } as unknown as Recycling }, /recycling/],
+      ];
+      for (const [wrong, message] of bad) {
+        expect(() => sim.world.createPost({ content: 'x', accountIds: [linkedin._id], ...wrong })).toThrow(message);
+        expect(() => sim.world.editPost(created._id, wrong)).toThrow(message);
+      }
+      expect(sim.world.getPost(created._id)).toEqual(body.post);
+    });
+
+    it('editPost, editTarget and updateAccount change only what they name, bump updatedAt, and send no event', async () => {
+      const sim = await start();
+      const world = sim.world;
+      const { profile, instagram, linkedin } = workspace(world);
+      const post = world.createPost({
+        content: 'v1',
+        accountIds: [instagram._id, linkedin._id],
+        scheduledFor: Date.now() + 3_600_000,
+        title: 'Old title',
+        tags: ['promo'],
+        metadata: { crmId: 'A-1' },
+      });
+      world.publishPost(post._id, { [instagram._id]: 'failed', [linkedin._id]: 'failed' });
+      const events: PozyEvent[] = [];
+      world.onEvent((e) => events.push(e));
+      const read = async () => (await api<{ post: Post }>(sim, `/v1/posts/${post._id}`)).body.post;
+
+      const before = await read();
+      world.editPost(post._id, { title: 'New title', hashtags: ['fresh'] });
+      const edited = await read();
+      expect(edited).toEqual({ ...before, title: 'New title', hashtags: ['fresh'], updatedAt: expect.any(String) });
+      expect(Date.parse(edited.updatedAt)).toBeGreaterThan(Date.parse(before.updatedAt));
+      // The old callers' edit: content only, the details stay.
+      world.editPost(post._id, { content: 'v2' });
+      const contentEdited = await read();
+      expect(contentEdited).toEqual({ ...edited, content: 'v2', updatedAt: expect.any(String) });
+      expect(Date.parse(contentEdited.updatedAt)).toBeGreaterThan(Date.parse(edited.updatedAt));
+
+      world.editTarget(post._id, instagram._id, {
+        errorMessage: 'The media could not be processed',
+        errorCategory: 'platform_rejected',
+        errorSource: 'platform',
+        platformError: { code: 36003, subcode: 2207009, message: 'The aspect ratio is not supported.' },
+        customContent: 'Instagram only: link in bio',
+        customMedia: [{ type: 'image', url: 'https://cdn.example/square.jpg' }],
+      });
+      const targetEdited = await read();
+      expect(targetEdited).toEqual({
+        ...contentEdited,
+        platforms: [
+          {
+            ...contentEdited.platforms[0],
+            errorMessage: 'The media could not be processed',
+            errorCategory: 'platform_rejected',
+            errorSource: 'platform',
+            platformError: { code: 36003, subcode: 2207009, message: 'The aspect ratio is not supported.' },
+            customContent: 'Instagram only: link in bio',
+            customMedia: [{ type: 'image', url: 'https://cdn.example/square.jpg' }],
+          },
+          contentEdited.platforms[1],
+        ],
+        updatedAt: expect.any(String),
+      });
+      expect(Date.parse(targetEdited.updatedAt)).toBeGreaterThan(Date.parse(contentEdited.updatedAt));
+      world.editTarget(post._id, linkedin._id, { customContent: 'For LinkedIn' });
+      const oneField = await read();
+      expect(oneField.platforms).toEqual([targetEdited.platforms[0], { ...targetEdited.platforms[1], customContent: 'For LinkedIn' }]);
+      expect(() => world.editTarget(post._id, linkedin._id, { platformError: { message: 'x' } })).toThrow(/Meta platforms only/);
+      expect(() => world.editTarget(post._id, instagram._id, { errorCategory: 'nope' as 'unknown' })).toThrow(/errorCategory/);
+      expect(() => world.editTarget(post._id, '66aa01f3c2b1e4d5f6a7b8c9', { customContent: 'x' })).toThrow(/no target/);
+      expect(await read()).toEqual(oneField);
+
+      const version = world.accountVersion(linkedin._id)!;
+      const account = world.updateAccount(linkedin._id, {
+        displayName: 'Acme (LinkedIn)',
+        profilePicture: null,
+        enabled: false,
+        metadata: { organizationUrn: 'urn:li:organization:42' },
+        followersCount: 1234,
+      });
+      expect(world.accountVersion(linkedin._id)).toBeGreaterThan(version);
+      const { accounts } = (await api<AccountList>(sim, `/v1/accounts?profileId=${profile._id}`)).body;
+      expect(accounts[1]).toEqual({
+        _id: linkedin._id,
+        platform: 'linkedin',
+        profileId: { _id: profile._id, name: 'Acme Shop', slug: 'acme-shop' },
+        username: 'acme-shop',
+        displayName: 'Acme (LinkedIn)',
+        profilePicture: null,
+        profileUrl: 'https://www.linkedin.com/company/acme-shop',
+        isActive: true,
+        needsReconnection: false,
+        enabled: false,
+        metadata: { organizationUrn: 'urn:li:organization:42' },
+        followersCount: 1234,
+        followersLastUpdated: new Date(world.accountVersion(linkedin._id)!).toISOString(),
+      });
+      expect(accounts[1]).toEqual(account);
+      expect(accounts[0]).toEqual(world.getAccount(instagram._id));
+      // Only the name changes what posts show of the account.
+      expect((await read()).platforms[1].accountId).toMatchObject({ displayName: 'Acme (LinkedIn)' });
+      world.updateAccount(linkedin._id, { followersCount: 1300 });
+      const later = world.getAccount(linkedin._id)!;
+      expect(later).toMatchObject({ displayName: 'Acme (LinkedIn)', profilePicture: null, enabled: false, followersCount: 1300 });
+      expect(Date.parse(later.followersLastUpdated!)).toBeGreaterThan(Date.parse(account.followersLastUpdated!));
+      expect(() => world.updateAccount(linkedin._id, { followersCount: -1 })).toThrow(/followersCount/);
+
+      expect(events).toEqual([]);
+    });
+
+    it('the unknown-field switch adds fields pozy-sync has never seen to posts, targets and accounts, single and listed', async () => {
+      const sim = await start();
+      const { profile, instagram, linkedin } = workspace(sim.world);
+      const ids = [0, 1, 2].map(
+        (i) => sim.world.createPost({ content: `post ${i}`, accountIds: [instagram._id, linkedin._id], scheduledFor: Date.now() + 60_000 })._id,
+      );
+      const readAll = async () => ({
+        single: await Promise.all(ids.map(async (id) => (await api<{ post: Post }>(sim, `/v1/posts/${id}`)).body.post)),
+        listed: (await api<PostList>(sim, '/v1/posts?sortBy=created-asc')).body.posts,
+        accounts: (await api<AccountList>(sim, `/v1/accounts?profileId=${profile._id}`)).body.accounts,
+      });
+      const off = await readAll();
+      for (const post of [...off.single, ...off.listed]) {
+        expect(post).not.toHaveProperty(UNKNOWN_POST_FIELD);
+        for (const target of post.platforms) expect(target).not.toHaveProperty(UNKNOWN_TARGET_FIELD);
+      }
+      for (const account of off.accounts) expect(account).not.toHaveProperty(UNKNOWN_ACCOUNT_FIELD);
+
+      sim.world.setUnknownFields(true);
+      const on = await readAll();
+      expect(on.listed).toEqual(on.single);
+      for (const [i, post] of on.single.entries()) {
+        const score = post[UNKNOWN_POST_FIELD]!.score;
+        expect(post[UNKNOWN_POST_FIELD]).toEqual({ score, model: 'v2' });
+        expect(Number.isInteger(score) && score >= 0 && score <= 100).toBe(true);
+        const reaches = post.platforms.map((t) => t[UNKNOWN_TARGET_FIELD]!);
+        for (const reach of reaches) expect(Number.isInteger(reach) && reach >= 0).toBe(true);
+        // The same post read without the switch, plus the unknown fields: nothing else changes, nor does updatedAt.
+        expect(post).toEqual({
+          ...off.single[i],
+          [UNKNOWN_POST_FIELD]: { score, model: 'v2' },
+          platforms: off.single[i].platforms.map((t, k) => ({ ...t, [UNKNOWN_TARGET_FIELD]: reaches[k] })),
+        });
+      }
+      // Derived from the ids: they differ between posts and targets, and read the same again.
+      expect(new Set(on.single.flatMap((p) => p.platforms.map((t) => t[UNKNOWN_TARGET_FIELD]))).size).toBeGreaterThan(1);
+      expect((await readAll()).single).toEqual(on.single);
+      expect(on.accounts).toEqual(off.accounts.map((a) => ({ ...a, [UNKNOWN_ACCOUNT_FIELD]: true })));
+      expect((await api<AccountList>(sim, '/v1/accounts?page=1&limit=10')).body.accounts.every((a) => a[UNKNOWN_ACCOUNT_FIELD] === true)).toBe(true);
+
+      sim.world.setUnknownFields(false);
+      expect(await readAll()).toEqual(off);
+
+      // As a world option, from the start.
+      const world = new PozyWorld({ seed: 3, unknownFields: true });
+      world.seedWorld({ profiles: 1, accountsPerProfile: 2, posts: 3 });
+      expect(world.listPosts().every((p) => p[UNKNOWN_POST_FIELD]?.model === 'v2')).toBe(true);
+      expect(world.listAccounts().every((a) => a[UNKNOWN_ACCOUNT_FIELD] === true)).toBe(true);
+    });
+
+    it('failed targets on Meta platforms carry platformError; others do not', async () => {
+      const sim = await start();
+      const world = sim.world;
+      const profile = world.createProfile('Meta and more');
+      const [facebook, instagram, threads, twitter] = (['facebook', 'instagram', 'threads', 'twitter'] as const).map((platform) =>
+        world.connectAccount(profile._id, platform, `acme.${platform}`),
+      );
+      // An Instagram account connected to a profile with a Facebook page sits under it.
+      expect(instagram.parentAccountId).toBe(facebook._id);
+      expect(twitter.parentAccountId).toBeUndefined();
+      const post = world.createPost({ content: 'everywhere', accountIds: [facebook._id, instagram._id, threads._id, twitter._id] });
+      world.disconnectAccount(instagram._id);
+      world.disconnectAccount(twitter._id);
+      const events: PozyEvent[] = [];
+      world.onEvent((e) => events.push(e));
+      world.publishPost(post._id, { [facebook._id]: 'failed', [threads._id]: 'published' });
+
+      const { body } = await api<{ post: Post }>(sim, `/v1/posts/${post._id}`);
+      const [fb, ig, th, tw] = body.post.platforms;
+      expect(fb).toMatchObject({ status: 'failed', platformError: { code: expect.any(Number), message: expect.any(String) } });
+      // A dead token: auth_expired, with the Graph API's session-expired error.
+      expect(ig).toMatchObject({
+        status: 'failed',
+        errorCategory: 'auth_expired',
+        errorSource: 'user',
+        platformError: { code: 190, subcode: 463, message: 'Error validating access token: Session has expired' },
+      });
+      expect(th.status).toBe('published');
+      expect(th).not.toHaveProperty('platformError');
+      expect(tw).toMatchObject({ status: 'failed', errorCategory: 'auth_expired' });
+      expect(tw).not.toHaveProperty('platformError');
+      // The webhook blocks stay as they were: the REST post has the Graph API's error, the events do not.
+      expect(events.map((e) => e.event)).toContain('post.platform.failed');
+      expect(JSON.stringify(events)).not.toContain('platformError');
+    });
+
+    it('a seeded workspace reads back with every media type, titles, tags, metadata, queued posts and richer accounts', async () => {
+      const sim = await start();
+      sim.world.seedExisting({ posts: 3_000, accounts: 43 });
+      const posts: Post[] = [];
+      for (let page = 1, pages = 1; page <= pages; page++) {
+        const { body } = await api<PostList>(sim, `/v1/posts?page=${page}&limit=500&sortBy=created-asc`);
+        pages = body.pagination.pages;
+        posts.push(...body.posts);
+      }
+      expect(posts).toHaveLength(3_000);
+      expect(hasNull(posts)).toBe(false);
+      const share = (test: (post: Post) => boolean) => posts.filter(test).length / posts.length;
+
+      expect(share((p) => p.title !== undefined)).toBeGreaterThan(0.7);
+      const media = posts.flatMap((p) => p.mediaItems ?? []);
+      expect(new Set(media.map((m) => m.type))).toEqual(new Set(MEDIA_TYPES));
+      expect(posts.every((p) => (p.mediaItems?.length ?? 0) <= 3)).toBe(true);
+      expect(share((p) => p.mediaItems === undefined)).toBeGreaterThan(0.1);
+      for (const item of media) expect(item.url).toMatch(/^https:\/\//);
+      expect(media.filter((m) => m.type === 'video').every((m) => m.thumbnail !== undefined)).toBe(true);
+      expect(media.some((m) => m.altText !== undefined)).toBe(true);
+      expect(new Set(media.map((m) => m.url)).size).toBe(media.length);
+      expect(share((p) => (p.tags?.length ?? 0) > 0)).toBeGreaterThan(0.5);
+      expect(posts.every((p) => (p.tags?.length ?? 0) <= 3)).toBe(true);
+      expect(new Set(posts.flatMap((p) => p.tags ?? [])).size).toBeLessThan(20);
+      expect(share((p) => (p.hashtags?.length ?? 0) > 0)).toBeGreaterThan(0.3);
+      expect(share((p) => (p.mentions?.length ?? 0) > 0)).toBeGreaterThan(0.05);
+      const visibility = new Map<string | undefined, number>();
+      for (const post of posts) visibility.set(post.visibility, (visibility.get(post.visibility) ?? 0) + 1);
+      expect(visibility.get('public')!).toBeGreaterThan(posts.length * 0.7);
+      expect(visibility.get('private')!).toBeGreaterThan(0);
+      expect(visibility.get('unlisted')!).toBeGreaterThan(0);
+      const withMetadata = posts.filter((p) => p.metadata !== undefined);
+      expect(withMetadata.length / posts.length).toBeGreaterThan(0.4);
+      expect(withMetadata.length / posts.length).toBeLessThan(0.6);
+      for (const post of withMetadata) expect(post.metadata).toEqual({ crmId: expect.stringMatching(/^A-\d+$/), campaign: expect.any(String) });
+      expect(new Set(posts.map((p) => p.timezone)).size).toBeGreaterThan(3);
+
+      const queued = posts.filter((p) => p.queuedFromProfile !== undefined);
+      expect(queued.length / posts.length).toBeGreaterThan(0.01);
+      expect(queued.length / posts.length).toBeLessThan(0.1);
+      for (const post of queued) {
+        expect(post.queuedFromProfile).toBe(sim.world.profileOfAccount(accountIdOf(post.platforms[0])));
+        expect(post.queueId).toMatch(/^[0-9a-f]{24}$/);
+      }
+      expect(queued.some((p) => p.recycling !== undefined)).toBe(true);
+      expect(posts.filter((p) => p.queuedFromProfile === undefined).every((p) => p.queueId === undefined && p.recycling === undefined)).toBe(true);
+      const byId = new Map(posts.map((p) => [p._id, p]));
+      for (const post of posts.filter((p) => p.recycledFromPostId !== undefined)) {
+        expect(byId.get(post.recycledFromPostId!)!.createdAt < post.createdAt).toBe(true);
+      }
+
+      // Some content in German, Spanish and Russian.
+      const contents = posts.map((p) => p.content);
+      expect(contents.some((c) => /[а-яё]/i.test(c))).toBe(true);
+      expect(contents.some((c) => /\b(heute|Woche|Angebot|für)\b/.test(c))).toBe(true);
+      expect(contents.some((c) => /\b(hoy|semana|oferta|para)\b/.test(c))).toBe(true);
+
+      // Failed targets: platformError on exactly the Meta platforms'.
+      const failed = posts.flatMap((p) => p.platforms).filter((t) => t.status === 'failed');
+      const meta = failed.filter((t) => (META_PLATFORMS as readonly string[]).includes(t.platform));
+      expect(meta.length).toBeGreaterThan(0);
+      for (const target of meta) expect(target.platformError).toEqual(expect.objectContaining({ message: expect.any(String) }));
+      expect(failed.filter((t) => !meta.includes(t)).every((t) => t.platformError === undefined)).toBe(true);
+      expect(new Set(failed.map((t) => t.errorCategory)).size).toBeGreaterThan(4);
+
+      const { accounts } = (await api<AccountList>(sim, '/v1/accounts')).body;
+      expect(accounts.every((a) => a.profilePicture === null || a.profilePicture.startsWith('https://'))).toBe(true);
+      expect(accounts.some((a) => a.profilePicture === null)).toBe(true);
+      expect(accounts.filter((a) => a.followersCount !== undefined).every((a) => a.followersLastUpdated !== undefined)).toBe(true);
+      expect(accounts.filter((a) => a.followersCount !== undefined).length).toBeGreaterThan(accounts.length / 2);
+      const children = accounts.filter((a) => a.parentAccountId !== undefined);
+      expect(children.length).toBeGreaterThan(0);
+      for (const child of children) {
+        const parent = accounts.find((a) => a._id === child.parentAccountId)!;
+        expect([child.platform, parent.platform, parent.profileId._id]).toEqual(['instagram', 'facebook', child.profileId._id]);
+      }
+      expect(accounts.some((a) => a.metadata !== undefined)).toBe(true);
+
+      // Random activity makes posts like these too.
+      const world = new PozyWorld({ seed: 12 });
+      world.seedWorld({ profiles: 2, accountsPerProfile: 4, posts: 0 });
+      const steps = new Rng(5);
+      for (let i = 0; i < 400; i++) world.randomStep(steps);
+      const random = world.listPosts();
+      expect(random.filter((p) => p.title !== undefined).length).toBeGreaterThan(random.length / 2);
+      expect(random.some((p) => (p.mediaItems?.length ?? 0) > 0 && (p.tags?.length ?? 0) > 0 && p.metadata !== undefined)).toBe(true);
+      expect(hasNull(random)).toBe(false);
     });
   });
 

@@ -1,7 +1,18 @@
 /** Profiles and their social accounts: connecting, disconnecting, reconnecting, removing, and reading them. */
 import type { Account, Profile } from './pozy-shapes';
 import { AccountRecord, WorldError, WorldState } from './state';
-import { accountEventBlock, restAccount } from './views';
+import { accountEventBlock, copyJson, restAccount } from './views';
+
+/** `updateAccount`'s changes: only the fields given (not undefined) change. */
+export interface AccountChanges {
+  displayName?: string;
+  /** null: the picture was removed. */
+  profilePicture?: string | null;
+  enabled?: boolean;
+  metadata?: Record<string, unknown>;
+  /** Also sets followersLastUpdated. */
+  followersCount?: number;
+}
 
 /** `GET /v1/accounts`: filters (absent: any) and, when paged, the slice. */
 export interface AccountQuery {
@@ -34,15 +45,19 @@ export class Accounts {
   connectAccount(profileId: string, platform: string, username: string, displayName?: string): Account {
     if (!this.state.profiles.has(profileId)) throw new WorldError('not_found', `No profile ${profileId}`);
     const time = this.state.clock.tick();
+    const id = this.state.rng.objectId();
     const record: AccountRecord = {
-      id: this.state.rng.objectId(),
+      id,
       profileId,
       platform,
       username,
       displayName: displayName ?? displayNameOf(username),
+      profilePicture: profilePictureOf(id),
       isActive: true,
       needsReconnection: false,
+      enabled: true,
       removed: false,
+      parentAccountId: parentAccountOf(this.state.accountsOfProfile.get(profileId)!, platform),
       updatedAt: time,
     };
     this.state.addAccount(record);
@@ -77,6 +92,37 @@ export class Accounts {
     record.needsReconnection = false;
     record.updatedAt = time;
     this.state.emit(time, 'account.connected', { account: accountEventBlock(record) });
+    return restAccount(this.state, record);
+  }
+
+  /**
+   * Changes the account's name, picture, enabled flag, metadata or follower count (with followersLastUpdated):
+   * only the fields given. Pozy sends no event for these; the account's own version moves on, as for any mutation.
+   */
+  updateAccount(accountId: string, changes: AccountChanges): Account {
+    const record = this.state.liveAccount(accountId);
+    const { displayName, profilePicture, enabled, metadata, followersCount } = changes;
+    if (displayName !== undefined && typeof displayName !== 'string') throw new WorldError('invalid_argument', 'displayName must be a string');
+    if (profilePicture !== undefined && profilePicture !== null && typeof profilePicture !== 'string') {
+      throw new WorldError('invalid_argument', 'profilePicture must be a string or null');
+    }
+    if (enabled !== undefined && typeof enabled !== 'boolean') throw new WorldError('invalid_argument', 'enabled must be a boolean');
+    if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
+      throw new WorldError('invalid_argument', 'metadata must be an object');
+    }
+    if (followersCount !== undefined && (!Number.isSafeInteger(followersCount) || followersCount < 0)) {
+      throw new WorldError('invalid_argument', 'followersCount must be a non-negative integer');
+    }
+    const time = this.state.clock.tick();
+    if (displayName !== undefined) record.displayName = displayName;
+    if (profilePicture !== undefined) record.profilePicture = profilePicture;
+    if (enabled !== undefined) record.enabled = enabled;
+    if (metadata !== undefined) record.metadata = copyJson(metadata);
+    if (followersCount !== undefined) {
+      record.followersCount = followersCount;
+      record.followersLastUpdated = time;
+    }
+    record.updatedAt = time;
     return restAccount(this.state, record);
   }
 
@@ -135,4 +181,15 @@ export class Accounts {
 
 export function displayNameOf(username: string): string {
   return username.replace(/[._-]+/g, ' ').replace(/\b\w/g, (c) => c.toUpperCase());
+}
+
+/** The picture Pozy stores for an account (a CDN URL), from its id. */
+export function profilePictureOf(accountId: string): string {
+  return `https://cdn.pozy.ai/avatars/${accountId}.jpg`;
+}
+
+/** An Instagram account sits under its profile's Facebook page (the first still there), when it has one. */
+export function parentAccountOf(accountsOfProfile: readonly AccountRecord[], platform: string): string | undefined {
+  if (platform !== 'instagram') return undefined;
+  return accountsOfProfile.find((a) => a.platform === 'facebook' && !a.removed)?.id;
 }

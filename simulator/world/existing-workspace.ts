@@ -1,10 +1,10 @@
 /** `PozyWorld.seedExisting`: a year of a workspace's history, made at once before anyone listened. */
 import type { Rng } from '../faults';
-import { displayNameOf } from './accounts';
+import { displayNameOf, profilePictureOf } from './accounts';
 import { DAY, HOUR, YEAR } from './clock';
-import { AUTH_EXPIRED, FAILURES, platformPost } from './platform-results';
+import { AUTH_EXPIRED, failureFields, FAILURES, platformPost } from './platform-results';
 import { PLATFORMS, Profile } from './pozy-shapes';
-import { randomContent } from './random-activity';
+import { randomContent, randomDetails } from './random-content';
 import { AccountRecord, PostRecord, TargetRecord, WorldError, WorldState } from './state';
 
 /** A workspace that existed before pozy-sync was deployed (`seedExisting`). */
@@ -63,30 +63,48 @@ export function seedExisting(state: WorldState, options: ExistingWorkspace, rng:
       state.accountCounter += 1;
       const username = `${profile.slug}.${platform}${state.accountCounter}`;
       const connected = rng.chance(0.92);
+      const id = state.rng.objectId();
+      const updatedAt = between(start, now - 1);
       const record: AccountRecord = {
-        id: state.rng.objectId(),
+        id,
         profileId: profile._id,
         platform,
         username,
         displayName: displayNameOf(username),
+        profilePicture: rng.chance(0.9) ? profilePictureOf(id) : null,
         isActive: connected,
         // Most disconnections are the platform's (a dead token); a few are the user's.
         needsReconnection: !connected && rng.chance(0.75),
+        enabled: true,
         removed: false,
-        updatedAt: between(start, now - 1),
+        parentAccountId: undefined,
+        metadata: accountMetadata(platform, rng),
+        // Pozy refreshes follower counts now and then: most accounts have one.
+        followersCount: undefined,
+        followersLastUpdated: undefined,
+        updatedAt,
       };
+      if (rng.chance(0.85)) {
+        record.followersCount = Math.floor(10 ** (1 + 4 * rng.next()));
+        record.followersLastUpdated = between(updatedAt, now - 1);
+      }
       latest = Math.max(latest, record.updatedAt);
       state.addAccount(record);
       group.push(record);
     }
+    // An Instagram account sits under its profile's Facebook page, when the profile has one.
+    const page = group.find((a) => a.platform === 'facebook');
+    if (page) for (const account of group) if (account.platform === 'instagram') account.parentAccountId = page.id;
     if (group.length > 0) groups.push(group);
   }
 
   const spacing = (now - 1 - start) / posts;
   let createdAt = start;
+  /** Per profile, its latest published post so far: what a recycled post copies. */
+  const lastPublished = new Map<string, string>();
   for (let i = 0; i < posts; i++) {
     createdAt = Math.max(createdAt + 1, start + Math.floor((i + rng.next()) * spacing));
-    const record = existingPost(state, createdAt, now, rng.pick(groups), rng);
+    const record = existingPost(state, createdAt, now, rng.pick(groups), rng, lastPublished);
     latest = Math.max(latest, record.updatedAt);
     state.addPost(record);
   }
@@ -97,16 +115,25 @@ export function seedExisting(state: WorldState, options: ExistingWorkspace, rng:
  * A post created at `createdAt` on 1–3 accounts of `group`, in the state months of activity would have left it
  * by `now`, all its times before `now`. Recent posts are mostly still ahead of their time.
  */
-function existingPost(state: WorldState, createdAt: number, now: number, group: readonly AccountRecord[], rng: Rng): PostRecord {
+function existingPost(
+  state: WorldState,
+  createdAt: number,
+  now: number,
+  group: readonly AccountRecord[],
+  rng: Rng,
+  lastPublished: Map<string, string>,
+): PostRecord {
   const between = (low: number, high: number) => low + rng.int(high - low + 1);
   const pool = [...group];
   const chosen: AccountRecord[] = [];
   const count = 1 + rng.int(Math.min(3, pool.length));
   while (chosen.length < count) chosen.push(pool.splice(rng.int(pool.length), 1)[0]);
+  const profileId = group[0].profileId;
   const record: PostRecord = {
     id: state.rng.objectId(),
     position: 0,
     content: randomContent(rng),
+    details: randomDetails(state, rng, profileId, () => lastPublished.get(profileId)),
     status: 'draft',
     targets: chosen.map((a): TargetRecord => ({ accountId: a.id, platform: a.platform, status: 'pending' })),
     createdAt,
@@ -146,19 +173,15 @@ function existingPost(state: WorldState, createdAt: number, now: number, group: 
       return { accountId: account.id, platform: account.platform, status: 'published', platformPostId: id, platformPostUrl: url, publishedAt: time };
     }
     const failure = account.isActive ? rng.pick(FAILURES) : AUTH_EXPIRED;
-    return {
-      accountId: account.id,
-      platform: account.platform,
-      status: 'failed',
-      errorMessage: failure.message,
-      errorCategory: failure.category,
-      errorSource: failure.source,
-    };
+    return { accountId: account.id, platform: account.platform, status: 'failed', ...failureFields(account.platform, failure) };
   });
   time += between(1, 3_000);
   const published = record.targets.filter((t) => t.status === 'published');
   record.status = published.length === record.targets.length ? 'published' : published.length === 0 ? 'failed' : 'partial';
-  if (published.length > 0) record.publishedAt = time;
+  if (published.length > 0) {
+    record.publishedAt = time;
+    lastPublished.set(group[0].profileId, record.id);
+  }
   record.updatedAt = time;
 
   if (published.length > 0 && rng.chance(0.08)) {
@@ -170,6 +193,13 @@ function existingPost(state: WorldState, createdAt: number, now: number, group: 
     record.updatedAt = target.removedFromPlatformAt;
   }
   return record;
+}
+
+/** Some accounts carry what Pozy keeps of their platform's side: a Facebook page's id, a LinkedIn organization's. */
+function accountMetadata(platform: string, rng: Rng): Record<string, unknown> | undefined {
+  if (platform === 'facebook') return { pageId: String(100_000_000_000_000 + rng.int(900_000_000) * 1_000_000 + rng.int(1_000_000)) };
+  if (platform === 'linkedin') return { organizationUrn: `urn:li:organization:${10_000_000 + rng.int(90_000_000)}` };
+  return undefined;
 }
 
 function shuffled<T>(items: readonly T[], rng: Rng): T[] {

@@ -1,12 +1,60 @@
 /** Posts: creating, publishing target by target, cancelling, editing, taking down, deleting, and reading them. */
 import type { Rng } from '../faults';
 import { iso } from './clock';
-import { AUTH_EXPIRED, FAILURES, platformPost } from './platform-results';
-import type { Post, PostSort, PostStatus, PozyEventType, WebhookPlatformBlock } from './pozy-shapes';
+import { AUTH_EXPIRED, failureFields, FAILURES, isMetaPlatform, platformPost } from './platform-results';
+import {
+  ERROR_CATEGORIES,
+  ERROR_SOURCES,
+  ErrorCategory,
+  ErrorSource,
+  MEDIA_TYPES,
+  MediaItem,
+  PlatformError,
+  Post,
+  PostDetails,
+  PostSort,
+  PostStatus,
+  PozyEventType,
+  Recycling,
+  VISIBILITIES,
+  WebhookPlatformBlock,
+} from './pozy-shapes';
 import { PostRecord, TargetRecord, WorldError, WorldState } from './state';
-import { compact, postEventBlock, restPost } from './views';
+import { compact, copyJson, copyMedia, postEventBlock, restPost } from './views';
 
 export type PublishOutcome = 'published' | 'failed';
+
+/** `createPost`'s input: content, accounts, an optional schedule, and any of the post's details. */
+export type CreatePostInput = { content: string; accountIds: readonly string[]; scheduledFor?: string | number | Date } & PostDetails;
+
+/** `editPost`'s changes: only the fields given change. */
+export type PostChanges = { content?: string } & PostDetails;
+
+/** `editTarget`'s changes to one target: only the fields given change. */
+export interface TargetChanges {
+  errorMessage?: string;
+  errorCategory?: ErrorCategory;
+  errorSource?: ErrorSource;
+  /** Meta platforms only (facebook, instagram, threads). */
+  platformError?: PlatformError;
+  customContent?: string;
+  customMedia?: MediaItem[];
+}
+
+const DETAIL_KEYS = [
+  'title',
+  'mediaItems',
+  'tags',
+  'hashtags',
+  'mentions',
+  'visibility',
+  'metadata',
+  'timezone',
+  'recycling',
+  'recycledFromPostId',
+  'queuedFromProfile',
+  'queueId',
+] as const satisfies readonly (keyof PostDetails)[];
 
 /** One page of `GET /v1/posts`: filters (absent: any), order, and the slice. */
 export interface PostQuery {
@@ -29,8 +77,9 @@ export class Posts {
   constructor(private readonly state: WorldState) {}
 
   /** With `scheduledFor`: `scheduled` and `post.scheduled`; without: a `draft`, and no event. */
-  createPost(input: { content: string; accountIds: readonly string[]; scheduledFor?: string | number | Date }): Post {
+  createPost(input: CreatePostInput): Post {
     if (typeof input.content !== 'string') throw new WorldError('invalid_argument', 'content must be a string');
+    const details = checkedDetails(input);
     if (input.accountIds.length === 0) throw new WorldError('invalid_argument', 'A post needs at least one account');
     if (new Set(input.accountIds).size !== input.accountIds.length) throw new WorldError('invalid_argument', 'Duplicate account');
     const targets = input.accountIds.map((accountId): TargetRecord => {
@@ -47,6 +96,7 @@ export class Posts {
       id: this.state.rng.objectId(),
       position: 0,
       content: input.content,
+      details,
       status: scheduledFor === undefined ? 'draft' : 'scheduled',
       scheduledFor,
       targets,
@@ -90,7 +140,7 @@ export class Posts {
         Object.assign(target, { status: 'published', platformPostId: id, platformPostUrl: url, publishedAt: time });
       } else {
         const failure = usable ? rng.pick(FAILURES) : AUTH_EXPIRED;
-        Object.assign(target, { status: 'failed', errorMessage: failure.message, errorCategory: failure.category, errorSource: failure.source });
+        Object.assign(target, { status: 'failed', ...failureFields(target.platform, failure) });
       }
       record.updatedAt = time;
       this.emitPlatformEvent(record, target, time, outcome);
@@ -119,10 +169,58 @@ export class Posts {
     return restPost(this.state, record);
   }
 
-  /** A content edit: Pozy sends no event for it, so only reading the post shows it. */
-  editPost(postId: string, changes: { content: string }): Post {
+  /**
+   * An edit of the content or details: only the fields given (not undefined) change. Pozy sends no event for it,
+   * so only reading the post shows it.
+   */
+  editPost(postId: string, changes: PostChanges): Post {
     const record = this.state.livePost(postId);
-    record.content = changes.content;
+    if (changes.content !== undefined && typeof changes.content !== 'string') throw new WorldError('invalid_argument', 'content must be a string');
+    const details = checkedDetails(changes);
+    if (changes.content !== undefined) record.content = changes.content;
+    // Replaced, not changed in place: a record's details may be shared.
+    if (Object.keys(details).length > 0) record.details = { ...record.details, ...details };
+    record.updatedAt = this.state.clock.tick();
+    return restPost(this.state, record);
+  }
+
+  /**
+   * Changes one target's error fields, custom content or custom media: only the fields given (not undefined).
+   * Bumps the post's updatedAt; no event. `platformError` only on a Meta platform (facebook, instagram, threads).
+   */
+  editTarget(postId: string, accountId: string, changes: TargetChanges): Post {
+    const record = this.state.livePost(postId);
+    const target = record.targets.find((t) => t.accountId === accountId);
+    if (!target) throw new WorldError('not_found', `Post ${postId} has no target ${accountId}`);
+    const { errorMessage, errorCategory, errorSource, platformError, customContent, customMedia } = changes;
+    if (errorMessage !== undefined && typeof errorMessage !== 'string') throw new WorldError('invalid_argument', 'errorMessage must be a string');
+    if (errorCategory !== undefined && !(ERROR_CATEGORIES as readonly unknown[]).includes(errorCategory)) {
+      throw new WorldError('invalid_argument', `errorCategory must be one of: ${ERROR_CATEGORIES.join(', ')}`);
+    }
+    if (errorSource !== undefined && !(ERROR_SOURCES as readonly unknown[]).includes(errorSource)) {
+      throw new WorldError('invalid_argument', `errorSource must be one of: ${ERROR_SOURCES.join(', ')}`);
+    }
+    if (platformError !== undefined) {
+      if (!isMetaPlatform(target.platform))
+        throw new WorldError('invalid_argument', `platformError is for Meta platforms only, not ${target.platform}`);
+      if (!isObject(platformError) || typeof platformError.message !== 'string') {
+        throw new WorldError('invalid_argument', 'platformError must be {code?, subcode?, message}');
+      }
+      for (const key of ['code', 'subcode'] as const) {
+        if (platformError[key] !== undefined && !Number.isInteger(platformError[key]))
+          throw new WorldError('invalid_argument', `platformError.${key} must be an integer`);
+      }
+    }
+    if (customContent !== undefined && typeof customContent !== 'string') throw new WorldError('invalid_argument', 'customContent must be a string');
+    if (customMedia !== undefined) checkMedia(customMedia, 'customMedia');
+
+    if (errorMessage !== undefined) target.errorMessage = errorMessage;
+    if (errorCategory !== undefined) target.errorCategory = errorCategory;
+    if (errorSource !== undefined) target.errorSource = errorSource;
+    if (platformError !== undefined)
+      target.platformError = compact({ code: platformError.code, subcode: platformError.subcode, message: platformError.message });
+    if (customContent !== undefined) target.customContent = customContent;
+    if (customMedia !== undefined) target.customMedia = copyMedia(customMedia);
     record.updatedAt = this.state.clock.tick();
     return restPost(this.state, record);
   }
@@ -245,4 +343,77 @@ export class Posts {
     record.updatedAt = time;
     this.emitPlatformEvent(record, target, time, 'deleted');
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkMedia(items: unknown, name: string): void {
+  if (!Array.isArray(items)) throw new WorldError('invalid_argument', `${name} must be an array`);
+  for (const item of items) {
+    if (!isObject(item) || !(MEDIA_TYPES as readonly unknown[]).includes(item.type) || typeof item.url !== 'string') {
+      throw new WorldError('invalid_argument', `${name}: each item is {type: ${MEDIA_TYPES.join('|')}, url, altText?, thumbnail?}`);
+    }
+    for (const key of ['altText', 'thumbnail'] as const) {
+      if (item[key] !== undefined && typeof item[key] !== 'string') throw new WorldError('invalid_argument', `${name}: ${key} must be a string`);
+    }
+  }
+}
+
+function checkStrings(items: unknown, name: string): void {
+  if (!Array.isArray(items) || items.some((item) => typeof item !== 'string'))
+    throw new WorldError('invalid_argument', `${name} must be an array of strings`);
+}
+
+function validTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The details given in `input` (those not undefined), checked, and copied so the caller keeps no handle on them. */
+function checkedDetails(input: PostDetails): PostDetails {
+  const out: PostDetails = {};
+  for (const key of DETAIL_KEYS) {
+    const value = input[key];
+    if (value === undefined) continue;
+    switch (key) {
+      case 'mediaItems':
+        checkMedia(value, key);
+        out.mediaItems = copyMedia(input.mediaItems);
+        break;
+      case 'tags':
+      case 'hashtags':
+      case 'mentions':
+        checkStrings(value, key);
+        out[key] = [...(value as string[])];
+        break;
+      case 'visibility':
+        if (!(VISIBILITIES as readonly unknown[]).includes(value))
+          throw new WorldError('invalid_argument', `visibility must be one of: ${VISIBILITIES.join(', ')}`);
+        out.visibility = input.visibility;
+        break;
+      case 'metadata':
+        if (!isObject(value)) throw new WorldError('invalid_argument', 'metadata must be an object');
+        out.metadata = copyJson(input.metadata);
+        break;
+      case 'recycling':
+        if (!isObject(value) || typeof value.enabled !== 'boolean')
+          throw new WorldError('invalid_argument', 'recycling must be an object with enabled: boolean');
+        out.recycling = copyJson(value as Recycling);
+        break;
+      case 'timezone':
+        if (typeof value !== 'string' || !validTimeZone(value)) throw new WorldError('invalid_argument', 'timezone must be an IANA time zone name');
+        out.timezone = value;
+        break;
+      default:
+        if (typeof value !== 'string') throw new WorldError('invalid_argument', `${key} must be a string`);
+        out[key] = value;
+    }
+  }
+  return out;
 }

@@ -5,6 +5,7 @@ import { HOUR } from './clock';
 import { Account, PLATFORMS, Post } from './pozy-shapes';
 import type { Posts, PublishOutcome } from './posts';
 import { AccountRecord, PostRecord, WorldState } from './state';
+import { randomContent, randomDetails } from './random-content';
 import { restPost } from './views';
 
 export interface StepResult {
@@ -13,8 +14,6 @@ export interface StepResult {
   accountId?: string;
   profileId?: string;
 }
-
-const WORDS = ['spring', 'sale', 'launch', 'today', 'new', 'team', 'update', 'coffee', 'studio', 'weekly', 'tips', 'demo'];
 
 export class RandomActivity {
   constructor(
@@ -139,10 +138,12 @@ export class RandomActivity {
     const chosen: string[] = [];
     const count = 1 + rng.int(Math.min(3, accounts.length));
     while (chosen.length < count) chosen.push(accounts.splice(rng.int(accounts.length), 1)[0].id);
+    const profileId = this.state.accounts.get(chosen[0])!.profileId;
     return this.posts.createPost({
       content: randomContent(rng),
       accountIds: chosen,
       scheduledFor: scheduled ? this.state.clock.time + HOUR * (1 + rng.int(72)) : undefined,
+      ...randomDetails(this.state, rng, profileId, () => this.samplePost(rng, (p) => p.status === 'published')?.id),
     });
   }
 
@@ -177,11 +178,4 @@ export class RandomActivity {
     }
     return undefined;
   }
-}
-
-export function randomContent(rng: Rng): string {
-  const count = 3 + rng.int(6);
-  let text = rng.pick(WORDS);
-  for (let i = 1; i < count; i++) text += ` ${rng.pick(WORDS)}`;
-  return `${text[0].toUpperCase()}${text.slice(1)} #${rng.int(1000)}`;
 }

@@ -6,7 +6,18 @@
 import { Rng } from '../faults';
 import { iso, WorldClock } from './clock';
 import { CreationOrder } from './creation-order';
-import type { ErrorSource, PostStatus, PozyEvent, PozyEventType, Profile, TargetStatus } from './pozy-shapes';
+import type {
+  ErrorCategory,
+  ErrorSource,
+  MediaItem,
+  PlatformError,
+  PostDetails,
+  PostStatus,
+  PozyEvent,
+  PozyEventType,
+  Profile,
+  TargetStatus,
+} from './pozy-shapes';
 
 /** A mutation the world refuses (unknown id, or not allowed in the current state). */
 export class WorldError extends Error {
@@ -23,6 +34,8 @@ export interface WorldOptions {
   seed?: number;
   /** Wall clock in ms; the world never goes back and never repeats a millisecond. A fixed clock makes times replay too. */
   clock?: () => number;
+  /** The unknown-field switch (default off): see `PozyWorld.setUnknownFields`. */
+  unknownFields?: boolean;
 }
 
 export interface AccountRecord {
@@ -31,9 +44,17 @@ export interface AccountRecord {
   platform: string;
   username: string;
   displayName: string;
+  /** null: no picture. */
+  profilePicture: string | null;
   isActive: boolean;
   needsReconnection: boolean;
+  /** Pozy's `enabled`. */
+  enabled: boolean;
   removed: boolean;
+  parentAccountId?: string;
+  metadata?: Record<string, unknown>;
+  followersCount?: number;
+  followersLastUpdated?: number;
   /** The account's own version: the time of its last mutation (not part of Pozy's SocialAccount). */
   updatedAt: number;
 }
@@ -46,8 +67,11 @@ export interface TargetRecord {
   platformPostUrl?: string;
   publishedAt?: number;
   errorMessage?: string;
-  errorCategory?: string;
+  errorCategory?: ErrorCategory;
   errorSource?: ErrorSource;
+  platformError?: PlatformError;
+  customContent?: string;
+  customMedia?: MediaItem[];
   removedFromPlatformAt?: number;
 }
 
@@ -56,6 +80,8 @@ export interface PostRecord {
   /** In `postOrder`. */
   position: number;
   content: string;
+  /** Title, media, tags, metadata, timezone, queue fields: only those the post has (often shared, never mutated: replaced). */
+  details: PostDetails;
   status: PostStatus;
   scheduledFor?: number;
   publishedAt?: number;
@@ -85,10 +111,15 @@ export class WorldState {
   /** Posts not deleted, in creation order. */
   readonly postOrder = new CreationOrder<PostRecord>();
   accountCounter = 0;
+  /** Per profile, the id of its posting queue (made when a post is first queued there). */
+  readonly queueIds = new Map<string, string>();
+  /** The unknown-field switch: while on, the REST shapes carry fields pozy-sync has never seen. */
+  unknownFields: boolean;
 
   constructor(options: WorldOptions) {
     this.rng = new Rng(options.seed ?? 1);
     this.clock = new WorldClock(options.clock ?? Date.now);
+    this.unknownFields = options.unknownFields ?? false;
     this.userId = this.rng.objectId();
   }
 

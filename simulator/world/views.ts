@@ -3,7 +3,17 @@
  * blocks of the webhook envelopes.
  */
 import { iso } from './clock';
-import type { Account, Post, WebhookAccountBlock, WebhookPostBlock } from './pozy-shapes';
+import {
+  Account,
+  MediaItem,
+  PlatformTarget,
+  Post,
+  UNKNOWN_ACCOUNT_FIELD,
+  UNKNOWN_POST_FIELD,
+  UNKNOWN_TARGET_FIELD,
+  WebhookAccountBlock,
+  WebhookPostBlock,
+} from './pozy-shapes';
 import type { AccountRecord, PostRecord, WorldState } from './state';
 
 /**
@@ -16,32 +26,58 @@ export function compact<T extends object>(value: T): T {
   return out;
 }
 
+/**
+ * A deep copy of a JSON-like value (metadata, recycling, a platform error), so that no caller shares a record's
+ * objects: an in-process caller changing what it got changes nothing in the world.
+ */
+export function copyJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = copyJson(item);
+  return out as T;
+}
+
+export function copyMedia(items: readonly MediaItem[] | undefined): MediaItem[] | undefined {
+  return items?.map((m) => compact({ type: m.type, url: m.url, altText: m.altText, thumbnail: m.thumbnail }));
+}
+
 export function restAccount(state: WorldState, record: AccountRecord): Account {
-  return {
+  const account: Account = compact({
     _id: record.id,
     platform: record.platform,
     profileId: { ...state.profiles.get(record.profileId)! },
     username: record.username,
     displayName: record.displayName,
+    profilePicture: record.profilePicture,
     profileUrl: profileUrl(record.platform, record.username),
     isActive: record.isActive,
     needsReconnection: record.needsReconnection,
-    enabled: true,
-  };
+    enabled: record.enabled,
+    parentAccountId: record.parentAccountId,
+    metadata: copyJson(record.metadata),
+    followersCount: record.followersCount,
+    followersLastUpdated: record.followersLastUpdated === undefined ? undefined : iso(record.followersLastUpdated),
+  });
+  if (state.unknownFields) account[UNKNOWN_ACCOUNT_FIELD] = true;
+  return account;
 }
 
 export function restPost(state: WorldState, record: PostRecord): Post {
-  return compact({
+  const details = record.details;
+  const post: Post = compact({
     _id: record.id,
     userId: state.userId,
+    title: details.title,
     content: record.content,
+    mediaItems: copyMedia(details.mediaItems),
     status: record.status,
     scheduledFor: record.scheduledFor === undefined ? undefined : iso(record.scheduledFor),
-    timezone: 'UTC',
+    timezone: details.timezone ?? 'UTC',
     publishedAt: record.publishedAt === undefined ? undefined : iso(record.publishedAt),
     platforms: record.targets.map((t) => {
       const account = state.accounts.get(t.accountId);
-      return compact({
+      const target: PlatformTarget = compact({
         platform: t.platform,
         accountId:
           account && !account.removed
@@ -60,12 +96,43 @@ export function restPost(state: WorldState, record: PostRecord): Post {
         errorMessage: t.errorMessage,
         errorCategory: t.errorCategory,
         errorSource: t.errorSource,
+        platformError: copyJson(t.platformError),
+        customContent: t.customContent,
+        customMedia: copyMedia(t.customMedia),
         removedFromPlatformAt: t.removedFromPlatformAt === undefined ? undefined : iso(t.removedFromPlatformAt),
       });
+      if (state.unknownFields) target[UNKNOWN_TARGET_FIELD] = unknownReach(record.id, t.accountId);
+      return target;
     }),
+    tags: details.tags && [...details.tags],
+    hashtags: details.hashtags && [...details.hashtags],
+    mentions: details.mentions && [...details.mentions],
+    visibility: details.visibility,
+    metadata: copyJson(details.metadata),
+    recycling: copyJson(details.recycling),
+    recycledFromPostId: details.recycledFromPostId,
+    queuedFromProfile: details.queuedFromProfile,
+    queueId: details.queueId,
     createdAt: iso(record.createdAt),
     updatedAt: iso(record.updatedAt),
   });
+  if (state.unknownFields) post[UNKNOWN_POST_FIELD] = { score: unknownScore(record.id), model: 'v2' };
+  return post;
+}
+
+/** The unknown post field's score: 0–100, from the post id alone, so it never changes. */
+export function unknownScore(postId: string): number {
+  return parseInt(postId.slice(-6), 16) % 101;
+}
+
+/** The unknown target field: an integer (0–99,999) from the post id and the account id alone. */
+export function unknownReach(postId: string, accountId: string): number {
+  // FNV-1a over both ids.
+  let hash = 0x811c9dc5;
+  for (const id of [postId, accountId]) {
+    for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
+  }
+  return hash % 100_000;
 }
 
 export function postEventBlock(record: PostRecord): WebhookPostBlock {
