@@ -113,13 +113,17 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
         metadata: { crmId: `A-${i}` },
       });
     }
-    // Publish some: every third of those on two accounts fails on Facebook, with an errorCategory.
+    // Publish some: of those on two accounts, the scheduled ones fail on Facebook.
     for (const [i, post] of truth().entries()) {
       if (post.status !== 'scheduled' || i % 4 === 3) continue;
-      world().publishPost(post._id, i % 3 === 0 && i % 2 === 0 ? { [facebook]: 'failed' } : {});
+      world().publishPost(post._id, i % 6 === 3 ? { [facebook]: 'failed' } : {});
     }
+    // Half the failures are an expired token, whatever the platform said (an edit Pozy sends no event for).
+    truth()
+      .filter((post) => post.platforms.some((t) => t.status === 'failed'))
+      .forEach((post, k) => world().editTarget(post._id, facebook, { errorCategory: k % 2 === 0 ? 'auth_expired' : 'platform_rejected' }));
     await settled(harness);
-    // Drafts send no event: the sweep reads every post.
+    // Drafts and edits send no event: the sweep reads every post.
     await sweep();
   }, 120_000);
 

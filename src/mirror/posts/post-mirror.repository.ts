@@ -108,7 +108,6 @@ export class PostMirrorRepository {
         'platform_names',
         'error_categories',
         'has_media',
-        'pozy_updated_at',
         'last_event_at',
         'synced_at',
         'read_started_at',
