@@ -16,7 +16,13 @@ interface Page {
 type SortField = 'id' | 'scheduledFor' | 'publishedAt' | 'pozyUpdatedAt';
 
 /** The words of a text as PostgreSQL's `simple` configuration splits them: lower-cased runs of letters and digits. */
-const words = (text: string | undefined) => new Set((text ?? '').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean));
+const words = (text: string | undefined) =>
+  new Set(
+    (text ?? '')
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}]+/u)
+      .filter(Boolean),
+  );
 
 /** Pozy's value of a sort field, as an instant (null when the post has none). */
 function sortValue(post: Post, field: SortField): number | null {
@@ -100,7 +106,8 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
       // Ties on purpose: 40 distinct times for 100 scheduled posts; every sixth post is a draft, without one.
       const scheduledFor = i % 6 === 0 ? undefined : BASE + (i % 40) * MINUTE;
       const title = i % 9 === 0 ? undefined : i % 10 === 3 ? `Zebra crossing ${i}` : i % 10 === 7 ? `Große распродажа ${i}` : `Post ${i}`;
-      const content = i % 11 === 5 ? `Unser Frühlingsangebot beginnt, Nummer ${i}` : i % 13 === 2 ? `A giraffe appears in post ${i}` : `Plain content ${i}`;
+      const content =
+        i % 11 === 5 ? `Unser Frühlingsangebot beginnt, Nummer ${i}` : i % 13 === 2 ? `A giraffe appears in post ${i}` : `Plain content ${i}`;
       world().createPost({
         content,
         accountIds: i % 3 === 0 ? [instagram, facebook] : i % 3 === 1 ? [linkedin] : [instagram],
@@ -272,7 +279,10 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
     const { body } = await get('/accounts?q=QUERIES1');
     expect((body as unknown as Page).data.map((a) => a.id)).toEqual(accounts.filter((a) => a.username === 'queries1').map((a) => a._id));
     expect(((await get('/accounts?q=queries&enabled=true')).body as unknown as Page).data.map((a) => a.id).sort()).toEqual(
-      accounts.filter((a) => a.enabled).map((a) => a._id).sort(),
+      accounts
+        .filter((a) => a.enabled)
+        .map((a) => a._id)
+        .sort(),
     );
     expect(((await get('/accounts?q=%25')).body as unknown as Page).data).toEqual([]);
   });

@@ -38,7 +38,8 @@ export class PostsQuery {
     const sort = parseSort(query.sort);
     const cursor = decodePostCursor(query.cursor, sort);
     const filters = parseFilters(query);
-    const rows = sort.field === 'id' ? await this.byId(query, filters, sort.desc, cursor, limit + 1) : await this.byTime(filters, sort, cursor, limit + 1);
+    const rows =
+      sort.field === 'id' ? await this.byId(query, filters, sort.desc, cursor, limit + 1) : await this.byTime(filters, sort, cursor, limit + 1);
     const data = rows.slice(0, limit);
     const last = data[data.length - 1];
     const nextCursor =
@@ -78,7 +79,12 @@ export class PostsQuery {
       .execute();
   }
 
-  private async byTime(filters: Filters, sort: PostSort & { field: keyof typeof SORT_COLUMNS }, cursor: PostCursor | null, take: number): Promise<Row[]> {
+  private async byTime(
+    filters: Filters,
+    sort: PostSort & { field: keyof typeof SORT_COLUMNS },
+    cursor: PostCursor | null,
+    take: number,
+  ): Promise<Row[]> {
     const column = SORT_COLUMNS[sort.field];
     const direction = sort.desc ? 'desc' : 'asc';
     const beyond = sort.desc ? '<' : '>';

@@ -44,10 +44,10 @@ export class MirroredAccountResponse {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
   metadata?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ description: 'With Pozy\'s analytics add-on.', example: 1250 })
+  @ApiPropertyOptional({ description: "With Pozy's analytics add-on.", example: 1250 })
   followersCount?: number;
 
-  @ApiPropertyOptional({ ...DATE_TIME, description: 'With Pozy\'s analytics add-on.' })
+  @ApiPropertyOptional({ ...DATE_TIME, description: "With Pozy's analytics add-on." })
   followersLastUpdated?: string;
 
   @ApiProperty({ ...DATE_TIME, nullable: true, description: 'The latest event this row reflects.' })

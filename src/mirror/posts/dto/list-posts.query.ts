@@ -57,7 +57,7 @@ export class ListPostsQuery extends PageQuery {
   @ApiPropertyOptional({
     maxLength: 200,
     description:
-      "Full-text search over the title and the content: PostgreSQL's `websearch_to_tsquery` syntax (words, \"a phrase\", `or`, " +
+      'Full-text search over the title and the content: PostgreSQL\'s `websearch_to_tsquery` syntax (words, "a phrase", `or`, ' +
       '`-word`), in the `simple` configuration: every language is split into words alike, without stemming, so a word ' +
       'matches in its exact form, case aside.',
     example: 'spring sale',

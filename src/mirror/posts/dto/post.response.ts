@@ -36,7 +36,11 @@ export class PlatformTargetResponse {
   @ApiPropertyOptional({ description: '`user`, `platform` or `system`.', example: 'user' })
   errorSource?: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The platform's own error (Meta only): `{code?, subcode?, message}`." })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: "The platform's own error (Meta only): `{code?, subcode?, message}`.",
+  })
   platformError?: Record<string, unknown>;
 
   @ApiPropertyOptional({ description: "This target's own text, instead of the post's." })
@@ -113,10 +117,15 @@ export class MirroredPostResponse {
   @ApiProperty({ type: String, nullable: true, description: '`public`, `private` or `unlisted`.', example: 'public' })
   visibility!: string | null;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "The caller's own data, as given to Pozy.", example: { crmId: 'A-1' } })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: "The caller's own data, as given to Pozy.",
+    example: { crmId: 'A-1' },
+  })
   metadata?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Pozy\'s recycling settings.' })
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: "Pozy's recycling settings." })
   recycling?: Record<string, unknown>;
 
   @ApiPropertyOptional({ description: 'The post this one was recycled from.' })
