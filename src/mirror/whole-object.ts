@@ -1,5 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ArrayMaxSize, IsIn } from 'class-validator';
+import { RawBuilder, sql } from 'kysely';
 import { ListParam } from '../common/query-params';
 
 /** The fields of a mirrored resource: Pozy's known ones, then the mirror's own, in the order they are answered. */
@@ -35,3 +36,30 @@ export const FieldsParam = (order: FieldOrder, what: string) => {
     IsIn(names, { each: true, message: `fields must name fields of ${what === 'account' ? 'an' : 'a'} ${what}: ${names.join(', ')}` }),
   );
 };
+
+/**
+ * An upsert's `SET` for these columns of a table whose rows are `Row`: each takes the value the statement tried to
+ * insert. Built from the same list as the insert's columns, so that a column a read gives is never inserted and then
+ * left out of the update. `fromExcluded<Row>()(columns)`: the row type is given, the columns are checked against it.
+ */
+export const fromExcluded =
+  <Row>() =>
+  <C extends keyof Row & string>(columns: readonly C[]) =>
+    Object.fromEntries(columns.map((column) => [column, sql.ref(`excluded.${column}`)])) as { [K in C]: RawBuilder<Row[K]> };
+
+/**
+ * Fields of `answer` not held in a column of their own: what a row keeps in `extra`. Values left undefined by the
+ * transformation are not fields.
+ */
+export function extraFields(answer: object, inColumns: ReadonlySet<string>): Record<string, unknown> {
+  const extra: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(answer)) if (!inColumns.has(key) && value !== undefined) extra[key] = value;
+  return extra;
+}
+
+/** A mirrored resource as one jsonb value: Pozy's fields from columns, `extra` over them (a value its column could not hold wins over the empty column), the mirror's own last. */
+export const wholeObjectJson = (
+  pozy: RawBuilder<unknown>,
+  extra: RawBuilder<unknown>,
+  mirror: RawBuilder<unknown>,
+): RawBuilder<Record<string, unknown>> => sql<Record<string, unknown>>`(${pozy} || coalesce(${extra}, '{}'::jsonb) || ${mirror})`;

@@ -2,7 +2,7 @@ import { Insertable, RawBuilder, Selectable, sql } from 'kysely';
 import type { DB } from '../../generated/kysely/database';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 import { isoText, jsonbObject } from '../change-notifications';
-import type { FieldOrder } from '../whole-object';
+import { extraFields, FieldOrder, wholeObjectJson } from '../whole-object';
 
 /**
  * The whole account, as for posts (../posts/post-fields.ts): what filters and the guard need in columns, everything
@@ -45,8 +45,7 @@ const IN_COLUMNS = new Set(['_id', 'id', 'profileId', 'platform', 'username', 'd
 
 /** An account of Pozy's as the mirror's columns; lenient beyond what the mirror relies on, like postColumns. */
 export function accountColumns(account: PozyAccountDto): AccountColumns {
-  const extra: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(account)) if (!IN_COLUMNS.has(key) && value !== undefined) extra[key] = value;
+  const extra = extraFields(account, IN_COLUMNS);
   const enabled: unknown = extra.enabled;
   if (typeof enabled === 'boolean') delete extra.enabled;
   return {
@@ -83,5 +82,5 @@ export function accountJson(alias: string): RawBuilder<Record<string, unknown>> 
     removedAt: isoText(c('removed_at')),
     sequence: c('sequence'),
   });
-  return sql<Record<string, unknown>>`(${pozy} || coalesce(${c('extra')}, '{}'::jsonb) || ${mirror})`;
+  return wholeObjectJson(pozy, c('extra'), mirror);
 }

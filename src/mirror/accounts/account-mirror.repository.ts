@@ -5,6 +5,7 @@ import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 import { anySubscription, changesQuery, fanOutResult, jsonbObject, notifySubscribers } from '../change-notifications';
+import { fromExcluded } from '../whole-object';
 import { accountColumns, AccountColumns, accountJson } from './account-fields';
 
 export interface ProfileRead {
@@ -112,37 +113,13 @@ export class AccountMirrorRepository {
     const rows = accounts.map((account) => ({ ...accountColumns(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
     const written = trx
       .insertInto('account')
-      .columns([
-        'id',
-        'profile_id',
-        'platform',
-        'username',
-        'display_name',
-        'is_active',
-        'needs_reconnection',
-        'enabled',
-        'extra',
-        'last_event_at',
-        'synced_at',
-        'read_started_at',
-        'read_id',
-        'removed_at',
-        'sequence',
-        'changed_by',
-      ])
+      .columns(['id', ...ACCOUNT_STATE, 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'removed_at', 'sequence', 'changed_by'])
       .expression((eb) =>
         eb
           .selectFrom(accountsFromJson(rows))
           .select((eb) => [
             'input.id',
-            'input.profile_id',
-            'input.platform',
-            'input.username',
-            'input.display_name',
-            'input.is_active',
-            'input.needs_reconnection',
-            'input.enabled',
-            'input.extra',
+            ...ACCOUNT_STATE.map((name) => `input.${name}` as const),
             'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
@@ -160,14 +137,7 @@ export class AccountMirrorRepository {
           .doUpdateSet((eb) => {
             const differs = accountDiffers(eb);
             return {
-              profile_id: eb.ref('excluded.profile_id'),
-              platform: eb.ref('excluded.platform'),
-              username: eb.ref('excluded.username'),
-              display_name: eb.ref('excluded.display_name'),
-              is_active: eb.ref('excluded.is_active'),
-              needs_reconnection: eb.ref('excluded.needs_reconnection'),
-              enabled: eb.ref('excluded.enabled'),
-              extra: eb.ref('excluded.extra'),
+              ...fromExcluded<Selectable<DB['account']>>()(ACCOUNT_STATE),
               last_event_at: eb.fn('greatest', ['account.last_event_at', 'excluded.last_event_at']),
               synced_at: eb.fn('now'),
               read_started_at: eb.ref('excluded.read_started_at'),

@@ -2,7 +2,7 @@ import { Insertable, RawBuilder, Selectable, sql } from 'kysely';
 import type { DB } from '../../generated/kysely/database';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { isoText, jsonbObject } from '../change-notifications';
-import type { FieldOrder } from '../whole-object';
+import { extraFields, FieldOrder, wholeObjectJson } from '../whole-object';
 
 /**
  * The whole post. The mirror keeps every field of Pozy's answer: those that filters, guards and orders need in
@@ -77,8 +77,7 @@ const isTextList = (value: unknown): value is string[] => Array.isArray(value) &
  */
 export function postColumns(post: PozyPostDto): PostColumns {
   const fields = post as unknown as Record<string, unknown>;
-  const extra: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(fields)) if (!IN_COLUMNS.has(key) && value !== undefined) extra[key] = value;
+  const extra = extraFields(post, IN_COLUMNS);
   const promoted = <T>(key: string, fits: (value: unknown) => value is T): T | null => {
     const value = fields[key];
     if (!fits(value)) return null;
@@ -143,6 +142,5 @@ export function postJson(alias: string, profileIds?: RawBuilder<unknown>): RawBu
     deletedAt: isoText(c('deleted_at')),
     sequence: c('sequence'),
   });
-  // `extra` after the columns: a value Pozy sent that its column could not hold wins over the empty column.
-  return sql<Record<string, unknown>>`(${pozy} || coalesce(${c('extra')}, '{}'::jsonb) || ${mirror})`;
+  return wholeObjectJson(pozy, c('extra'), mirror);
 }

@@ -5,6 +5,7 @@ import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
+import { fromExcluded } from '../whole-object';
 import { postColumns, PostColumns, postJson } from './post-fields';
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
@@ -59,6 +60,9 @@ const POST_STATE = [
   'pozy_updated_at',
 ] as const;
 
+/** Every column a read of Pozy gives: the state, and what derives from it for the filters. */
+const FROM_READ = [...POST_STATE, 'account_ids', 'platform_names', 'error_categories', 'has_media'] as const;
+
 // Any difference in the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
 const postDiffers = (eb: PostUpsert) => {
   const state = POST_STATE;
@@ -101,31 +105,13 @@ export class PostMirrorRepository {
     // seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
     const written = db
       .insertInto('post')
-      .columns([
-        'id',
-        ...POST_STATE,
-        'account_ids',
-        'platform_names',
-        'error_categories',
-        'has_media',
-        'last_event_at',
-        'synced_at',
-        'read_started_at',
-        'read_id',
-        'deleted_at',
-        'sequence',
-        'changed_by',
-      ])
+      .columns(['id', ...FROM_READ, 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'deleted_at', 'sequence', 'changed_by'])
       .expression((eb) =>
         eb
           .selectFrom(postsFromJson(rows))
           .select((eb) => [
             'input.id',
-            ...POST_STATE.map((name) => `input.${name}` as const),
-            'input.account_ids',
-            'input.platform_names',
-            'input.error_categories',
-            'input.has_media',
+            ...FROM_READ.map((name) => `input.${name}` as const),
             'input.last_event_at',
             eb.fn<Date>('now').as('synced_at'),
             eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
@@ -143,22 +129,7 @@ export class PostMirrorRepository {
           .doUpdateSet((eb) => {
             const differs = postDiffers(eb);
             return {
-              status: eb.ref('excluded.status'),
-              title: eb.ref('excluded.title'),
-              content: eb.ref('excluded.content'),
-              scheduled_for: eb.ref('excluded.scheduled_for'),
-              published_at: eb.ref('excluded.published_at'),
-              platforms: eb.ref('excluded.platforms'),
-              tags: eb.ref('excluded.tags'),
-              hashtags: eb.ref('excluded.hashtags'),
-              visibility: eb.ref('excluded.visibility'),
-              extra: eb.ref('excluded.extra'),
-              account_ids: eb.ref('excluded.account_ids'),
-              platform_names: eb.ref('excluded.platform_names'),
-              error_categories: eb.ref('excluded.error_categories'),
-              has_media: eb.ref('excluded.has_media'),
-              pozy_created_at: eb.ref('excluded.pozy_created_at'),
-              pozy_updated_at: eb.ref('excluded.pozy_updated_at'),
+              ...fromExcluded<Selectable<DB['post']>>()(FROM_READ),
               last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
               synced_at: eb.fn('now'),
               read_started_at: eb.ref('excluded.read_started_at'),
