@@ -160,9 +160,14 @@ describe('change notifications: signed fan-out to subscribers', () => {
     stop();
     const subscription = await subscribe({ url: endpoint.url, eventTypes: ['post.changed'], profileIds: [profileId] });
     await settled(harness);
-    const before = await notificationsOf(subscription.id);
-    expect(before).toHaveLength(1);
     await waitFor('the first notification', async () => (endpoint.acknowledged.length === 1 ? true : undefined));
+    // Read once it is delivered: a snapshot taken while it was still pending would differ from the later one in its
+    // state alone.
+    const before = await waitFor('the first notification to be recorded as delivered', async () => {
+      const rows = await notificationsOf(subscription.id);
+      return rows.every((row) => row.state === 'delivered') ? rows : undefined;
+    });
+    expect(before).toHaveLength(1);
 
     // The same event again (a duplicate), an event older than the mirror's state under a new id (out of order), and a
     // forced re-read.
