@@ -1,5 +1,3 @@
-import { Agent, createServer, IncomingHttpHeaders, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { JobHelpers } from 'graphile-worker';
 import type { Pool } from 'pg';
@@ -10,6 +8,7 @@ import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { Balancer, startBalancer } from './support/balancer';
 import { backlog } from './support/harness';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
 
@@ -25,68 +24,6 @@ const STEPS = 400;
 const COALESCE_WINDOW_MS = 1_000;
 const REPLICAS = ['A', 'B'] as const;
 type Replica = (typeof REPLICAS)[number];
-
-// ---- a round-robin HTTP load balancer on loopback ----
-
-/** Connection-level headers a proxy must not forward (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade'];
-
-function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const copy = { ...headers };
-  for (const name of HOP_BY_HOP) delete copy[name];
-  return copy;
-}
-
-interface Balancer {
-  url: string;
-  /** Requests answered by each target, in the order of `targets`. */
-  answered: number[];
-  /** Requests no target answered (the balancer said 502). */
-  errors: string[];
-  close(): Promise<void>;
-}
-
-/** Sends each request to the next target in turn: method, path, headers and raw body; the answer is piped back. */
-async function startBalancer(targets: readonly string[]): Promise<Balancer> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const answered = targets.map(() => 0);
-  const errors: string[] = [];
-  let next = 0;
-  const server = createServer((req, res) => {
-    const index = next;
-    next = (next + 1) % targets.length;
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const headers = { ...forwardable(req.headers), 'content-length': String(body.length) };
-      const upstream = httpRequest(new URL(req.url ?? '/', targets[index]), { method: req.method, headers, agent }, (answer) => {
-        answered[index] += 1;
-        res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
-        answer.pipe(res);
-      });
-      upstream.on('error', (error) => {
-        errors.push(`${targets[index]}: ${error.message}`);
-        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: 'bad_gateway', message: error.message }));
-      });
-      upstream.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    answered,
-    errors,
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      agent.destroy();
-      await closed;
-    },
-  };
-}
 
 // ---- metrics ----
 
