@@ -10,7 +10,7 @@ const LAYERS = [
   ['config', 'generated'],
   ['common', 'logging', 'http'],
   ['database', 'metrics'],
-  ['queue', 'events', 'pozy', 'dead-letters', 'notifications'],
+  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes'],
   ['mirror'],
   ['reconcile'],
   ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],

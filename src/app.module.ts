@@ -2,6 +2,7 @@ import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { BackfillModule } from './backfill/backfill.module';
+import { ChangesModule } from './changes/changes.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -35,6 +36,7 @@ export class AppModule {
         PostsModule,
         AccountsModule,
         NotificationsModule,
+        ChangesModule,
         AdminModule,
         BackfillModule,
         SweepModule,

@@ -10,7 +10,7 @@ import { RunningService, startService } from './support/service';
 
 const ADMIN_TOKEN = 'retention-admin-token';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const none: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0 };
+const none: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0, changes: 0 };
 
 describe('retention (POST /admin/retention, real PostgreSQL)', () => {
   let db: TestDatabase;

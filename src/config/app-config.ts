@@ -51,6 +51,8 @@ export class AppConfig {
   readonly retention: {
     /** Events, notification history, backfill runs, replayed dead letters and failed jobs older than this are pruned. */
     readonly eventRetentionDays: number;
+    /** The change feed's entries older than this are pruned (GET /changes answers 410 for a cursor before them). */
+    readonly changeRetentionDays: number;
     /** null: pruned only on request (`RETENTION_CRON=off`). */
     readonly cron: string | null;
     /** Rows deleted per statement, so pruning never holds many row locks for long. */
@@ -112,6 +114,7 @@ export class AppConfig {
     this.initialImport = env.INITIAL_IMPORT === 'auto';
     this.retention = Object.freeze({
       eventRetentionDays: env.EVENT_RETENTION_DAYS,
+      changeRetentionDays: env.CHANGE_RETENTION_DAYS,
       cron: env.RETENTION_CRON === 'off' ? null : env.RETENTION_CRON,
       batchSize: env.RETENTION_BATCH_SIZE,
     });

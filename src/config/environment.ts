@@ -192,6 +192,13 @@ export class EnvironmentVariables {
   @Max(3650)
   EVENT_RETENTION_DAYS = 30;
 
+  /** How long the change feed (GET /changes) keeps a change: a consumer away longer resynchronises. */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  CHANGE_RETENTION_DAYS = 7;
+
   @Validate(CronExpression)
   RETENTION_CRON = '17 * * * *';
 
@@ -315,6 +322,7 @@ export const VARIABLES = [
   'BACKFILL_OVERLAP_MS',
   'SWEEP_CRON',
   'EVENT_RETENTION_DAYS',
+  'CHANGE_RETENTION_DAYS',
   'RETENTION_CRON',
   'RETENTION_BATCH_SIZE',
   'SPOOL_DIR',

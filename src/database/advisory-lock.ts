@@ -9,6 +9,8 @@ export enum LockKey {
   Sweep = 7_262_002,
   /** One retention prune at a time: two would race for the same rows and could deadlock. */
   Retention = 7_262_003,
+  /** One change-feed sequencer pass at a time: positions are handed out in one serialised stream. */
+  ChangeSequencer = 7_262_004,
 }
 
 /** A held session-level advisory lock: it belongs to the connection, which is kept until `release()`. */

@@ -1,22 +1,22 @@
 import { Expression, RawBuilder, Selectable, SelectQueryBuilder, sql } from 'kysely';
 import type { Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
+import { FeedChange } from '../changes/record-changes';
 
 /**
- * The outbox half of a mirror write, as Kysely pieces of the write's own statement: the write's CTEs `written` (the
- * rows the guarded write touched) and `changes` (one row per resource whose mirrored state changed) feed a CTE
- * `notified` that inserts one notification per matching active subscription, so it commits in the very statement
- * that changed the mirror.
+ * The outbox and feed half of a mirror write, as Kysely pieces of the write's own statement: the write's CTEs
+ * `written` (the rows the guarded write touched) and `changes` (one row per resource whose mirrored state changed)
+ * feed a CTE `recorded` that appends each change to the change feed (GET /changes) and a CTE `notified` that inserts
+ * one notification per matching active subscription, so both commit in the very statement that changed the mirror.
  */
 
-/** A row of a write's `changes` CTE: the notification's fields, and what subscriptions filter on. */
-export type ChangeRow = Pick<Selectable<DB['notification']>, 'type' | 'resource_key' | 'sequence' | 'pozy_updated_at' | 'data'> &
-  Pick<Selectable<DB['subscription']>, 'profile_ids' | 'platforms'>;
+/** A row of a write's `changes` CTE: the change as the feed keeps it, and what notifications add to it. */
+export type ChangeRow = FeedChange & Pick<Selectable<DB['notification']>, 'resource_key' | 'pozy_updated_at'>;
 
 /** What the answer reads of a write's `written` CTE. */
 type WrittenRow = Pick<Selectable<DB['post']>, 'changed_by' | 'read_id'> & { inserted: boolean };
 
-/** Checks, at compile time, that a `changes` CTE's query has the columns `notifySubscribers` reads. */
+/** Checks, at compile time, that a `changes` CTE's query has the columns `recordChanges` and `notifySubscribers` read. */
 export const changesQuery = <D, T extends keyof D, O extends ChangeRow>(query: SelectQueryBuilder<D, T, O>) => query;
 
 /** A timestamp as JSON exactly as the query endpoints answer it (JavaScript's toISOString), whatever the session's time zone. */
@@ -28,16 +28,9 @@ export const jsonbObject = (fields: Record<string, Expression<unknown>>): RawBui
   sql`jsonb_build_object(${sql.join(Object.entries(fields).flatMap(([key, value]) => [sql.lit(key), value]))})`;
 
 /**
- * A `changes` CTE's guard: with no active subscription there is nobody to tell, and the notification bodies (the
- * costly part of a write of many rows) are not built at all. Evaluated once per statement.
+ * The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. Its body's
+ * `data` is `{ id, sequence, pozyUpdatedAt, post | account }`, the resource being the feed's.
  */
-export const anySubscription = (db: Db) =>
-  db
-    .selectFrom('subscription')
-    .select((eb) => eb.lit(1).as('one'))
-    .where((eb) => eb.and([eb.ref('active'), eb('deleted_at', 'is', null)]));
-
-/** The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. */
 export const notifySubscribers = (db: Db) =>
   db
     .withTables<{ changes: ChangeRow }>()
@@ -57,24 +50,23 @@ export const notifySubscribers = (db: Db) =>
             ]),
           ),
         )
-        .select([
+        .select((eb) => [
           sql<string>`'msg_' || replace(gen_random_uuid()::text, '-', '')`.as('id'),
           's.id as subscription_id',
           'c.type',
           'c.resource_key',
           'c.sequence',
           'c.pozy_updated_at',
-          'c.data',
+          // The resource's key is the type's first word: `post` or `account`.
+          sql<unknown>`jsonb_build_object('id', ${eb.ref('c.resource_id')}, 'sequence', ${eb.ref('c.sequence')},
+            'pozyUpdatedAt', ${isoText(eb.ref('c.pozy_updated_at'))}, split_part(${eb.ref('c.type')}, '.', 1), ${eb.ref('c.resource')})`.as('data'),
         ]),
     )
     .returning((eb) => eb.lit(1).as('one'));
 
-/**
- * The statement's answer once `written`, `changes` and `notified` exist. What changed is counted from `written`,
- * since `changes` is empty when nobody subscribes.
- */
+/** The statement's answer once `written`, `changes`, `recorded` and `notified` exist. */
 export const fanOutResult = (db: Db) => {
-  const ctes = db.withTables<{ written: WrittenRow; notified: { one: number } }>();
+  const ctes = db.withTables<{ written: WrittenRow; notified: { one: number }; recorded: { one: number } }>();
   const written = ctes.selectFrom('written');
   return [
     written
@@ -96,6 +88,11 @@ export const fanOutResult = (db: Db) => {
       .select((eb) => eb.cast<number>(eb.fn.countAll().filterWhereRef('changed_by', '=', 'read_id'), 'integer').as('n'))
       .$asScalar()
       .as('changed'),
+    ctes
+      .selectFrom('recorded')
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .$asScalar()
+      .as('recorded'),
     ctes
       .selectFrom('notified')
       .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))

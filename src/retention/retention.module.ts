@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ChangesModule } from '../changes/changes.module';
 import { BackfillModule } from '../backfill/backfill.module';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
@@ -7,7 +8,7 @@ import { RetentionController } from './retention.controller';
 import { RetentionService } from './retention.service';
 
 @Module({
-  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule],
+  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule, ChangesModule],
   controllers: [RetentionController],
   providers: [RetentionService],
   exports: [RetentionService],

@@ -6,6 +6,7 @@ import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationHistoryRepository } from '../notifications/notification-history.repository';
 import { JobQueueRepository } from '../queue/job-queue.repository';
 import { PozyEventRepository } from '../events/pozy-event.repository';
+import { ChangeRepository } from '../changes/change.repository';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 
 const DAY_MS = 86_400_000;
@@ -20,18 +21,23 @@ export interface PruneCounts {
   deadLetters: number;
   /** Permanently failed graphile-worker jobs. */
   failedJobs: number;
+  /** Change-feed entries, against their own window (CHANGE_RETENTION_DAYS). */
+  changes: number;
 }
 
 export interface PruneResult {
   /** Rows older than this were pruned. */
   cutoff: Date;
+  /** Change-feed entries older than this were pruned. */
+  changeCutoff: Date;
   deleted: PruneCounts;
   durationMs: number;
 }
 
 /**
  * Retention: deletes the events older than EVENT_RETENTION_DAYS, and notification history, finished backfill runs,
- * replayed dead letters and permanently failed jobs older than the same window, in batches of RETENTION_BATCH_SIZE.
+ * replayed dead letters and permanently failed jobs older than the same window, and the change feed's entries older
+ * than CHANGE_RETENTION_DAYS, in batches of RETENTION_BATCH_SIZE.
  */
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -50,6 +56,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly backfillRuns: BackfillRunRepository,
     private readonly deadLetters: DeadLetterRepository,
     private readonly queue: JobQueueRepository,
+    private readonly changes: ChangeRepository,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
@@ -60,6 +67,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       backfillRuns: (cutoff, limit) => this.backfillRuns.pruneBefore(cutoff, limit),
       deadLetters: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit),
       failedJobs: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit),
+      changes: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit),
     };
   }
 
@@ -101,15 +109,17 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   async prune(now = new Date()): Promise<PruneResult> {
     const started = Date.now();
     const cutoff = new Date(now.getTime() - this.config.retention.eventRetentionDays * DAY_MS);
-    const deleted: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0 };
+    const changeCutoff = new Date(now.getTime() - this.config.retention.changeRetentionDays * DAY_MS);
+    const deleted: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0, changes: 0 };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
-      deleted[table] = await this.inBatches(this.pruners[table], cutoff);
+      deleted[table] = await this.inBatches(this.pruners[table], table === 'changes' ? changeCutoff : cutoff);
     }
-    const result: PruneResult = { cutoff, deleted, durationMs: Date.now() - started };
+    const result: PruneResult = { cutoff, changeCutoff, deleted, durationMs: Date.now() - started };
     this.logger.log(
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
-        `${deleted.backfillRuns} backfill runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs ` +
+        `${deleted.backfillRuns} backfill runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ` +
+        `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );
     return result;

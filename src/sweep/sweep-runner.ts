@@ -4,6 +4,7 @@ import type { Db } from '../database/database.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { holds, PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
+import { ChangeSignal } from '../changes/change-signal';
 import { NotificationSignal } from '../notifications/notification-signal';
 import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
@@ -110,6 +111,7 @@ export class SweepRunner {
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
     private readonly signal: NotificationSignal,
+    private readonly changeSignal: ChangeSignal,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -425,6 +427,8 @@ export class SweepRunner {
   ): Promise<void> {
     const notified = await this.runs.commitPage({ id: x.run.id, owner: x.owner }, seen, write, progress);
     this.signal.queued(notified);
+    // A page that changed nothing leaves the sequencer an empty pass: cheaper than counting its feed entries here.
+    this.changeSignal.recorded(1);
     x.checkStop();
   }
 

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ChangesModule } from '../changes/changes.module';
 import { AccountsModule } from '../mirror/accounts/accounts.module';
 import { PostsModule } from '../mirror/posts/posts.module';
 import { NotificationsModule } from '../notifications/notifications.module';
@@ -10,7 +11,7 @@ import { SweepService } from './sweep.service';
 
 /** The import and the full sweep: runs that list the whole workspace from Pozy, resumable, one at a time. */
 @Module({
-  imports: [PozyModule, PostsModule, AccountsModule, NotificationsModule],
+  imports: [PozyModule, PostsModule, AccountsModule, NotificationsModule, ChangesModule],
   controllers: [SweepController],
   providers: [SweepRunRepository, SweepRunner, SweepService],
   exports: [SweepRunRepository, SweepService],

@@ -4,7 +4,10 @@ import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
-import { anySubscription, changesQuery, fanOutResult, jsonbObject, notifySubscribers } from '../change-notifications';
+import { ChangeSignal } from '../../changes/change-signal';
+import { PostMirrorRepository } from '../posts/post-mirror.repository';
+import { recordChanges } from '../../changes/record-changes';
+import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { accountColumns, AccountColumns, accountJson } from './account-fields';
 
@@ -41,6 +44,20 @@ const accountDiffers = (eb: ExpressionBuilder<DB & { excluded: DB['account'] }, 
   return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
 };
 
+/** What a write of accounts did: rows written, of which created and changed, and what it queued. */
+export interface AccountsWritten {
+  written: number;
+  created: number;
+  changed: number;
+  /** Notifications queued, those of posts whose profiles the new accounts changed included. */
+  notified: number;
+  /** Change-feed entries, likewise. */
+  recorded: number;
+}
+
+/** A row of a write's `written` CTE, as far as the answer reads it. */
+type WrittenRow = Pick<Selectable<DB['account']>, 'id'> & { inserted: boolean };
+
 /** A write of accounts, returning the rows it wrote and whether it inserted each. */
 type WrittenQuery =
   | InsertQueryBuilder<DB, 'account', Selectable<DB['account']> & { inserted: boolean }>
@@ -54,6 +71,8 @@ export class AccountMirrorRepository {
   constructor(
     private readonly database: DatabaseService,
     private readonly signal: NotificationSignal,
+    private readonly changeSignal: ChangeSignal,
+    private readonly posts: PostMirrorRepository,
   ) {}
 
   /**
@@ -71,6 +90,7 @@ export class AccountMirrorRepository {
       ),
     }));
     this.signal.queued(written.notified + removed.notified);
+    this.changeSignal.recorded(written.recorded + removed.recorded);
     return {
       written: written.written,
       created: written.created,
@@ -109,7 +129,7 @@ export class AccountMirrorRepository {
    * it leaves out), inside the caller's transaction: the caller tells the NotificationSignal once it commits.
    * Accounts have no version in Pozy: the read that started later wins.
    */
-  writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, trx: Db) {
+  async writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
     const rows = accounts.map((account) => ({ ...accountColumns(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
     const written = trx
       .insertInto('account')
@@ -151,7 +171,15 @@ export class AccountMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    return this.fanOut(trx, written);
+    const row = await this.fanOut(trx, written);
+    const posts = await this.posts.refreshProfiles(row.created_ids, read.readId, trx);
+    return {
+      written: row.written,
+      created: row.created,
+      changed: row.changed,
+      notified: row.notified + posts.notified,
+      recorded: row.recorded + posts.changed,
+    };
   }
 
   /** Accounts of the profile that its list no longer has were removed (kept, queryable, marked). */
@@ -180,8 +208,8 @@ export class AccountMirrorRepository {
   }
 
   /**
-   * `written` (the write, returning the rows it touched) with the notifications of what it changed, in one
-   * statement. What subscribers see of a change: the account as GET /accounts/:id answers it, with its version.
+   * `written` (the write, returning the rows it touched) with the feed entries and notifications of what it changed,
+   * in one statement. What the feed and subscribers see of a change: the account as GET /accounts/:id answers it.
    */
   private fanOut(db: Db, written: WrittenQuery) {
     return db
@@ -191,25 +219,31 @@ export class AccountMirrorRepository {
           qc
             .selectFrom('written as w')
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-            .where((eb) => eb.and([eb('w.changed_by', '=', eb.ref('w.read_id')), eb.exists(anySubscription(db))]))
+            .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
             .select((eb) => [
               eb.case().when('w.removed_at', 'is', null).then(sql.lit('account.changed')).else(sql.lit('account.removed')).end().as('type'),
               sql<string>`'account:' || ${eb.ref('w.id')}`.as('resource_key'),
+              'w.id as resource_id',
               'w.sequence',
               sql<Date | null>`NULL::timestamptz`.as('pozy_updated_at'),
               sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
               sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
-              jsonbObject({
-                id: eb.ref('w.id'),
-                sequence: eb.ref('w.sequence'),
-                pozyUpdatedAt: eb.lit(null),
-                account: accountJson('w'),
-              }).as('data'),
+              accountJson('w').as('resource'),
             ]),
         ),
       )
+      .with('recorded', () => recordChanges(db))
       .with('notified', () => notifySubscribers(db))
-      .selectNoFrom(fanOutResult(db))
+      .selectNoFrom([
+        ...fanOutResult(db),
+        db
+          .withTables<{ written: WrittenRow }>()
+          .selectFrom('written')
+          .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['id']), sql<string[]>`'{}'`).as('ids'))
+          .where('inserted', '=', true)
+          .$asScalar()
+          .as('created_ids'),
+      ])
       .executeTakeFirstOrThrow();
   }
 }

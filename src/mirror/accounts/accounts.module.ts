@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
+import { ChangesModule } from '../../changes/changes.module';
+import { PostsModule } from '../posts/posts.module';
 import { NotificationsModule } from '../../notifications/notifications.module';
 import { AccountMirrorRepository } from './account-mirror.repository';
 import { AccountsController } from './accounts.controller';
 import { AccountsQuery } from './accounts.query';
 
 @Module({
-  imports: [NotificationsModule],
+  imports: [NotificationsModule, ChangesModule, PostsModule],
   controllers: [AccountsController],
   providers: [AccountMirrorRepository, AccountsQuery],
   exports: [AccountMirrorRepository],

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql } from 'kysely';
+import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
-import { anySubscription, changesQuery, fanOutResult, isoText, jsonbObject, notifySubscribers } from '../change-notifications';
+import { ChangeSignal } from '../../changes/change-signal';
+import { recordChanges } from '../../changes/record-changes';
+import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { postColumns, PostColumns, postJson } from './post-fields';
 /** What one read of Pozy learned about a post. */
@@ -72,7 +74,9 @@ const postDiffers = (eb: PostUpsert) => {
 };
 
 /** A guarded write of posts, returning the rows it wrote. */
-type WrittenQuery = InsertQueryBuilder<DB, 'post', Selectable<DB['post']> & { inserted: boolean }>;
+type WrittenQuery =
+  | InsertQueryBuilder<DB, 'post', Selectable<DB['post']> & { inserted: boolean }>
+  | UpdateQueryBuilder<DB, 'post', 'post', Selectable<DB['post']> & { inserted: boolean }>;
 
 // Whether the statement inserted the row (rather than updating it).
 const inserted = sql<boolean>`${sql.ref('post.xmax')} = 0`.as('inserted');
@@ -82,6 +86,7 @@ export class PostMirrorRepository {
   constructor(
     private readonly database: DatabaseService,
     private readonly signal: NotificationSignal,
+    private readonly changeSignal: ChangeSignal,
   ) {}
 
   /**
@@ -213,8 +218,56 @@ export class PostMirrorRepository {
   }
 
   /**
-   * `written` (the guarded write, returning the rows it touched) with the notifications of what it changed, in one
-   * statement. What subscribers see of a change: the post as GET /posts/:id answers it, with its version.
+   * Accounts the mirror just held for the first time (`accountIds`, written earlier in `trx`) can give posts that
+   * target them a profile they did not have: a post's `profileIds` are its mirrored accounts' profiles. Each such
+   * post has changed as GET /posts/:id answers it, so it gets a new `sequence`, a feed entry and its notifications,
+   * in the caller's transaction (which tells the signals once it commits). A post whose profiles stay the same (the
+   * new account's profile was already among them) is left alone.
+   */
+  async refreshProfiles(accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
+    if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0 };
+    const fresh = sql<string[]>`${[...accountIds]}::text[]`;
+    const written = trx
+      .updateTable('post')
+      .set((eb) => ({ sequence: eb('sequence', '+', 1), read_id: readId, changed_by: readId }))
+      .where((eb) =>
+        eb.and([
+          eb('post.account_ids', '&&', fresh),
+          eb.exists(
+            eb
+              .selectFrom('account as a')
+              .select(eb.lit(1).as('one'))
+              .where((eb) =>
+                eb.and([
+                  eb('a.id', '=', eb.fn.any('post.account_ids')),
+                  eb('a.id', '=', eb.fn.any(fresh)),
+                  eb.not(
+                    eb.exists(
+                      eb
+                        .selectFrom('account as b')
+                        .select(eb.lit(1).as('one'))
+                        .where((eb) =>
+                          eb.and([
+                            eb('b.id', '=', eb.fn.any('post.account_ids')),
+                            eb.not(eb('b.id', '=', eb.fn.any(fresh))),
+                            eb('b.profile_id', '=', eb.ref('a.profile_id')),
+                          ]),
+                        ),
+                    ),
+                  ),
+                ]),
+              ),
+          ),
+        ]),
+      )
+      .returningAll()
+      .returning(sql<boolean>`false`.as('inserted'));
+    return this.result(await this.fanOut(trx, written), false);
+  }
+
+  /**
+   * `written` (the guarded write, returning the rows it touched) with the feed entries and notifications of what it
+   * changed, in one statement. What the feed and subscribers see of a change: the post as GET /posts/:id answers it.
    */
   private fanOut(db: Db, written: WrittenQuery) {
     return db
@@ -237,30 +290,30 @@ export class PostMirrorRepository {
                 .as('profiles'),
             )
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-            .where((eb) => eb.and([eb('w.changed_by', '=', eb.ref('w.read_id')), eb.exists(anySubscription(db))]))
+            .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
             .select((eb) => [
               eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
               sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
+              'w.id as resource_id',
               'w.sequence',
               'w.pozy_updated_at',
               'w.platform_names as platforms',
               'profiles.ids as profile_ids',
-              jsonbObject({
-                id: eb.ref('w.id'),
-                sequence: eb.ref('w.sequence'),
-                pozyUpdatedAt: isoText(eb.ref('w.pozy_updated_at')),
-                post: postJson('w', sql`to_jsonb(${eb.ref('profiles.ids')})`),
-              }).as('data'),
+              postJson('w', sql`to_jsonb(${eb.ref('profiles.ids')})`).as('resource'),
             ]),
         ),
       )
+      .with('recorded', () => recordChanges(db))
       .with('notified', () => notifySubscribers(db))
       .selectNoFrom(fanOutResult(db))
       .executeTakeFirstOrThrow();
   }
 
   private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>, committed: boolean): PostWriteResult {
-    if (committed) this.signal.queued(row.notified);
+    if (committed) {
+      this.signal.queued(row.notified);
+      this.changeSignal.recorded(row.recorded);
+    }
     return { outcome: row.written > 0 ? 'written' : 'stale', created: row.created, changed: row.changed, notified: row.notified };
   }
 }

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { ChangesModule } from '../../changes/changes.module';
 import { NotificationsModule } from '../../notifications/notifications.module';
 import { PostMirrorRepository } from './post-mirror.repository';
 import { PostsController } from './posts.controller';
 import { PostsQuery } from './posts.query';
 
 @Module({
-  imports: [NotificationsModule],
+  imports: [NotificationsModule, ChangesModule],
   controllers: [PostsController],
   providers: [PostMirrorRepository, PostsQuery],
   exports: [PostMirrorRepository],

@@ -18,12 +18,18 @@ export class PruneCountsResponse {
 
   @ApiProperty({ type: 'integer', description: 'Permanently failed graphile-worker jobs.', example: 0 })
   failedJobs!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Change-feed entries (GET /changes), before `changeCutoff`.', example: 5000 })
+  changes!: number;
 }
 
 /** `200` of `POST /admin/retention`: the rows deleted, per table. */
 export class PruneResponse {
   @ApiProperty({ type: String, format: 'date-time', description: 'Rows older than this were pruned.' })
   cutoff!: Date;
+
+  @ApiProperty({ type: String, format: 'date-time', description: 'Change-feed entries older than this were pruned (CHANGE_RETENTION_DAYS).' })
+  changeCutoff!: Date;
 
   @ApiProperty({ type: PruneCountsResponse })
   deleted!: PruneCountsResponse;

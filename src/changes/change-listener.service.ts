@@ -1,0 +1,68 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Client } from 'pg';
+import { AppConfig } from '../config/app-config';
+import { SEQUENCED_CHANNEL } from './change.repository';
+import { ChangeSignal } from './change-signal';
+
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 10_000;
+
+/**
+ * Listens, on a connection of its own to the primary, for any replica's sequencer announcing new positions, and
+ * wakes this process's long-polling readers of GET /changes. Without it they still look again at least every
+ * second (ChangesService), so a lost connection slows them and loses nothing; it reconnects with backoff.
+ */
+@Injectable()
+export class ChangeListener implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ChangeListener.name);
+  private client: Client | undefined;
+  private stopped = true;
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly signal: ChangeSignal,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.servesHttp) return;
+    this.stopped = false;
+    this.connect();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private connect(): void {
+    const client = new Client({ connectionString: this.config.requireDatabaseUrl(), application_name: 'pozy-sync changes listener' });
+    this.client = client;
+    client.on('notification', () => this.signal.sequenced());
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('connection ended')));
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${SEQUENCED_CHANNEL}`))
+      .then(() => {
+        if (this.failures > 0) this.logger.log('Listening for change-feed positions again');
+        this.failures = 0;
+        // Positions placed while the connection was down: readers look again.
+        this.signal.sequenced();
+      })
+      .catch((error: unknown) => this.lost(client, error instanceof Error ? error : new Error(String(error))));
+  }
+
+  private lost(client: Client, error: Error): void {
+    if (this.stopped || client !== this.client) return;
+    this.client = undefined;
+    client.removeAllListeners('end');
+    client.end().catch(() => undefined);
+    if (this.failures === 0) this.logger.warn(`Change-feed listener lost its connection (${error.message}); reconnecting`);
+    this.failures += 1;
+    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(this.failures - 1, 5));
+    this.retry = setTimeout(() => this.connect(), delay);
+  }
+}

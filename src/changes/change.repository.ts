@@ -1,0 +1,169 @@
+import { Injectable } from '@nestjs/common';
+import { Selectable, sql } from 'kysely';
+import { LockKey } from '../database/advisory-lock';
+import { DatabaseService, Db } from '../database/database.service';
+import type { DB } from '../generated/kysely/database';
+import { ChangeType } from './record-changes';
+
+/** The PostgreSQL channel a sequencer pass announces new positions on, to every replica's long-polling readers. */
+export const SEQUENCED_CHANNEL = 'pozy_sync_changes';
+
+export interface ChangeFilter {
+  types?: readonly ChangeType[];
+  profileId?: string;
+  platform?: string;
+}
+
+/** A page read of the feed, and the feed's bounds in the same snapshot. */
+export interface ChangePageRead {
+  rows: Array<Pick<Selectable<DB['change']>, 'type' | 'resource_id' | 'sequence' | 'changed_at' | 'data'> & { position: string }>;
+  /** The oldest position kept; null when the feed has never had a change. */
+  oldest: string | null;
+  /** The newest position handed out; null when the feed has never had a change. */
+  newest: string | null;
+}
+
+/** The change feed's table: entries are appended by the mirror writes (record-changes.ts) and owned here otherwise. */
+@Injectable()
+export class ChangeRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  /**
+   * Places up to `limit` committed, unplaced entries at the feed's next positions, in insertion order, and tells
+   * every replica's readers when it placed any. Serialised by an advisory lock held to the end of the transaction:
+   * the next pass starts from the positions this one committed, so a position once readable never gets an entry
+   * before it, and an entry that commits late only ever lands after every position already handed out.
+   * Answers how many it placed.
+   */
+  sequence(limit: number): Promise<number> {
+    return this.database.db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);
+      // A new statement: its snapshot sees every pass that committed before the lock was granted.
+      const placed = await trx
+        .with('next', (qc) =>
+          qc
+            .selectFrom((eb) => eb.selectFrom('change').select('id').where('position', 'is', null).orderBy('id').limit(limit).as('unplaced'))
+            .select((eb) => [
+              'unplaced.id',
+              eb.fn
+                .agg<string>('row_number')
+                .over((ob) => ob.orderBy('unplaced.id'))
+                .as('n'),
+            ]),
+        )
+        .with('top', (qc) => qc.selectFrom('change').select((eb) => eb.fn.coalesce(eb.fn.max('position'), sql<string>`0`).as('position')))
+        .updateTable('change')
+        .from(['next', 'top'])
+        .set((eb) => ({ position: eb(eb.ref('top.position'), '+', eb.ref('next.n')) }))
+        .whereRef('change.id', '=', 'next.id')
+        .returning('change.position')
+        .execute();
+      if (placed.length > 0) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, '')`.execute(trx);
+      return placed.length;
+    });
+  }
+
+  /**
+   * Up to `limit` entries after `after` (and no further than `after + scan`, so that a filter matching little still
+   * answers quickly) matching `filter`, in position order, with the feed's bounds, all in one snapshot.
+   */
+  async page(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
+    const rows = await db
+      .with('bounds', (qc) =>
+        qc.selectNoFrom((eb) => [
+          eb
+            .selectFrom('change')
+            .select((eb) => eb.fn.min('position').as('p'))
+            .$asScalar()
+            .as('oldest'),
+          eb
+            .selectFrom('change')
+            .select((eb) => eb.fn.max('position').as('p'))
+            .$asScalar()
+            .as('newest'),
+        ]),
+      )
+      .with('entries', (qc) =>
+        qc
+          .selectFrom('change')
+          .select(['position', 'type', 'resource_id', 'sequence', 'changed_at', 'data'])
+          .where((eb) =>
+            eb.and([
+              eb('position', '>', sql<string>`${after}::bigint`),
+              eb('position', '<=', sql<string>`${after}::bigint + ${scan}`),
+              ...(filter.types ? [eb('type', '=', eb.fn.any(eb.val([...filter.types])))] : []),
+              ...(filter.profileId !== undefined ? [eb(eb.val(filter.profileId), '=', eb.fn.any('profile_ids'))] : []),
+              ...(filter.platform !== undefined ? [eb(eb.val(filter.platform), '=', eb.fn.any('platforms'))] : []),
+            ]),
+          )
+          .orderBy('position')
+          .limit(limit),
+      )
+      .selectFrom('bounds')
+      .leftJoin('entries', (join) => join.onTrue())
+      .select([
+        'bounds.oldest',
+        'bounds.newest',
+        'entries.position',
+        'entries.type',
+        'entries.resource_id',
+        'entries.sequence',
+        'entries.changed_at',
+        'entries.data',
+      ])
+      .orderBy('entries.position')
+      .execute();
+    const { oldest, newest } = rows[0];
+    return {
+      oldest,
+      newest,
+      rows: rows.flatMap((r) =>
+        r.position === null || r.type === null || r.resource_id === null || r.sequence === null || r.changed_at === null
+          ? []
+          : [{ position: r.position, type: r.type, resource_id: r.resource_id, sequence: r.sequence, changed_at: r.changed_at, data: r.data }],
+      ),
+    };
+  }
+
+  /** The oldest position kept and the newest handed out (null for a feed that has never had a change). */
+  async bounds(db: Db): Promise<{ oldest: string | null; newest: string | null }> {
+    const row = await db
+      .selectFrom('change')
+      .select((eb) => [eb.fn.min('position').as('oldest'), eb.fn.max('position').as('newest')])
+      .executeTakeFirstOrThrow();
+    return { oldest: row.oldest, newest: row.newest };
+  }
+
+  /**
+   * Deletes up to `limit` of the oldest placed entries, in position order and stopping at the first one changed at or
+   * after `cutoff`; the newest entry is always kept. What remains is therefore always one unbroken run of positions
+   * up to the newest, so a cursor is expired exactly when it is older than the oldest position kept, minus one.
+   */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    const result = await this.database.db
+      .with('head', (qc) =>
+        qc.selectFrom('change').select(['id', 'position', 'changed_at']).where('position', 'is not', null).orderBy('position').limit(limit),
+      )
+      .with('stop', (qc) =>
+        qc.selectNoFrom((eb) =>
+          eb
+            .fn<string | null>('least', [
+              eb
+                .selectFrom('head')
+                .select((eb) => eb.fn.min('position').as('p'))
+                .where('changed_at', '>=', cutoff)
+                .$asScalar(),
+              eb
+                .selectFrom('change')
+                .select((eb) => eb.fn.max('position').as('p'))
+                .$asScalar(),
+            ])
+            .as('position'),
+        ),
+      )
+      .deleteFrom('change')
+      .where('id', 'in', (eb) => eb.selectFrom(['head', 'stop']).select('head.id').whereRef('head.position', '<', 'stop.position'))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

@@ -1,0 +1,38 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-body.dto';
+import { ChangeHeadResponse, ChangePageResponse } from './dto/change.response';
+import { ListChangesQuery } from './dto/list-changes.query';
+import { ChangePage, ChangesService } from './changes.service';
+
+@ApiTags('Change feed')
+@Controller('changes')
+export class ChangesController {
+  constructor(private readonly changes: ChangesService) {}
+
+  @Get()
+  @ApiOperation({
+    summary: "The mirror's changes in the order they committed, after a cursor; long-polls with `wait`.",
+    description:
+      'Store `nextCursor` once you have applied `data`, and call again with `after=<nextCursor>`. A change that commits ' +
+      'late still comes after every cursor already answered, so following the feed never misses one. Within one ' +
+      'resource, `sequence` grows with every change: keep the highest you have applied.',
+  })
+  @ApiOkResponse({ type: ChangePageResponse })
+  @ApiInvalidRequestResponse()
+  @ApiErrorResponse(
+    410,
+    '`cursor_expired`: `after` is older than the changes kept (CHANGE_RETENTION_DAYS); `details` gives `oldestCursor` and how to resynchronise.',
+  )
+  list(@Query() query: ListChangesQuery): Promise<ChangePage> {
+    return this.changes.list(query);
+  }
+
+  @Get('head')
+  @ApiOperation({ summary: 'The newest cursor: read the mirror whole, then follow the feed after this to miss nothing.' })
+  @ApiOkResponse({ type: ChangeHeadResponse })
+  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
+  head(): Promise<{ cursor: string }> {
+    return this.changes.head();
+  }
+}
