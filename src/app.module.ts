@@ -3,6 +3,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { BackfillModule } from './backfill/backfill.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { OpenReadsWarning } from './common/read-access';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -44,6 +45,7 @@ export class AppModule {
         LockedScheduleModule,
       ],
       providers: [
+        OpenReadsWarning,
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         {
           // Query strings and params: unknown ones are refused, and every problem is named.
