@@ -4,6 +4,7 @@ import { AdminModule } from './admin/admin.module';
 import { BackfillModule } from './backfill/backfill.module';
 import { ChangesModule } from './changes/changes.module';
 import { AllExceptionsFilter } from './common/all-exceptions.filter';
+import { OpenReadsWarning } from './common/read-access';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -46,6 +47,7 @@ export class AppModule {
         LockedScheduleModule,
       ],
       providers: [
+        OpenReadsWarning,
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         {
           // Query strings and params: unknown ones are refused, and every problem is named.

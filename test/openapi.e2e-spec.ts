@@ -5,6 +5,7 @@ import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } f
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { OpenAPIObject, OperationObject, ReferenceObject, ResponseObject } from '@nestjs/swagger';
 import { AdminTokenGuard } from '../src/common/admin-token.guard';
+import { ReadTokenGuard, StatusAccessGuard } from '../src/common/read-access';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { RunningService, startService } from './support/service';
 
@@ -22,7 +23,8 @@ interface ControllerRoute extends Route {
   /** Nest's own form, `/path/:param`, as Fastify registers it. */
   nestPath: string;
   controller: string;
-  admin: boolean;
+  /** Which token guards it: the admin token, a read token, a read token unless STATUS_PUBLIC, or none. */
+  access: 'admin' | 'read' | 'status' | 'open';
   /** The status Nest answers on success: @HttpCode, else 201 for POST and 200 for the rest. */
   successStatus: number;
 }
@@ -63,7 +65,13 @@ function controllerRoutes(service: RunningService): ControllerRoute[] {
             path: toTemplate(nestPath),
             nestPath,
             controller: `${controller.name}.${name}`,
-            admin: guards.includes(AdminTokenGuard),
+            access: guards.includes(AdminTokenGuard)
+              ? 'admin'
+              : guards.includes(ReadTokenGuard)
+                ? 'read'
+                : guards.includes(StatusAccessGuard)
+                  ? 'status'
+                  : 'open',
             successStatus,
           });
         }
@@ -216,10 +224,10 @@ describe('OpenAPI document and Swagger UI', () => {
   });
 
   it('requires the admin bearer token, and documents 401 and 403, on every admin endpoint (and only there)', () => {
-    const admin = controllers.filter((route) => route.admin);
+    const admin = controllers.filter((route) => route.access === 'admin');
     expect(admin.length).toBeGreaterThan(10);
     // Everything under /admin is guarded.
-    expect(controllers.filter((route) => route.path.startsWith('/admin/') && !route.admin).map(key)).toEqual([]);
+    expect(controllers.filter((route) => route.path.startsWith('/admin/') && route.access !== 'admin').map(key)).toEqual([]);
     for (const route of admin) {
       const op = operation(document, route);
       expect({ route: key(route), security: op.security }).toEqual({ route: key(route), security: [{ admin: [] }] });
@@ -231,8 +239,33 @@ describe('OpenAPI document and Swagger UI', () => {
         });
       }
     }
-    for (const route of controllers.filter((r) => !r.admin)) {
-      expect({ route: key(route), security: operation(document, route).security }).toEqual({ route: key(route), security: undefined });
+  });
+
+  it('documents the read scheme on the query endpoints, optional on the status ones, and none elsewhere', () => {
+    expect(document.components?.securitySchemes?.read).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      description: expect.stringMatching(/^One of API_TOKENS, or ADMIN_TOKEN\./),
+    });
+    const guarded = (access: ControllerRoute['access']) =>
+      controllers
+        .filter((route) => route.access === access)
+        .map(key)
+        .sort();
+    expect(guarded('read')).toEqual(['GET /accounts', 'GET /accounts/{id}', 'GET /changes', 'GET /changes/head', 'GET /posts', 'GET /posts/{id}']);
+    expect(guarded('status')).toEqual(['GET /', 'GET /sync/status']);
+    const expected = { read: [{ read: [] }], status: [{ read: [] }, {}], open: undefined };
+    for (const route of controllers.filter((r) => r.access !== 'admin')) {
+      const op = operation(document, route);
+      expect({ route: key(route), security: op.security }).toEqual({ route: key(route), security: expected[route.access as keyof typeof expected] });
+      if (route.access === 'open') continue;
+      for (const status of ['401', '403']) {
+        expect({ route: key(route), status, schema: responseSchemaRef(op.responses[status]) }).toEqual({
+          route: key(route),
+          status,
+          schema: '#/components/schemas/ErrorBody',
+        });
+      }
     }
   });
 

@@ -1,11 +1,13 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-body.dto';
+import { ReadAccess } from '../common/read-access';
 import { ChangeHeadResponse, ChangePageResponse } from './dto/change.response';
 import { ListChangesQuery } from './dto/list-changes.query';
 import { ChangePage, ChangesService } from './changes.service';
 
 @ApiTags('Change feed')
+@ReadAccess()
 @Controller('changes')
 export class ChangesController {
   constructor(private readonly changes: ChangesService) {}

@@ -105,6 +105,68 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({ ...minimal, INITIAL_IMPORT: 'yes' })).toEqual([expect.stringMatching(/^INITIAL_IMPORT must be auto or off/)]);
   });
 
+  describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
+    const READ_A = 'read_token_aaaaaaaaaaaa';
+    const READ_B = 'read_token_bbbbbbbbbbbb';
+
+    it('leaves reads open and the status public by default', () => {
+      expect(AppConfig.fromEnvironment(minimal)).toMatchObject({ readTokens: [], statusPublic: true });
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: '' }).readTokens).toEqual([]);
+    });
+
+    it('reads one token, or two at once for a rotation, and STATUS_PUBLIC=false', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: READ_A }).readTokens).toEqual([READ_A]);
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: `${READ_A},${READ_B}`, STATUS_PUBLIC: 'false' })).toMatchObject({
+        readTokens: [READ_A, READ_B],
+        statusPublic: false,
+      });
+      // Base64 tokens keep their padding and symbols.
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: 'aB3+/_-.~xyzQRSTUV==' }).readTokens).toEqual(['aB3+/_-.~xyzQRSTUV==']);
+    });
+
+    it.each([
+      ['a trailing comma', `${READ_A},`, /^API_TOKENS must be .*: entry 2 is empty \(a stray comma\?\)$/],
+      ['two commas in a row', `${READ_A},,${READ_B}`, /: entry 2 is empty/],
+      ['only a comma', ',', /: entry 1 is empty \(a stray comma\?\); entry 2 is empty/],
+      ['only spaces', '   ', /: entry 1 is empty/],
+      ['a space after a comma', `${READ_A}, ${READ_B}`, /: entry 2 holds a space or a character a Bearer token cannot carry/],
+      ['a space inside a token', 'read token aaaaaaaaaaaa', /: entry 1 holds a space/],
+      ['a newline at the end', `${READ_A}\n`, /: entry 1 holds a space/],
+      ['a quote', `"${READ_A}"`, /: entry 1 holds a space or a character/],
+      ['a short token', 'short', /: entry 1 is shorter than 16 characters$/],
+      ['the same token twice', `${READ_A},${READ_A}`, /: entry 2 repeats entry 1$/],
+    ])('refuses API_TOKENS with %s, naming the entry', (_case, value, message) => {
+      expect(problems({ ...minimal, API_TOKENS: value })).toEqual([expect.stringMatching(message)]);
+    });
+
+    it('refuses ADMIN_TOKEN among the read tokens: every reader would hold the admin token', () => {
+      expect(problems({ ...minimal, ADMIN_TOKEN: READ_B, API_TOKENS: `${READ_A},${READ_B}` })).toEqual([
+        expect.stringMatching(/^API_TOKENS must not hold ADMIN_TOKEN/),
+      ]);
+    });
+
+    it.each([
+      ['yes', /^STATUS_PUBLIC must be true or false$/],
+      ['1', /^STATUS_PUBLIC must be true or false$/],
+      ['TRUE', /^STATUS_PUBLIC must be true or false$/],
+      ['', /^STATUS_PUBLIC must be true or false$/],
+    ])('refuses STATUS_PUBLIC=%j', (value, message) => {
+      expect(problems({ ...minimal, API_TOKENS: READ_A, STATUS_PUBLIC: value })).toEqual([expect.stringMatching(message)]);
+    });
+
+    it('refuses STATUS_PUBLIC=false without API_TOKENS: reads, the status included, would be open anyway', () => {
+      expect(problems({ ...minimal, ADMIN_TOKEN: 'admin', STATUS_PUBLIC: 'false' })).toEqual([
+        expect.stringMatching(/^STATUS_PUBLIC=false needs API_TOKENS/),
+      ]);
+    });
+
+    it('never echoes a read token in its description', () => {
+      const described = JSON.stringify(problems({ ...minimal, API_TOKENS: `${READ_A},,${READ_B} ,x9q,${READ_A}` }));
+      expect(described).toMatch(/entry 2 is empty.*entry 3 holds a space.*entry 4 is shorter.*entry 5 repeats entry 1/);
+      for (const token of [READ_A, READ_B, 'x9q']) expect(described).not.toContain(token);
+    });
+  });
+
   it('requires POZY_API_KEY', () => {
     expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
   });

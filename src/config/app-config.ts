@@ -40,6 +40,10 @@ export class AppConfig {
    */
   readonly deadLetterAfterMs: number;
   readonly adminToken: string | undefined;
+  /** API_TOKENS: any of them (or ADMIN_TOKEN) reads; none (the default) leaves the query endpoints open. */
+  readonly readTokens: readonly string[];
+  /** The status page and /sync/status answer anonymous requests too, without resource ids or error texts. */
+  readonly statusPublic: boolean;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
   readonly backfillCron: string | null;
   /** How far before the last run's newest log row the next run starts: log rows can be written late. */
@@ -108,6 +112,8 @@ export class AppConfig {
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.adminToken = env.ADMIN_TOKEN;
+    this.readTokens = Object.freeze(env.API_TOKENS?.split(',') ?? []);
+    this.statusPublic = env.STATUS_PUBLIC === 'true';
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;

@@ -58,6 +58,36 @@ class AtMostNinetyPercent implements ValidatorConstraintInterface {
   }
 }
 
+/** RFC 6750's token characters: what a client can send after `Bearer ` as it is. */
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** Shorter tokens could be guessed; 16 random characters are far beyond that. */
+export const MIN_TOKEN_LENGTH = 16;
+
+/** The problems of a comma-separated token list, each naming the entry by position (a token is never echoed). */
+export function tokenListProblems(value: string): string[] {
+  const tokens = value.split(',');
+  return tokens.flatMap((token, i) => {
+    const entry = `entry ${i + 1}`;
+    if (token.trim() === '') return [`${entry} is empty (a stray comma?)`];
+    if (!BEARER_TOKEN.test(token)) return [`${entry} holds a space or a character a Bearer token cannot carry (letters, digits and -._~+/ only)`];
+    if (token.length < MIN_TOKEN_LENGTH) return [`${entry} is shorter than ${MIN_TOKEN_LENGTH} characters`];
+    const first = tokens.indexOf(token);
+    return first < i ? [`${entry} repeats entry ${first + 1}`] : [];
+  });
+}
+
+@ValidatorConstraint({ name: 'tokenList' })
+class TokenList implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && tokenListProblems(value).length === 0;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problems = typeof args.value === 'string' ? tokenListProblems(args.value) : ['it is not a string'];
+    return `${args.property} must be comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters: ${problems.join('; ')}`;
+  }
+}
+
 /** Empty strings count as unset, as in a shell (`FOO= node ...`) or a compose file. */
 const emptyAsUnset = () => Transform(({ value }: { value: unknown }) => (value === '' ? undefined : value));
 const toInt = () =>
@@ -170,6 +200,16 @@ export class EnvironmentVariables {
   @emptyAsUnset()
   @IsString()
   ADMIN_TOKEN?: string;
+
+  /** Comma-separated read tokens; two at once let a team rotate. Unset: the query endpoints are open. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Validate(TokenList)
+  API_TOKENS?: string;
+
+  /** `true`: the status page and /sync/status answer without a token too, without resource ids or error texts. */
+  @IsIn(['true', 'false'], { message: 'STATUS_PUBLIC must be true or false' })
+  STATUS_PUBLIC: 'true' | 'false' = 'true';
 
   @Validate(CronExpression)
   BACKFILL_CRON = '* * * * *';
@@ -318,6 +358,8 @@ export const VARIABLES = [
   'RECONCILE_CLOCK_SKEW_MS',
   'DEAD_LETTER_AFTER_MS',
   'ADMIN_TOKEN',
+  'API_TOKENS',
+  'STATUS_PUBLIC',
   'BACKFILL_CRON',
   'BACKFILL_OVERLAP_MS',
   'SWEEP_CRON',
@@ -367,6 +409,15 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
   if (parsed.NODE_ENV === 'production' && !parsed.DATABASE_URL && parsed.EMBEDDED_DATABASE !== 'allow') {
     problems.push(
       'DATABASE_URL is required when NODE_ENV=production (unset, production data would live in an embedded PostgreSQL under .data/postgres); set EMBEDDED_DATABASE=allow to choose that',
+    );
+  }
+  const readTokens = parsed.API_TOKENS?.split(',') ?? [];
+  if (parsed.ADMIN_TOKEN && readTokens.includes(parsed.ADMIN_TOKEN)) {
+    problems.push('API_TOKENS must not hold ADMIN_TOKEN: every client given that read token could also use the admin endpoints');
+  }
+  if (parsed.STATUS_PUBLIC === 'false' && !parsed.API_TOKENS) {
+    problems.push(
+      'STATUS_PUBLIC=false needs API_TOKENS: without them every read is open, the status included; set API_TOKENS, or STATUS_PUBLIC=true',
     );
   }
   if (problems.length > 0) throw new ConfigError(problems);

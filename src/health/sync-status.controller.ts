@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/error-body.dto';
+import { ReadDetail, StatusAccess, StatusDetail } from '../common/read-access';
 import { SyncStatus, SyncStatusService } from './sync-status.service';
 import { SyncStatusResponse } from './dto/sync-status.response';
 
@@ -11,10 +12,15 @@ export class SyncStatusController {
   constructor(private readonly syncStatus: SyncStatusService) {}
 
   @Get('status')
-  @ApiOperation({ summary: 'How far behind the mirror is: pending reads, jobs, events, rows, backfill gaps, notifications.' })
+  @StatusAccess()
+  @ApiOperation({
+    summary: 'How far behind the mirror is: pending reads, jobs, events, rows, backfill gaps, notifications.',
+    description:
+      'Without a token (STATUS_PUBLIC=true) the answer has `redacted: true`: subscribers without id or origin, and no error texts; with one of API_TOKENS or ADMIN_TOKEN (or API_TOKENS unset), all of it.',
+  })
   @ApiOkResponse({ type: SyncStatusResponse })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  status(): Promise<SyncStatus> {
-    return this.syncStatus.status();
+  status(@StatusDetail() detail: ReadDetail): Promise<SyncStatus> {
+    return this.syncStatus.status(detail);
   }
 }

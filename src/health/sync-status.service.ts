@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { BackfillRunRepository } from '../backfill/backfill-run.repository';
+import type { ReadDetail } from '../common/read-access';
 import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { SweepRunResponse } from '../sweep/dto/sweep-run.response';
@@ -26,8 +27,11 @@ export interface SyncStatus {
     oldestPendingAgeMs: number | null;
     /** Subscriptions the circuit breaker paused. */
     pausedSubscriptions: number;
-    /** `origin` only (scheme, host, port): this is public, and a URL's path or query may hold a subscriber's token. */
-    subscribers: Array<Pick<Subscription, 'id' | 'active' | 'health'> & { origin: string }>;
+    /**
+     * `origin` only (scheme, host, port): a URL's path or query may hold a subscriber's token. Id and origin are
+     * null in a public answer.
+     */
+    subscribers: Array<Pick<Subscription, 'active' | 'health'> & { id: string | null; origin: string | null }>;
   };
   /** The import of the workspace (the first listing, on the first start), as `GET /admin/sweep/:runId` shows it. */
   import: { status: ImportState } & (({ runId: string } & Omit<SweepRunResponse, 'id'>) | { runId: null });
@@ -36,6 +40,8 @@ export interface SyncStatus {
   pozyBudget: BudgetStatus;
   /** The figures above that are PostgreSQL's estimates, by path (e.g. `mirror.posts`); all others are exact. */
   estimated: string[];
+  /** A public answer (no token, STATUS_PUBLIC=true): resource ids and error texts are withheld (null). */
+  redacted: boolean;
 }
 
 /** The status and what only the status page shows, read together: both come from one scan of the last hour. */
@@ -45,6 +51,34 @@ export interface SyncSnapshot {
 }
 
 const ms = (value: number | null) => (value === null ? null : Math.round(value));
+
+/** A run's texts say what Pozy or the database answered, which may quote the data. */
+const withoutErrors = <T extends { lastError: string | null; error: string | null }>(run: T): T => ({ ...run, lastError: null, error: null });
+
+/**
+ * The status as anyone may see it (STATUS_PUBLIC=true, no token): counts, states and times, but no resource ids
+ * (subscriptions' ids and origins) and no error texts, which quote Pozy's or a subscriber's answers. Run ids stay:
+ * they are the service's own, name no data, and only the admin token opens them.
+ */
+export function publicStatus(status: SyncStatus): SyncStatus {
+  const lastRun = status.backfill.lastRun;
+  return {
+    ...status,
+    backfill: { ...status.backfill, lastRun: lastRun && { ...lastRun, error: null } },
+    notifications: {
+      ...status.notifications,
+      subscribers: status.notifications.subscribers.map((s) => ({
+        ...s,
+        id: null,
+        origin: null,
+        health: { ...s.health, lastError: null, pausedReason: null },
+      })),
+    },
+    import: status.import.runId === null ? status.import : withoutErrors(status.import),
+    sweep: { lastRun: status.sweep.lastRun && withoutErrors(status.sweep.lastRun) },
+    redacted: true,
+  };
+}
 
 /** How far behind the mirror is, from the database alone: GET /sync/status and the status page share it. */
 @Injectable()
@@ -58,11 +92,11 @@ export class SyncStatusService {
     private readonly budget: PozyBudget,
   ) {}
 
-  async status(): Promise<SyncStatus> {
-    return (await this.snapshot()).status;
+  async status(detail: ReadDetail): Promise<SyncStatus> {
+    return (await this.snapshot(detail)).status;
   }
 
-  async snapshot(): Promise<SyncSnapshot> {
+  async snapshot(detail: ReadDetail): Promise<SyncSnapshot> {
     const [{ backlog, tables, recent, lastSyncedAt, gaps }, lastRun, subscriptions, runs, pozyBudget] = await Promise.all([
       this.figures.status(),
       this.backfillRuns.latest(),
@@ -129,7 +163,8 @@ export class SyncStatusService {
       sweep: { lastRun: runs.lastSweep },
       pozyBudget,
       estimated,
+      redacted: false,
     };
-    return { status, eventsPerMinute: recent.perMinute };
+    return { status: detail === 'full' ? status : publicStatus(status), eventsPerMinute: recent.perMinute };
   }
 }

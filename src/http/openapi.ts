@@ -2,11 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyDecorators } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ApiBearerAuth, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiSecurity, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/error-body.dto';
 
 /** The security scheme of the admin endpoints: `Authorization: Bearer <ADMIN_TOKEN>`. */
 export const ADMIN_SECURITY = 'admin';
+
+/** The security scheme of the query and status endpoints: `Authorization: Bearer <one of API_TOKENS, or ADMIN_TOKEN>`. */
+export const READ_SECURITY = 'read';
 
 /** Swagger UI; the document itself is at `/docs-json`. */
 export const DOCS_PATH = '/docs';
@@ -18,6 +21,24 @@ export const ApiAdminAuth = (): MethodDecorator & ClassDecorator =>
     ApiBearerAuth(ADMIN_SECURITY),
     ApiErrorResponse(401, '`missing_token`: no `Authorization: Bearer <ADMIN_TOKEN>` header.'),
     ApiErrorResponse(403, '`invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set.'),
+  );
+
+/** On a route guarded by ReadTokenGuard (common/read-access.ts): the read scheme, and its 401 and 403. */
+export const ApiReadAuth = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    ApiBearerAuth(READ_SECURITY),
+    ApiErrorResponse(401, '`missing_token`: API_TOKENS is set and no `Authorization: Bearer <token>` header came.'),
+    ApiErrorResponse(403, '`invalid_token`: the token is not one of API_TOKENS, nor ADMIN_TOKEN.'),
+  );
+
+/** On a status route (StatusAccessGuard): the read scheme or none, since STATUS_PUBLIC=true lets anonymous requests in. */
+export const ApiStatusAuth = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    ApiBearerAuth(READ_SECURITY),
+    // An empty requirement: OpenAPI's way to say that no token is also accepted.
+    ApiSecurity({}),
+    ApiErrorResponse(401, '`missing_token`: STATUS_PUBLIC=false and no `Authorization: Bearer <token>` header came.'),
+    ApiErrorResponse(403, '`invalid_token`: a token came that is not one of API_TOKENS, nor ADMIN_TOKEN.'),
   );
 
 /** The version in package.json (one directory above src/ and dist/ alike). */
@@ -37,6 +58,16 @@ export function setupOpenApi(app: NestFastifyApplication): void {
     .setVersion(packageVersion())
     // An opaque token, not the JWT that DocumentBuilder's default bearerFormat says.
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: undefined, description: 'ADMIN_TOKEN' }, ADMIN_SECURITY)
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: undefined,
+        description:
+          'One of API_TOKENS, or ADMIN_TOKEN. With API_TOKENS unset the query endpoints need none; without one, the status endpoints answer only with STATUS_PUBLIC=true, and then without resource ids or error texts.',
+      },
+      READ_SECURITY,
+    )
     .build();
   const document = SwaggerModule.createDocument(app, config);
   SwaggerModule.setup(DOCS_PATH, app, document, { jsonDocumentUrl: DOCS_JSON_PATH, raw: ['json'] });

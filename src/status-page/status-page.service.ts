@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { ReadDetail } from '../common/read-access';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { Estimate, MinuteCount } from '../health/sync-figures.repository';
 import { SyncStatus, SyncStatusService } from '../health/sync-status.service';
@@ -15,10 +16,12 @@ export interface PageDeadLetter {
   id: string;
   queue: 'delivery' | 'ack';
   kind: string;
-  /** The resource (delivery) or the event (ack) the letter is about. */
-  subject: string;
+  /** The resource (delivery) or the event (ack) the letter is about; null on the public page. */
+  subject: string | null;
+  /** Written by this service from a few templates (what failed, for how long): no data of Pozy's or a subscriber's. */
   reason: string;
-  error: string;
+  /** What Pozy, a subscriber or the database answered; null on the public page. */
+  error: string | null;
   attempts: number;
   deadAt: Date;
   replayedAt: Date | null;
@@ -48,9 +51,10 @@ export class StatusPageService {
     private readonly spool: AckSpool,
   ) {}
 
-  async gather(): Promise<StatusPageData> {
+  /** `public`: without the letters' subjects and errors, and the status without ids and error texts (publicStatus). */
+  async gather(detail: ReadDetail): Promise<StatusPageData> {
     const [{ status, eventsPerMinute }, delivery, apiCalls] = await Promise.all([
-      this.syncStatus.snapshot(),
+      this.syncStatus.snapshot(detail),
       this.deadLetterRepository.list(PAGE_DEAD_LETTERS),
       this.apiCalls(),
     ]);
@@ -86,7 +90,8 @@ export class StatusPageService {
       status,
       eventsPerMinute,
       apiCalls,
-      deadLetters: letters.slice(0, PAGE_DEAD_LETTERS),
+      // The letters' own ids stay: the Replay buttons need them, and replaying takes the admin token.
+      deadLetters: letters.slice(0, PAGE_DEAD_LETTERS).map((letter) => (detail === 'full' ? letter : { ...letter, subject: null, error: null })),
     };
   }
 

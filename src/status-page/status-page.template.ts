@@ -24,6 +24,8 @@ export const contentSecurityPolicy = (nonce: string): string =>
 const CHART = { width: 600, height: 100, slot: 10, bar: 8 };
 
 const count = (n: number) => n.toLocaleString('en-US');
+/** What the public page shows in place of an id or an error text. */
+const HIDDEN = html`<span class="muted">hidden</span>`;
 /** PostgreSQL's estimates (see SyncStatus.estimated) read "≈ 900,000". */
 const APPROX = '≈ ';
 
@@ -147,8 +149,8 @@ function deadLetterRow(letter: PageDeadLetter): Html {
   return html`
     <tr data-dead-letter="${letter.id}">
       <td><span class="tag">${letter.queue}</span> ${letter.kind}</td>
-      <td class="mono">${letter.subject}</td>
-      <td>${letter.reason}<div class="error-text mono">${letter.error}</div></td>
+      <td class="mono">${letter.subject ?? HIDDEN}</td>
+      <td>${letter.reason}${letter.error === null ? '' : html`<div class="error-text mono">${letter.error}</div>`}</td>
       <td class="num">${letter.attempts}</td>
       <td>${time(letter.deadAt)}</td>
       <td class="state">${
@@ -191,17 +193,23 @@ function deadLetters(data: StatusPageData): Html {
     </section>`;
 }
 
-function subscribers(list: StatusPageData['status']['notifications']['subscribers']): Html {
+function subscribers(list: StatusPageData['status']['notifications']['subscribers'], redacted: boolean): Html {
   if (list.length === 0) return html`<p class="muted">No change-notification subscriptions.</p>`;
+  const lastError = (health: (typeof list)[number]['health']) =>
+    health.lastError
+      ? html`<span class="error-text">${health.lastError}</span><div class="detail">${time(health.lastFailureAt, '')}</div>`
+      : redacted && health.lastFailureAt
+        ? html`${HIDDEN}<div class="detail">${time(health.lastFailureAt, '')}</div>`
+        : html`<span class="muted">none</span>`;
   const rows = list.map(
     (s) => html`
-      <tr data-subscriber="${s.id}">
-        <td class="mono">${s.origin}</td>
+      <tr${s.id === null ? '' : html` data-subscriber="${s.id}"`}>
+        <td class="mono">${s.origin ?? HIDDEN}</td>
         <td><span class="badge ${s.health.state}">${s.health.state}</span>${s.health.pausedReason ? html`<div class="detail">${s.health.pausedReason}</div>` : ''}</td>
         <td class="num">${count(s.health.pending)}</td>
         <td class="num">${count(s.health.deadLetters)}</td>
         <td>${time(s.health.lastSuccessAt)}</td>
-        <td>${s.health.lastError ? html`<span class="error-text">${s.health.lastError}</span><div class="detail">${time(s.health.lastFailureAt, '')}</div>` : html`<span class="muted">none</span>`}</td>
+        <td>${lastError(s.health)}</td>
       </tr>`,
   );
   return html`
@@ -236,6 +244,11 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
   <h1>pozy-sync <span class="muted">status</span></h1>
   <p class="detail">As of ${time(now)}. Refreshes every ${REFRESH_SECONDS} s<span id="refresh-state"></span>.
     <a href="/sync/status">JSON</a> · <a href="/metrics">metrics</a> · <a href="/docs">API docs</a></p>
+  ${
+    status.redacted
+      ? html`<p class="detail" id="redacted-note">Public view: resource ids, subscribers' addresses and error texts are hidden. A request with a read token (API_TOKENS or ADMIN_TOKEN) shows them.</p>`
+      : ''
+  }
 </header>
 <main>
   <section class="cards" aria-label="Key figures">
@@ -282,7 +295,7 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
 
   <section class="panel" aria-labelledby="subscribers-title">
     <h2 id="subscribers-title">Subscribers</h2>
-    ${subscribers(status.notifications.subscribers)}
+    ${subscribers(status.notifications.subscribers, status.redacted)}
   </section>
 </main>
 <script nonce="${nonce}">${raw(SCRIPT)}</script>

@@ -89,7 +89,7 @@ export class BackfillLastRunResponse {
   @ApiProperty(COUNT)
   eventsRecovered!: number;
 
-  @ApiProperty({ type: String, nullable: true })
+  @ApiProperty({ type: String, nullable: true, description: 'Why the run failed; null in a public (`redacted`) answer.' })
   error!: string | null;
 }
 
@@ -110,19 +110,21 @@ export class BackfillStatusResponse {
 }
 
 export class SubscriberStatusResponse {
-  @ApiProperty({ format: 'uuid' })
-  id!: string;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: 'null in a public (`redacted`) answer.' })
+  id!: string | null;
 
   @ApiProperty({
+    type: String,
+    nullable: true,
     example: 'https://example.com',
-    description: "The endpoint's origin only: its path and query may hold a token, and this is public.",
+    description: "The endpoint's origin only: its path and query may hold a token. null in a public (`redacted`) answer.",
   })
-  origin!: string;
+  origin!: string | null;
 
   @ApiProperty()
   active!: boolean;
 
-  @ApiProperty({ type: SubscriptionHealthResponse })
+  @ApiProperty({ type: SubscriptionHealthResponse, description: 'In a public (`redacted`) answer, `lastError` and `pausedReason` are null.' })
   health!: SubscriptionHealthResponse;
 }
 
@@ -233,4 +235,10 @@ export class SyncStatusResponse {
       "The figures of this answer that are PostgreSQL's estimates rather than exact counts, by path. A table or subset too large to count on every call (see each figure) is estimated from the planner's statistics, scaled to the table's current size; every figure not listed is exact.",
   })
   estimated!: string[];
+
+  @ApiProperty({
+    description:
+      "true: a request without a token, answered because STATUS_PUBLIC=true; subscribers' ids and origins and every error text (`backfill.lastRun.error`, the runs' `lastError` and `error`, subscribers' `lastError` and `pausedReason`) are null. Counts, states and times are all there.",
+  })
+  redacted!: boolean;
 }

@@ -2,11 +2,13 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import { ReadAccess } from '../../common/read-access';
 import { AccountsQuery, MirroredAccount } from './accounts.query';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
 import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query';
 
 @ApiTags('Mirror')
+@ReadAccess()
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly accounts: AccountsQuery) {}

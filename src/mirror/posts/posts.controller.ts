@@ -2,11 +2,13 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import { ReadAccess } from '../../common/read-access';
 import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
 import { MirroredPost, PostsQuery } from './posts.query';
 
 @ApiTags('Mirror')
+@ReadAccess()
 @Controller('posts')
 export class PostsController {
   constructor(private readonly posts: PostsQuery) {}
