@@ -70,7 +70,8 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
       help: 'Reads that asked for the read replica but went to the primary: it was unavailable (unavailable), or failed during the read (failed)',
       labelNames: ['reason'] as const,
     });
-    if (config.databaseReadUrl === undefined) return;
+    // ROLE=worker serves no query endpoint: no pool, no sampling.
+    if (config.databaseReadUrl === undefined || !config.servesHttp) return;
     const pool = new Pool({
       connectionString: config.databaseReadUrl,
       max: config.databaseReadPoolSize,
