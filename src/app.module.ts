@@ -8,6 +8,7 @@ import { OpenReadsWarning } from './common/read-access';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { ReadReplicaModule } from './database/read-replica.module';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -31,6 +32,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         DatabaseModule,
         MetricsModule,
+        ReadReplicaModule,
         QueueModule,
         WebhooksModule,
         ReconcileModule,

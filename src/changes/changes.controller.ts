@@ -1,13 +1,18 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-body.dto';
+import { ConsistencyQuery } from '../common/read-consistency';
 import { ReadAccess } from '../common/read-access';
+import type { Db } from '../database/database.service';
+import { ReadDb, ReplicaRead } from '../database/replica-read';
 import { ChangeHeadResponse, ChangePageResponse } from './dto/change.response';
 import { ListChangesQuery } from './dto/list-changes.query';
 import { ChangePage, ChangesService } from './changes.service';
 
 @ApiTags('Change feed')
 @ReadAccess()
+// Eventual reads go to the read replica, when there is one (DATABASE_READ_URL).
+@ReplicaRead()
 @Controller('changes')
 export class ChangesController {
   constructor(private readonly changes: ChangesService) {}
@@ -26,15 +31,15 @@ export class ChangesController {
     410,
     '`cursor_expired`: `after` is older than the changes kept (CHANGE_RETENTION_DAYS); `details` gives `oldestCursor` and how to resynchronise.',
   )
-  list(@Query() query: ListChangesQuery): Promise<ChangePage> {
-    return this.changes.list(query);
+  list(@Query() query: ListChangesQuery, @ReadDb() db: Db): Promise<ChangePage> {
+    return this.changes.list(query, db);
   }
 
   @Get('head')
   @ApiOperation({ summary: 'The newest cursor: read the mirror whole, then follow the feed after this to miss nothing.' })
   @ApiOkResponse({ type: ChangeHeadResponse })
-  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  head(): Promise<{ cursor: string }> {
-    return this.changes.head();
+  @ApiInvalidRequestResponse()
+  head(@Query() _query: ConsistencyQuery, @ReadDb() db: Db): Promise<{ cursor: string }> {
+    return this.changes.head(db);
   }
 }

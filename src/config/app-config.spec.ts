@@ -67,12 +67,22 @@ describe('AppConfig.fromEnvironment', () => {
     [{ PORT: '70000' }, /^PORT/],
     [{ PORT: '3.5' }, /^PORT/],
     [{ DATABASE_URL: 'mysql://localhost/db' }, /^DATABASE_URL/],
+    [{ DATABASE_READ_URL: 'replica.internal:5432' }, /^DATABASE_READ_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
+    [{ DATABASE_READ_POOL_SIZE: '0' }, /^DATABASE_READ_POOL_SIZE/],
     [{ POZY_API_URL: 'ftp://api.pozy.ai' }, /^POZY_API_URL/],
     [{ BACKFILL_CRON: 'every minute' }, /^BACKFILL_CRON/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL/],
     [{ RECONCILE_COALESCE_WINDOW_MS: '-1' }, /^RECONCILE_COALESCE_WINDOW_MS/],
   ])('names the bad variable in %j', (env, message) => {
     expect(problems({ ...minimal, ...env })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('reads the read replica and its pool, unset by default: every read on the primary', () => {
+    expect(AppConfig.fromEnvironment(minimal)).toMatchObject({ databaseReadUrl: undefined, databaseReadPoolSize: 10 });
+    expect(
+      AppConfig.fromEnvironment({ ...minimal, DATABASE_READ_URL: 'postgres://u:p@replica:5432/pozy', DATABASE_READ_POOL_SIZE: '4' }),
+    ).toMatchObject({ databaseReadUrl: 'postgres://u:p@replica:5432/pozy', databaseReadPoolSize: 4 });
+    expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_READ_URL: '' }).databaseReadUrl).toBeUndefined();
   });
 
   it('refuses an event retention shorter than a week, naming the variable and why', () => {

@@ -17,6 +17,10 @@ export class AppConfig {
   readonly databaseUrl: string | undefined;
   readonly embeddedDatabasePort: number;
   readonly databasePoolSize: number;
+  /** A streaming replica the query endpoints read from; undefined: every read goes to the primary. */
+  readonly databaseReadUrl: string | undefined;
+  /** Connections of the read pool (the replica's), apart from DATABASE_POOL_SIZE. */
+  readonly databaseReadPoolSize: number;
   readonly pozy: {
     readonly apiUrl: string;
     readonly apiKey: string;
@@ -99,6 +103,8 @@ export class AppConfig {
     this.databaseUrl = env.DATABASE_URL;
     this.embeddedDatabasePort = env.EMBEDDED_DATABASE_PORT;
     this.databasePoolSize = env.DATABASE_POOL_SIZE;
+    this.databaseReadUrl = env.DATABASE_READ_URL;
+    this.databaseReadPoolSize = env.DATABASE_READ_POOL_SIZE;
     this.pozy = Object.freeze({
       apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
       apiKey: env.POZY_API_KEY,

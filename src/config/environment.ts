@@ -126,6 +126,12 @@ export class EnvironmentVariables {
   @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_URL?: string;
 
+  /** A streaming replica of DATABASE_URL's server: the query endpoints read from it unless asked for consistency=strong. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_READ_URL?: string;
+
   @toInt()
   @IsInt()
   @Min(1)
@@ -260,6 +266,12 @@ export class EnvironmentVariables {
 
   @toInt()
   @IsInt()
+  @Min(1)
+  @Max(200)
+  DATABASE_READ_POOL_SIZE = 10;
+
+  @toInt()
+  @IsInt()
   @Min(100)
   @Max(4_500)
   ACK_TIMEOUT_MS = 2_000;
@@ -344,6 +356,7 @@ export const VARIABLES = [
   'LOG_FORMAT',
   'ROLE',
   'DATABASE_URL',
+  'DATABASE_READ_URL',
   'EMBEDDED_DATABASE_PORT',
   'EMBEDDED_DATABASE',
   'POZY_API_URL',
@@ -369,6 +382,7 @@ export const VARIABLES = [
   'RETENTION_BATCH_SIZE',
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
+  'DATABASE_READ_POOL_SIZE',
   'ACK_TIMEOUT_MS',
   'SPOOL_RETRY_FIRST_MS',
   'SPOOL_RETRY_SECOND_MS',

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyDecorators } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ApiBearerAuth, ApiSecurity, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiSecurity, DocumentBuilder, type OpenAPIObject, type OperationObject, SwaggerModule } from '@nestjs/swagger';
 import { ApiErrorResponse } from '../common/error-body.dto';
+import { REPLICA_LAG_HEADER, REPLICA_LAG_SAMPLE_MS, REPLICA_READ_EXTENSION } from '../common/read-consistency';
 
 /** The security scheme of the admin endpoints: `Authorization: Bearer <ADMIN_TOKEN>`. */
 export const ADMIN_SECURITY = 'admin';
@@ -69,6 +70,33 @@ export function setupOpenApi(app: NestFastifyApplication): void {
       READ_SECURITY,
     )
     .build();
-  const document = SwaggerModule.createDocument(app, config);
+  const document = documentReplicaReads(SwaggerModule.createDocument(app, config));
   SwaggerModule.setup(DOCS_PATH, app, document, { jsonDocumentUrl: DOCS_JSON_PATH, raw: ['json'] });
+}
+
+/**
+ * The lag header on every answer of an operation marked by `@ReplicaRead()` (Nest's response decorators cannot add a
+ * header to responses declared by others); the 400s read nothing and carry none.
+ */
+function documentReplicaReads(document: OpenAPIObject): OpenAPIObject {
+  for (const path of Object.values(document.paths)) {
+    for (const operation of Object.values(path) as Array<OperationObject & Record<string, unknown>>) {
+      if (typeof operation !== 'object' || operation === null || operation[REPLICA_READ_EXTENSION] !== true) continue;
+      delete operation[REPLICA_READ_EXTENSION];
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        if (status === '400' || response === undefined || '$ref' in response) continue;
+        response.headers = {
+          ...response.headers,
+          [REPLICA_LAG_HEADER]: {
+            description:
+              'Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its ' +
+              `replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every ${REPLICA_LAG_SAMPLE_MS} ms). ` +
+              'Absent when read from the primary.',
+            schema: { type: 'integer', minimum: 0 },
+          },
+        };
+      }
+    }
+  }
+  return document;
 }

@@ -1,9 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { LimitParam } from '../common/query-params';
+import { ConsistencyQuery } from '../common/read-consistency';
 
-/** `limit` and `cursor`, shared by every list endpoint of the mirror. */
-export class PageQuery {
+/** `limit` and `cursor`, shared by every list endpoint of the mirror, which may read the replica (`consistency`). */
+export class PageQuery extends ConsistencyQuery {
   @LimitParam(50, 'Rows per page.')
   limit?: number;
 

@@ -2,6 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IntParam, ListParam } from '../../common/query-params';
+import { ConsistencyQuery } from '../../common/read-consistency';
 import { CHANGE_TYPES, ChangeType } from '../record-changes';
 
 export const MAX_CHANGE_LIMIT = 1_000;
@@ -11,7 +12,7 @@ export const MAX_WAIT_S = 30;
 /** A feed cursor: a position, as decimal digits (it fits a bigint). */
 export const CURSOR_PATTERN = /^\d{1,18}$/;
 
-export class ListChangesQuery {
+export class ListChangesQuery extends ConsistencyQuery {
   @ApiPropertyOptional({
     description:
       'The cursor of the last change you have (a `cursor` or `nextCursor` this endpoint answered). Without it, the feed ' +

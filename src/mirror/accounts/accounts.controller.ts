@@ -1,7 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
-import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import type { Db } from '../../database/database.service';
+import { ReadDb, ReplicaRead } from '../../database/replica-read';
 import { ReadAccess } from '../../common/read-access';
 import { AccountsQuery, MirroredAccount } from './accounts.query';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
@@ -9,6 +11,8 @@ import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query
 
 @ApiTags('Mirror')
 @ReadAccess()
+// Eventual reads go to the read replica, when there is one (DATABASE_READ_URL).
+@ReplicaRead()
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly accounts: AccountsQuery) {}
@@ -17,8 +21,8 @@ export class AccountsController {
   @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
   @ApiOkResponse({ type: AccountPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(@Query() query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
-    return this.accounts.list(query);
+  list(@Query() query: ListAccountsQuery, @ReadDb() db: Db): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
+    return this.accounts.list(query, db);
   }
 
   /** A removed account is still answered (with `removedAt`); 404 means the mirror never saw it. */
@@ -26,9 +30,10 @@ export class AccountsController {
   @ApiOperation({ summary: 'One mirrored account, removed ones included.' })
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: MirroredAccountResponse })
+  @ApiInvalidRequestResponse('`fields` or `consistency`')
   @ApiNotFoundErrorResponse('the mirror never saw this account')
-  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery): Promise<MirroredAccount> {
-    const account = await this.accounts.get(id, query.fields);
+  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db): Promise<MirroredAccount> {
+    const account = await this.accounts.get(id, query.fields, db);
     if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);
     return account;
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, SqlBool } from 'kysely';
-import { DatabaseService } from '../../database/database.service';
+import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { decodeCursor, page } from '../cursor';
 import { present } from '../whole-object';
@@ -17,10 +17,11 @@ const DEFAULT_LIMIT = 50;
 export class AccountsQuery {
   constructor(private readonly database: DatabaseService) {}
 
-  async list(query: ListAccountsQuery): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
+  /** `db`: the primary's, or the read replica's. */
+  async list(query: ListAccountsQuery, db: Db = this.database.db): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor);
-    const rows = await this.database.db
+    const rows = await db
       .selectFrom('account')
       .select(['account.id', accountJson('account').as('body')])
       .where((eb) => eb.and([...conditions(eb, query), ...(after !== null ? [eb('account.id', '>', after)] : [])]))
@@ -31,12 +32,8 @@ export class AccountsQuery {
     return { data: data.map((row) => present(row.body, ACCOUNT_FIELD_ORDER, query.fields)), nextCursor };
   }
 
-  async get(id: string, fields?: string[]): Promise<MirroredAccount | undefined> {
-    const row = await this.database.db
-      .selectFrom('account')
-      .select(accountJson('account').as('body'))
-      .where('account.id', '=', id)
-      .executeTakeFirst();
+  async get(id: string, fields?: string[], db: Db = this.database.db): Promise<MirroredAccount | undefined> {
+    const row = await db.selectFrom('account').select(accountJson('account').as('body')).where('account.id', '=', id).executeTakeFirst();
     return row && present(row.body, ACCOUNT_FIELD_ORDER, fields);
   }
 }

@@ -1,7 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../../common/api-error';
-import { ApiErrorResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
+import type { Db } from '../../database/database.service';
+import { ReadDb, ReplicaRead } from '../../database/replica-read';
 import { ReadAccess } from '../../common/read-access';
 import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
@@ -9,6 +11,8 @@ import { MirroredPost, PostsQuery } from './posts.query';
 
 @ApiTags('Mirror')
 @ReadAccess()
+// Eventual reads go to the read replica, when there is one (DATABASE_READ_URL).
+@ReplicaRead()
 @Controller('posts')
 export class PostsController {
   constructor(private readonly posts: PostsQuery) {}
@@ -17,8 +21,8 @@ export class PostsController {
   @ApiOperation({ summary: 'List mirrored posts, filtered, searched and ordered, a page at a time.' })
   @ApiOkResponse({ type: PostPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(@Query() query: ListPostsQuery): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
-    return this.posts.list(query);
+  list(@Query() query: ListPostsQuery, @ReadDb() db: Db): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
+    return this.posts.list(query, db);
   }
 
   /** A deleted post is still answered (with `deletedAt`); 404 means the mirror never saw it. */
@@ -26,9 +30,10 @@ export class PostsController {
   @ApiOperation({ summary: 'One mirrored post, deleted ones included.' })
   @ApiParam({ name: 'id', description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' })
   @ApiOkResponse({ type: MirroredPostResponse })
+  @ApiInvalidRequestResponse('`fields` or `consistency`')
   @ApiNotFoundErrorResponse('the mirror never saw this post')
-  async get(@Param('id') id: string, @Query() query: PostFieldsQuery): Promise<MirroredPost> {
-    const post = await this.posts.get(id, query.fields);
+  async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db): Promise<MirroredPost> {
+    const post = await this.posts.get(id, query.fields, db);
     if (!post) throw new ApiError(404, 'not_found', `Post ${id} is not in the mirror`);
     return post;
   }

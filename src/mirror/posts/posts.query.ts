@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, sql, SqlBool } from 'kysely';
 import { ApiError } from '../../common/api-error';
-import { DatabaseService } from '../../database/database.service';
+import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
 import { present } from '../whole-object';
@@ -33,22 +33,24 @@ export class PostsQuery {
    * that serve it. Ordered by id with a status, the page's ids are found first from the index on (status, id,
    * deleted_at, platform_names) alone, in id order without reading the table however rare the combination, and only
    * the page's rows are then read whole. Ordered by a timestamp, the posts that have one come first, walked on the
-   * (column, id) index, then those without, walked by id.
+   * (column, id) index, then those without, walked by id. `db`: the primary's, or the read replica's.
    */
-  async list(query: ListPostsQuery): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
+  async list(query: ListPostsQuery, db: Db = this.database.db): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const sort = parseSort(query.sort);
     const cursor = decodePostCursor(query.cursor, sort);
-    const filters = await this.narrowSearch(parseFilters(query));
+    const filters = await this.narrowSearch(db, parseFilters(query));
     const rows =
-      sort.field === 'id' ? await this.byId(query, filters, sort.desc, cursor, limit + 1) : await this.byTime(filters, sort, cursor, limit + 1);
+      sort.field === 'id'
+        ? await this.byId(db, query, filters, sort.desc, cursor, limit + 1)
+        : await this.byTime(db, filters, sort, cursor, limit + 1);
     const data = rows.slice(0, limit);
     const last = data[data.length - 1];
     const nextCursor =
       rows.length > limit
         ? encodePostCursor(sort, sort.field === 'id' ? { after: last.id } : { after: last.id, value: last.sort_value?.toISOString() ?? null })
         : null;
-    return { data: await this.answer(data, query.fields), nextCursor };
+    return { data: await this.answer(db, data, query.fields), nextCursor };
   }
 
   /**
@@ -58,9 +60,9 @@ export class PostsQuery {
    * through the full-text index alone, up to SEARCH_PROBE: when there are fewer, the list reads just those posts by id;
    * when there are more, the word is common and walking the order finds a page of them within a few thousand posts.
    */
-  private async narrowSearch(filters: Filters): Promise<Filters> {
+  private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
     if (filters.query.q === undefined) return filters;
-    const ids = await this.database.db.transaction().execute(async (trx) => {
+    const ids = await db.transaction().execute(async (trx) => {
       // For this statement only: through the indexes' bitmaps, never by walking the table or an order.
       await sql`SET LOCAL enable_seqscan = off`.execute(trx);
       await sql`SET LOCAL enable_indexscan = off`.execute(trx);
@@ -75,9 +77,9 @@ export class PostsQuery {
     return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
   }
 
-  async get(id: string, fields?: string[]): Promise<MirroredPost | undefined> {
-    const rows = await this.selectRows(this.database.db.selectFrom('post').where('post.id', '=', id)).execute();
-    return (await this.answer(rows, fields))[0];
+  async get(id: string, fields?: string[], db: Db = this.database.db): Promise<MirroredPost | undefined> {
+    const rows = await this.selectRows(this.from(db).where('post.id', '=', id)).execute();
+    return (await this.answer(db, rows, fields))[0];
   }
 
   private selectRows(query: ReturnType<PostsQuery['from']>, sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]) {
@@ -89,23 +91,24 @@ export class PostsQuery {
     ]);
   }
 
-  private from() {
-    return this.database.db.selectFrom('post');
+  private from(db: Db) {
+    return db.selectFrom('post');
   }
 
-  private async byId(query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
+  private async byId(db: Db, query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
     const direction = desc ? 'desc' : 'asc';
-    const matching = this.from()
+    const matching = this.from(db)
       .where((eb) => eb.and([...conditions(eb, filters), ...(cursor ? [eb('post.id', desc ? '<' : '>', cursor.after)] : [])]))
       .orderBy('post.id', direction)
       .limit(take);
     if (query.status === undefined) return this.selectRows(matching).execute();
-    return this.selectRows(this.from().where('post.id', 'in', matching.select('post.id')))
+    return this.selectRows(this.from(db).where('post.id', 'in', matching.select('post.id')))
       .orderBy('post.id', direction)
       .execute();
   }
 
   private async byTime(
+    db: Db,
     filters: Filters,
     sort: PostSort & { field: keyof typeof SORT_COLUMNS },
     cursor: PostCursor | null,
@@ -120,7 +123,7 @@ export class PostsQuery {
       const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after };
       rows.push(
         ...(await this.selectRows(
-          this.from().where((eb) =>
+          this.from(db).where((eb) =>
             eb.and([
               ...conditions(eb, filters),
               eb(`post.${column}`, 'is not', null),
@@ -139,7 +142,7 @@ export class PostsQuery {
       const after = cursor?.value === null ? cursor.after : undefined;
       rows.push(
         ...(await this.selectRows(
-          this.from().where((eb) =>
+          this.from(db).where((eb) =>
             eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [eb('post.id', beyond, after)] : [])]),
           ),
           column,
@@ -157,12 +160,12 @@ export class PostsQuery {
    * each post's distinct profiles, in the order PostgreSQL sorts them. One lookup for the whole page: a subquery per
    * post cost more than the rest of the page.
    */
-  private async answer(rows: Row[], fields: string[] | undefined): Promise<MirroredPost[]> {
+  private async answer(db: Db, rows: Row[], fields: string[] | undefined): Promise<MirroredPost[]> {
     const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
     const accounts =
       accountIds.length === 0
         ? []
-        : await this.database.db
+        : await db
             .selectFrom('account')
             .select(['account.id', 'account.profile_id'])
             .where((eb) => eb('account.id', '=', eb.fn.any(eb.val(accountIds))))

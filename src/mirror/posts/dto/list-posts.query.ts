@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsBoolean, IsIn, IsISO8601, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ConsistencyQuery } from '../../../common/read-consistency';
 import { PageQuery } from '../../page.query';
 import { BooleanParam, ListParam } from '../../../common/query-params';
 import { POST_FIELD_ORDER } from '../post-fields';
@@ -134,7 +135,7 @@ export class ListPostsQuery extends PageQuery {
 }
 
 /** `GET /posts/:id?fields=`. */
-export class PostFieldsQuery {
+export class PostFieldsQuery extends ConsistencyQuery {
   @FieldsParam(POST_FIELD_ORDER, 'post')
   fields?: string[];
 }

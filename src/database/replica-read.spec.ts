@@ -1,0 +1,88 @@
+import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import { defer, lastValueFrom } from 'rxjs';
+import { ApiError } from '../common/api-error';
+import type { Db } from './database.service';
+import type { ReadReplica, ReadTarget } from './read-replica.service';
+import { ReplicaReadInterceptor } from './replica-read';
+
+const replicaDb = { name: 'replica' } as unknown as Db;
+const primaryDb = { name: 'primary' } as unknown as Db;
+
+/** A ReadReplica that is configured and available, lagging 42 ms; `readFailed` as the real one decides for these. */
+function fakeReplica(): ReadReplica & { failures: unknown[] } {
+  const failures: unknown[] = [];
+  return {
+    failures,
+    target: (consistency: string): ReadTarget =>
+      consistency === 'strong' ? { db: primaryDb, fromReplica: false } : { db: replicaDb, fromReplica: true },
+    primary: (): ReadTarget => ({ db: primaryDb, fromReplica: false }),
+    lagMs: () => 42,
+    readFailed: (error: unknown) => {
+      failures.push(error);
+      return (error as { code?: string }).code === 'ECONNREFUSED';
+    },
+  } as unknown as ReadReplica & { failures: unknown[] };
+}
+
+/** Runs the interceptor around `handler`, which reads through the Db the request was given (as @ReadDb() does). */
+async function intercept(query: Record<string, string>, handler: (db: Db) => Promise<unknown>, replica = fakeReplica()) {
+  const request: Record<string | symbol, unknown> = { query };
+  const headers: Record<string, string> = {};
+  const reply = { header: (name: string, value: string) => (headers[name] = value) };
+  const context = { switchToHttp: () => ({ getRequest: () => request, getResponse: () => reply }) } as unknown as ExecutionContext;
+  const readTarget = () => Object.getOwnPropertySymbols(request).map((key) => request[key] as ReadTarget)[0];
+  const dbs: Db[] = [];
+  const next: CallHandler = {
+    handle: () =>
+      defer(() => {
+        dbs.push(readTarget().db);
+        return handler(readTarget().db);
+      }),
+  };
+  const outcome = await lastValueFrom(new ReplicaReadInterceptor(replica).intercept(context, next)).then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  return { outcome, headers, dbs, replica };
+}
+
+describe('ReplicaReadInterceptor', () => {
+  it('reads the replica by default and says how far behind it is', async () => {
+    const { outcome, headers, dbs } = await intercept({}, async () => 'rows');
+    expect(outcome).toEqual({ value: 'rows' });
+    expect(dbs).toEqual([replicaDb]);
+    expect(headers).toEqual({ 'X-Replica-Lag-Ms': '42' });
+  });
+
+  it('reads the primary for consistency=strong, without the header', async () => {
+    const { outcome, headers, dbs } = await intercept({ consistency: 'strong' }, async () => 'rows');
+    expect(outcome).toEqual({ value: 'rows' });
+    expect(dbs).toEqual([primaryDb]);
+    expect(headers).toEqual({});
+  });
+
+  it('runs a read the replica could not serve again on the primary, whose answer carries no header', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED' });
+    const { outcome, headers, dbs, replica } = await intercept({}, async (db) => {
+      if (db === replicaDb) throw refused;
+      return 'from the primary';
+    });
+    expect(outcome).toEqual({ value: 'from the primary' });
+    expect(dbs).toEqual([replicaDb, primaryDb]);
+    expect(replica.failures).toEqual([refused]);
+    expect(headers).toEqual({});
+  });
+
+  it('lets other failures through, with the header on a 404 read from the replica but not on a 400', async () => {
+    const notFound = new ApiError(404, 'not_found', 'Post x is not in the mirror');
+    const missing = await intercept({}, async () => Promise.reject(notFound));
+    expect(missing.outcome).toEqual({ error: notFound });
+    expect(missing.dbs).toEqual([replicaDb]);
+    expect(missing.headers).toEqual({ 'X-Replica-Lag-Ms': '42' });
+
+    const bad = new ApiError(400, 'invalid_request', 'Invalid request: consistency: ...');
+    const refused = await intercept({ consistency: 'always' }, async () => Promise.reject(bad));
+    expect(refused.outcome).toEqual({ error: bad });
+    expect(refused.headers).toEqual({});
+  });
+});

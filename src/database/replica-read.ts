@@ -1,0 +1,72 @@
+import {
+  applyDecorators,
+  CallHandler,
+  createParamDecorator,
+  ExecutionContext,
+  HttpException,
+  Injectable,
+  NestInterceptor,
+  UseInterceptors,
+} from '@nestjs/common';
+import { ApiExtension } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { catchError, Observable, tap, throwError } from 'rxjs';
+import { ApiError } from '../common/api-error';
+import { REPLICA_LAG_HEADER, REPLICA_READ_EXTENSION } from '../common/read-consistency';
+import type { Db } from './database.service';
+import { ReadReplica, ReadTarget } from './read-replica.service';
+
+const READ_TARGET = Symbol('readTarget');
+type RequestWithTarget = FastifyRequest & { [READ_TARGET]?: ReadTarget };
+
+/**
+ * Chooses where the request reads, before its handler runs: the read replica unless `consistency=strong` (or no
+ * replica, or it is unavailable). An answer read from the replica carries X-Replica-Lag-Ms; a read the replica could
+ * not serve (unreachable, a recovery conflict) is run again, whole, on the primary.
+ */
+@Injectable()
+export class ReplicaReadInterceptor implements NestInterceptor {
+  constructor(private readonly replica: ReadReplica) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<RequestWithTarget>();
+    const reply = context.switchToHttp().getResponse<FastifyReply>();
+    // Read before the validation pipe runs: anything but `strong` reads the replica, and a bad value is refused anyway.
+    const strong = (request.query as Record<string, unknown> | undefined)?.consistency === 'strong';
+    request[READ_TARGET] = this.replica.target(strong ? 'strong' : 'eventual');
+    const stampLag = () => {
+      const lag = this.replica.lagMs();
+      if (request[READ_TARGET]?.fromReplica && lag !== undefined) void reply.header(REPLICA_LAG_HEADER, String(Math.round(lag)));
+    };
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        if (!request[READ_TARGET]?.fromReplica || !this.replica.readFailed(error)) return throwError(() => error);
+        // Subscribing again runs the pipes and the handler again, now with the primary's Db.
+        request[READ_TARGET] = this.replica.primary();
+        return next.handle();
+      }),
+      tap({
+        next: stampLag,
+        // A 404 read from a replica behind may be the lag: say so. A 400 read nothing.
+        error: (error: unknown) => {
+          const status = error instanceof ApiError ? error.status : error instanceof HttpException ? error.getStatus() : 500;
+          if (status !== 400) stampLag();
+        },
+      }),
+    );
+  }
+}
+
+/**
+ * On a controller method (or class) whose reads may go to the read replica: pair it with a `@ReadDb() db: Db`
+ * parameter passed to the query code, and `consistency` in the query DTO (`ConsistencyQuery` or `@ConsistencyParam()`).
+ */
+export const ReplicaRead = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(UseInterceptors(ReplicaReadInterceptor), ApiExtension(REPLICA_READ_EXTENSION, true));
+
+/** The `Db` this request reads through (the replica's or the primary's), chosen by `@ReplicaRead()`. */
+export const ReadDb = createParamDecorator((_data: unknown, context: ExecutionContext): Db => {
+  const target = context.switchToHttp().getRequest<RequestWithTarget>()[READ_TARGET];
+  if (!target) throw new Error('@ReadDb() needs @ReplicaRead() on the handler or its controller');
+  return target.db;
+});
