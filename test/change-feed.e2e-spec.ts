@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
 import { DatabaseService } from '../src/database/database.service';
+import { AccountMirrorRepository } from '../src/mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository, PostWriteResult } from '../src/mirror/posts/post-mirror.repository';
+import { PozyAccountDto } from '../src/pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { Rng } from '../simulator/faults';
 import { PozySimulator } from '../simulator/simulator';
@@ -143,7 +145,8 @@ describe('GET /changes on one replica', () => {
       data: [expect.objectContaining({ cursor: at(3), type: 'post.deleted', id: post._id, sequence: 3 })],
       nextCursor: at(3),
     });
-    expect((deleted.body.data as FeedItem[])[0].post).toEqual((await api(`/posts/${post._id}`)).body);
+    // The second mark changed nothing but the bookkeeping: when it was read.
+    expect(withoutBookkeeping((deleted.body.data as FeedItem[])[0].post)).toEqual(withoutBookkeeping((await api(`/posts/${post._id}`)).body));
   });
 
   it('filters by types, profileId and platform, and moves the cursor past what a filter skipped', async () => {
@@ -212,6 +215,52 @@ describe('GET /changes on one replica', () => {
     expect(BigInt(follower.state.copy.get(`post:${late._id}`)!.cursor)).toBeGreaterThan(BigInt(readPast));
     expect(follower.outOfOrder).toEqual([]);
     expect(follower.cursorsNotGrowing).toEqual([]);
+  });
+
+  it('a post written while its account is being mirrored for the first time still gets that profile, in a later entry', async () => {
+    const thirdProfileId = world().createProfile('Third')._id;
+    const account = world().connectAccount(thirdProfileId, 'tiktok', 'third.tok');
+    const post = world().createPost({ content: 'on a new account', accountIds: [account._id] });
+    const from = await head();
+    const database = harness.service.app.get(DatabaseService);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let accountWritten!: () => void;
+    const written = new Promise<void>((resolve) => (accountWritten = resolve));
+    // The account's first write stays uncommitted while the post is written: neither sees the other's row.
+    const accountTransaction = database.db.transaction().execute(async (trx) => {
+      const accountRead = { readId: randomUUID(), startedAt: new Date(), lastEventAt: new Map<string, Date>() };
+      await harness.service.app
+        .get(AccountMirrorRepository)
+        .writeAccounts([plainToInstance(PozyAccountDto, world().getAccount(account._id))], accountRead, trx);
+      accountWritten();
+      await held;
+    });
+    await written;
+    let postWriteDone = false;
+    const postWrite = repository()
+      .write(dto(post._id), read())
+      .finally(() => (postWriteDone = true));
+    try {
+      const firstEntry = await waitFor('the post entry, without the profile', async () => {
+        const rows = await harness.service.pool.query<{ profile_ids: string[] }>('SELECT profile_ids FROM change WHERE resource_id = $1', [post._id]);
+        return rows.rows[0];
+      });
+      expect(firstEntry.profile_ids).toEqual([]);
+      // The post's write waits for the account's transaction before it looks again.
+      expect(postWriteDone).toBe(false);
+    } finally {
+      release();
+      await accountTransaction;
+    }
+    await postWrite;
+    const answer = (await api(`/posts/${post._id}`)).body;
+    expect(answer).toMatchObject({ profileIds: [thirdProfileId], sequence: 2 });
+    await waitFor('the entries placed', async () => ((await unplaced(harness.service)) === 0 ? true : undefined));
+    const follower = new FeedFollower([base()], { cursor: from, copy: new Map() });
+    await follower.drain();
+    expect(withoutBookkeeping(follower.state.copy.get(`post:${post._id}`)?.post)).toEqual(withoutBookkeeping(answer));
+    expect(follower.outOfOrder).toEqual([]);
   });
 
   it('wait: answers as soon as a change comes, and at its limit without one', async () => {

@@ -11,6 +11,12 @@ export enum LockKey {
   Retention = 7_262_003,
   /** One change-feed sequencer pass at a time: positions are handed out in one serialised stream. */
   ChangeSequencer = 7_262_004,
+  /**
+   * With an account id's hash as the second key: held (exclusive) by the transaction that mirrors the account for the
+   * first time until it commits, and waited for (shared) by the recheck of a post that named the account before it
+   * was mirrored. Either the recheck sees the account, or the account's transaction sees the post.
+   */
+  AccountFirstMirrored = 7_262_005,
 }
 
 /** A held session-level advisory lock: it belongs to the connection, which is kept until `release()`. */

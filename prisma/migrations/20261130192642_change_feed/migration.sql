@@ -16,6 +16,9 @@ CREATE TABLE "change" (
 -- CreateIndex
 CREATE UNIQUE INDEX "change_position_key" ON "change"("position");
 
+-- CreateIndex
+CREATE INDEX "change_resource_id_id_idx" ON "change"("resource_id", "id");
+
 -- Written by hand (a partial index; see the note at the top of schema.prisma): the sequencer's look for committed
 -- entries without a position reads only those, however long the feed is.
 CREATE INDEX "change_unsequenced_idx" ON "change"("id") WHERE "position" IS NULL;

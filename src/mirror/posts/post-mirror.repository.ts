@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
@@ -157,7 +159,8 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    return this.result(await this.fanOut(db, written), !trx);
+    const row = await this.fanOut(db, written);
+    return trx ? this.result(row, false) : this.afterCommit(row);
   }
 
   /**
@@ -214,7 +217,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    return this.result(await this.fanOut(db, written), true);
+    return this.afterCommit(await this.fanOut(db, written));
   }
 
   /**
@@ -222,10 +225,13 @@ export class PostMirrorRepository {
    * target them a profile they did not have: a post's `profileIds` are its mirrored accounts' profiles. Each such
    * post has changed as GET /posts/:id answers it, so it gets a new `sequence`, a feed entry and its notifications,
    * in the caller's transaction (which tells the signals once it commits). A post whose profiles stay the same (the
-   * new account's profile was already among them) is left alone.
+   * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
+   * committed, is not seen here: its own write rechecks once this transaction has committed (afterCommit).
    */
   async refreshProfiles(accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0 };
+    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (afterCommit).
+    await lockAccounts(trx, accountIds, 'exclusive');
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
     const written = trx
       .updateTable('post')
@@ -305,7 +311,7 @@ export class PostMirrorRepository {
       )
       .with('recorded', () => recordChanges(db))
       .with('notified', () => notifySubscribers(db))
-      .selectNoFrom(fanOutResult(db))
+      .selectNoFrom([...fanOutResult(db), ...unmirroredAccounts(db)])
       .executeTakeFirstOrThrow();
   }
 
@@ -316,4 +322,95 @@ export class PostMirrorRepository {
     }
     return { outcome: row.written > 0 ? 'written' : 'stale', created: row.created, changed: row.changed, notified: row.notified };
   }
+
+  /**
+   * After a committed write whose changed posts named accounts the mirror did not hold: their entries' `profileIds`
+   * miss those accounts' profiles. If a transaction mirroring one of them for the first time was in flight, neither
+   * saw the other's rows, and its refreshProfiles did not see these posts. Waiting for its lock (refreshProfiles holds
+   * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
+   * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
+   */
+  private async afterCommit(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
+    const result = this.result(row, true);
+    if (row.unmirrored_posts.length === 0) return result;
+    const recheckId = randomUUID();
+    const rechecked = await this.database.db.transaction().execute(async (trx) => {
+      await lockAccounts(trx, row.unmirrored_accounts, 'shared');
+      const written = trx
+        .updateTable('post')
+        .set((eb) => ({ sequence: eb('sequence', '+', 1), read_id: recheckId, changed_by: recheckId }))
+        .where((eb) =>
+          eb.and([
+            eb('post.id', '=', eb.fn.any(eb.val(row.unmirrored_posts))),
+            eb(
+              eb
+                .selectFrom(sql<{ id: string }>`unnest(${eb.ref('post.account_ids')})`.as<'u'>(sql`u(id)`))
+                .innerJoin('account as a', 'a.id', 'u.id')
+                .select((eb) =>
+                  eb.fn
+                    .coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`)
+                    .as('ids'),
+                ),
+              'is distinct from',
+              eb
+                .selectFrom('change as c')
+                .select('c.profile_ids')
+                .where((eb) => eb.and([eb('c.resource_id', '=', eb.ref('post.id')), eb('c.type', 'in', ['post.changed', 'post.deleted'])]))
+                .orderBy('c.id', 'desc')
+                .limit(1),
+            ),
+          ]),
+        )
+        .returningAll()
+        .returning(sql<boolean>`false`.as('inserted'));
+      return this.fanOut(trx, written);
+    });
+    this.result(rechecked, true);
+    return { ...result, changed: result.changed + rechecked.changed, notified: result.notified + rechecked.notified };
+  }
 }
+
+/** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), in one order. */
+async function lockAccounts(trx: Db, accountIds: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
+  if (accountIds.length === 0) return;
+  const lock = mode === 'exclusive' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
+  await trx
+    .selectFrom(sql<{ id: string }>`unnest(${[...accountIds].sort()}::text[])`.as<'u'>(sql`u(id)`))
+    .select((eb) => eb.fn(lock, [eb.val(LockKey.AccountFirstMirrored), eb.fn('hashtext', ['u.id'])]).as('locked'))
+    .orderBy('u.id')
+    .execute();
+}
+
+/**
+ * The write's changed posts that name accounts the mirror does not hold, and those accounts: their entries' profiles
+ * may miss one (afterCommit).
+ */
+const unmirroredAccounts = (db: Db) => {
+  const missing = db
+    .withTables<{ written: Pick<Selectable<DB['post']>, 'id' | 'account_ids' | 'changed_by' | 'read_id'> }>()
+    .selectFrom('written as w')
+    .crossJoinLateral((eb) =>
+      eb
+        .selectFrom(sql<{ id: string }>`unnest(${eb.ref('w.account_ids')})`.as<'u'>(sql`u(id)`))
+        .select('u.id')
+        .as('u'),
+    )
+    .where((eb) =>
+      eb.and([
+        eb('w.changed_by', '=', eb.ref('w.read_id')),
+        eb.not(eb.exists(eb.selectFrom('account as a').select(eb.lit(1).as('one')).whereRef('a.id', '=', 'u.id'))),
+      ]),
+    );
+  return [
+    missing
+      .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['w.id']).distinct(), sql<string[]>`'{}'`).as('ids'))
+      .$asScalar()
+      .$notNull()
+      .as('unmirrored_posts'),
+    missing
+      .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['u.id']).distinct(), sql<string[]>`'{}'`).as('ids'))
+      .$asScalar()
+      .$notNull()
+      .as('unmirrored_accounts'),
+  ] as const;
+};
