@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
+import { ChangesService } from '../src/changes/changes.service';
 import { DatabaseService } from '../src/database/database.service';
 import { AccountMirrorRepository } from '../src/mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository, PostWriteResult } from '../src/mirror/posts/post-mirror.repository';
@@ -443,5 +444,24 @@ describe('GET /changes with two replicas writing at once', () => {
     const total = (await services[0].pool.query<{ n: number }>('SELECT count(*)::int AS n FROM change')).rows[0].n;
     expect(whole.received).toBe(total);
     expect(resumed.received).toBeLessThan(total);
+  });
+});
+
+describe('GET /changes long polls on shutdown', () => {
+  let db: TestDatabase;
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('answers a waiting long poll at once when the service stops, rather than holding the shutdown for its wait', async () => {
+    db = await createTestDatabase('change_feed_shutdown');
+    const service = await startService(db.url);
+    const started = Date.now();
+    const waiting = getJson(service.baseUrl, '/changes?wait=30');
+    await waitFor('the long poll to wait', async () => (service.app.get(ChangesService).waiting === 1 ? true : undefined));
+    await service.close();
+    expect(await waiting).toEqual({ status: 200, body: { data: [], nextCursor: '0' } });
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });

@@ -3,6 +3,7 @@ import { ApiError } from '../common/api-error';
 import { DatabaseService, Db } from '../database/database.service';
 import { ChangeFilter, ChangePageRead, ChangeRepository } from './change.repository';
 import { ChangeSignal } from './change-signal';
+import { nextCursor, oldestAvailable } from './change-cursor';
 import { DEFAULT_CHANGE_LIMIT, ListChangesQuery } from './dto/list-changes.query';
 
 /** A filtered read looks at most this many positions past its cursor, so it answers quickly whatever it matches. */
@@ -34,6 +35,8 @@ const RESYNC =
 @Injectable()
 export class ChangesService implements BeforeApplicationShutdown {
   private stopping = false;
+  /** Long polls waiting for a change right now. */
+  private waitingNow = 0;
 
   constructor(
     private readonly changes: ChangeRepository,
@@ -73,8 +76,18 @@ export class ChangesService implements BeforeApplicationShutdown {
       }
       // Nothing matched yet: whatever a filter skipped stays skipped, and the wait goes on from there.
       after = page.nextCursor;
-      recheckMs = (await next.woken) ? WOKEN_RECHECK_MS : RECHECK_MS;
+      this.waitingNow += 1;
+      try {
+        recheckMs = (await next.woken) ? WOKEN_RECHECK_MS : RECHECK_MS;
+      } finally {
+        this.waitingNow -= 1;
+      }
     }
+  }
+
+  /** Long polls of this process waiting for a change right now. */
+  get waiting(): number {
+    return this.waitingNow;
   }
 
   /** The newest cursor: after a full read of the mirror, follow the feed from here. */
@@ -85,19 +98,17 @@ export class ChangesService implements BeforeApplicationShutdown {
 
   /** Without `after`: just before the oldest change kept. */
   private async start(db: Db): Promise<string> {
-    const { oldest } = await this.changes.bounds(db);
-    return oldest === null ? '0' : (BigInt(oldest) - 1n).toString();
+    return oldestAvailable((await this.changes.bounds(db)).oldest) ?? '0';
   }
 
   private refuseExpired(after: string, oldest: string | null): void {
-    if (oldest === null) return;
-    const oldestCursor = BigInt(oldest) - 1n;
-    if (BigInt(after) < oldestCursor) {
+    const oldestCursor = oldestAvailable(oldest);
+    if (oldestCursor !== null && BigInt(after) < BigInt(oldestCursor)) {
       throw new ApiError(
         410,
         'cursor_expired',
         `Cursor ${after} is older than the changes kept (CHANGE_RETENTION_DAYS); the oldest cursor available is ${oldestCursor}. ${RESYNC}`,
-        { oldestCursor: oldestCursor.toString(), resync: RESYNC },
+        { oldestCursor, resync: RESYNC },
       );
     }
   }
@@ -111,12 +122,6 @@ export class ChangesService implements BeforeApplicationShutdown {
       changedAt: row.changed_at.toISOString(),
       [row.type.startsWith('post.') ? 'post' : 'account']: row.data,
     }));
-    if (data.length === limit) return { data, nextCursor: data[data.length - 1].cursor };
-    // A short page read everything up to the end of its window, or the newest position if that came first; the
-    // cursor never moves back (a replica behind the primary may not have a cursor a consumer already holds).
-    const from = BigInt(after);
-    const newest = read.newest === null ? from : BigInt(read.newest);
-    const end = from + BigInt(scan) < newest ? from + BigInt(scan) : newest;
-    return { data, nextCursor: (end > from ? end : from).toString() };
+    return { data, nextCursor: nextCursor(after, read.newest, scan, data.length === limit ? data[data.length - 1].cursor : null) };
   }
 }
