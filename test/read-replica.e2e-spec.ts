@@ -146,6 +146,38 @@ maybe('read replica (DATABASE_READ_URL, a real streaming standby)', () => {
     expect(answer.body).toMatchObject({ id, content: 'after resume' });
   });
 
+  it('serves the change feed from the replica: a change placed while replay is paused is only on the primary, and a waiting long poll gets it once replay resumes', async () => {
+    const head = await waitFor('the feed on the replica to catch up', async () => {
+      const [replica, primary] = [await get(service(), '/changes/head'), await get(service(), '/changes/head?consistency=strong')];
+      return replica.body.cursor === primary.body.cursor ? replica : undefined;
+    });
+    expect(head.lag).toBeGreaterThanOrEqual(0);
+    const from = head.body.cursor as string;
+    await replayPaused();
+    let waiting: Promise<Answer> | undefined;
+    try {
+      const id = await resyncedPost('fed while paused');
+      // On the primary, the change is placed and readable; the replica does not have it yet.
+      const strong = await waitFor('the change placed on the primary', async () => {
+        const read = await get(service(), `/changes?after=${from}&consistency=strong`);
+        return (read.body.data as unknown[]).length > 0 ? read : undefined;
+      });
+      expect(strong.lag).toBeUndefined();
+      expect((strong.body.data as Array<{ id: string }>).map((change) => change.id)).toContain(id);
+      const eventual = await get(service(), `/changes?after=${from}`);
+      expect(eventual).toMatchObject({ status: 200, body: { data: [], nextCursor: from } });
+      expect(eventual.lag).toBeGreaterThanOrEqual(0);
+      // A long poll on the replica waits for it.
+      waiting = get(service(), `/changes?after=${from}&wait=30`);
+    } finally {
+      await pair.onStandby('SELECT pg_wal_replay_resume()');
+    }
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect((answer.body.data as Array<{ id: string }>).length).toBeGreaterThan(0);
+    expect(answer.lag).toBeGreaterThanOrEqual(0);
+  });
+
   it('reads accounts from the replica too, and answers consistency=strong from the primary', async () => {
     const profile = world().createProfile(`Brand ${randomUUID().slice(0, 6)}`);
     const account = world().connectAccount(profile._id, 'linkedin', 'replica');
