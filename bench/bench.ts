@@ -11,14 +11,18 @@
  *              (import.ts)
  *   query      GET /posts?limit=50 on a mirror of 500,000 posts, against a bare endpoint running one fixed keyset
  *              statement (query.ts)
+ *   feed       a consumer following GET /changes with long polls, against one polling GET /posts?updatedSince= every
+ *              second, on a steady load whose reads reach the mirror out of Pozy's updatedAt order: changes a second
+ *              delivered, latency from the mirror write to receipt, and changes missed (feed.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query), BENCH_DATABASE_URL (a server to create the bench
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query,feed), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
 import { Logger } from '@nestjs/common';
 import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { freePort } from './net';
+import { runFeedScenario } from './feed';
 import { runImportScenario } from './import';
 import { runReceiveScenario } from './receive';
 import { runNotifyScenario } from './notify';
@@ -31,10 +35,11 @@ const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   notify: runNotifyScenario,
   import: runImportScenario,
   query: runQueryScenario,
+  feed: runFeedScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query,feed')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);
