@@ -6,6 +6,10 @@ import { ChangeSignal } from './change-signal';
 
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 10_000;
+/** A database that does not answer: the attempt fails and is retried, rather than hanging. */
+const CONNECT_TIMEOUT_MS = 2_000;
+/** A shutdown does not wait longer than this for a connection that does not answer to close. */
+const CLOSE_TIMEOUT_MS = 1_000;
 
 /**
  * Listens, on a connection of its own to the primary, for any replica's sequencer announcing new positions, and
@@ -34,11 +38,19 @@ export class ChangeListener implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
-    await this.client?.end().catch(() => undefined);
+    const client = this.client;
+    if (!client) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([client.end().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS)))]);
+    clearTimeout(timer);
   }
 
   private connect(): void {
-    const client = new Client({ connectionString: this.config.requireDatabaseUrl(), application_name: 'pozy-sync changes listener' });
+    const client = new Client({
+      connectionString: this.config.requireDatabaseUrl(),
+      application_name: 'pozy-sync changes listener',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     this.client = client;
     client.on('notification', () => this.signal.sequenced());
     client.on('error', (error) => this.lost(client, error));

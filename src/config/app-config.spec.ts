@@ -92,10 +92,24 @@ describe('AppConfig.fromEnvironment', () => {
   });
 
   it('reads the retention settings, with their defaults', () => {
-    expect(AppConfig.fromEnvironment(minimal).retention).toEqual({ eventRetentionDays: 30, cron: '17 * * * *', batchSize: 1000 });
-    expect(AppConfig.fromEnvironment({ ...minimal, EVENT_RETENTION_DAYS: '7', RETENTION_CRON: 'off', RETENTION_BATCH_SIZE: '10' }).retention).toEqual(
-      { eventRetentionDays: 7, cron: null, batchSize: 10 },
-    );
+    expect(AppConfig.fromEnvironment(minimal).retention).toEqual({
+      eventRetentionDays: 30,
+      changeRetentionDays: 7,
+      cron: '17 * * * *',
+      batchSize: 1000,
+    });
+    expect(
+      AppConfig.fromEnvironment({
+        ...minimal,
+        EVENT_RETENTION_DAYS: '7',
+        CHANGE_RETENTION_DAYS: '2',
+        RETENTION_CRON: 'off',
+        RETENTION_BATCH_SIZE: '10',
+      }).retention,
+    ).toEqual({ eventRetentionDays: 7, changeRetentionDays: 2, cron: null, batchSize: 10 });
+    for (const days of ['0', '3651', 'week']) {
+      expect(problems({ ...minimal, CHANGE_RETENTION_DAYS: days })).toEqual([expect.stringMatching(/^CHANGE_RETENTION_DAYS/)]);
+    }
     expect(problems({ ...minimal, RETENTION_CRON: 'hourly' })).toEqual([expect.stringMatching(/^RETENTION_CRON/)]);
     expect(problems({ ...minimal, RETENTION_BATCH_SIZE: '5' })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE/)]);
   });
