@@ -23,7 +23,8 @@ describe('AppConfig.fromEnvironment', () => {
       port: 3000,
       host: '0.0.0.0',
       databaseUrl: undefined,
-      pozy: { apiUrl: 'https://api.pozy.ai', apiKey: 'sk_live_x', webhookSecret: undefined },
+      pozy: { apiUrl: 'https://api.pozy.ai', apiKey: 'sk_live_x', webhookSecrets: [] },
+      secretsEncryptionKeys: [],
       adminToken: undefined,
       backfillCron: '* * * * *',
       spoolDir: '.data/spool',
@@ -48,7 +49,7 @@ describe('AppConfig.fromEnvironment', () => {
     expect(config).toMatchObject({
       port: 8080,
       databaseUrl: 'postgresql://u:p@db:5432/pozy',
-      pozy: { apiUrl: 'http://127.0.0.1:4010', webhookSecret: 'whsec' },
+      pozy: { apiUrl: 'http://127.0.0.1:4010', webhookSecrets: ['whsec'] },
       adminToken: 'admin',
       backfillCron: '*/5 * * * *',
       spoolDir: '/var/lib/pozy/spool',
@@ -57,9 +58,10 @@ describe('AppConfig.fromEnvironment', () => {
   });
 
   it('treats empty values as unset', () => {
-    expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_URL: '', POZY_WEBHOOK_SECRET: '' })).toMatchObject({
+    expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_URL: '', POZY_WEBHOOK_SECRET: '', SECRETS_ENCRYPTION_KEY: '' })).toMatchObject({
       databaseUrl: undefined,
-      pozy: { webhookSecret: undefined },
+      pozy: { webhookSecrets: [] },
+      secretsEncryptionKeys: [],
     });
   });
 
@@ -195,14 +197,64 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
   });
 
-  it('requires POZY_WEBHOOK_SECRET in production', () => {
+  it('requires POZY_WEBHOOK_SECRET and SECRETS_ENCRYPTION_KEY in production', () => {
     expect(problems({ ...minimal, NODE_ENV: 'production', DATABASE_URL: 'postgresql://u:p@db:5432/pozy' })).toEqual([
       expect.stringMatching(/^POZY_WEBHOOK_SECRET is required when NODE_ENV=production/),
+      expect.stringMatching(/^SECRETS_ENCRYPTION_KEY is required when NODE_ENV=production \(subscription secrets would be stored in plaintext\)/),
     ]);
   });
 
+  describe('POZY_WEBHOOK_SECRET', () => {
+    it('takes two comma-separated secrets while rotating, in their order', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, POZY_WEBHOOK_SECRET: 'whsec_old,whsec_new' }).pozy.webhookSecrets).toEqual([
+        'whsec_old',
+        'whsec_new',
+      ]);
+    });
+
+    it('refuses three, an empty entry, a padded one or a repeat, without echoing a secret', () => {
+      const described = JSON.stringify([
+        ...problems({ ...minimal, POZY_WEBHOOK_SECRET: 'whsec_aa,whsec_bb,whsec_cc' }),
+        ...problems({ ...minimal, POZY_WEBHOOK_SECRET: 'whsec_aa,' }),
+        ...problems({ ...minimal, POZY_WEBHOOK_SECRET: 'whsec_aa, whsec_bb' }),
+        ...problems({ ...minimal, POZY_WEBHOOK_SECRET: 'whsec_aa,whsec_aa' }),
+      ]);
+      expect(described).toMatch(
+        /holds 3 comma-separated secrets; 2 at most.*entry 2 is empty.*entry 2 starts or ends with a space.*entry 2 repeats entry 1/,
+      );
+      for (const secret of ['whsec_aa', 'whsec_bb', 'whsec_cc']) expect(described).not.toContain(secret);
+    });
+  });
+
+  describe('SECRETS_ENCRYPTION_KEY', () => {
+    const KEY_A = Buffer.alloc(32, 1).toString('base64');
+    const KEY_B = Buffer.alloc(32, 2).toString('base64');
+
+    it('reads id:base64 entries, the newest first', () => {
+      const config = AppConfig.fromEnvironment({ ...minimal, SECRETS_ENCRYPTION_KEY: `b:${KEY_B},a:${KEY_A}` });
+      expect(config.secretsEncryptionKeys).toEqual([
+        { id: 'b', key: Buffer.alloc(32, 2) },
+        { id: 'a', key: Buffer.alloc(32, 1) },
+      ]);
+    });
+
+    it('names each bad entry by its place and id, never echoing a key', () => {
+      const short = Buffer.alloc(16, 3).toString('base64');
+      const described = JSON.stringify(problems({ ...minimal, SECRETS_ENCRYPTION_KEY: `a:${KEY_A},${KEY_B},c:${short},a:${KEY_B},,b c:${KEY_A}` }));
+      expect(described).toMatch(
+        /entry 2 is not <key id>:<base64 of 32 bytes>.*entry 3 \(key \\"c\\"\) is not the base64 of 32 bytes.*entry 4 repeats key id \\"a\\" of entry 1.*entry 5 is empty.*entry 6's key id must be/,
+      );
+      for (const key of [KEY_A, KEY_B, short]) expect(described).not.toContain(key);
+    });
+  });
+
   it('refuses production data on the embedded PostgreSQL unless EMBEDDED_DATABASE=allow chooses it', () => {
-    const production = { ...minimal, NODE_ENV: 'production', POZY_WEBHOOK_SECRET: 'whsec' };
+    const production = {
+      ...minimal,
+      NODE_ENV: 'production',
+      POZY_WEBHOOK_SECRET: 'whsec',
+      SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32).toString('base64')}`,
+    };
 
     expect(problems(production)).toEqual([expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/)]);
     expect(AppConfig.fromEnvironment({ ...production, EMBEDDED_DATABASE: 'allow' }).databaseUrl).toBeUndefined();

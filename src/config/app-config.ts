@@ -1,5 +1,15 @@
 import { LogLevel } from '@nestjs/common';
-import { EnvironmentVariables, LOG_LEVELS, LogFormat, LogLevelName, reserveShare, RoleName, validateEnvironment } from './environment';
+import {
+  EncryptionKey,
+  EnvironmentVariables,
+  LOG_LEVELS,
+  LogFormat,
+  LogLevelName,
+  parseEncryptionKeys,
+  reserveShare,
+  RoleName,
+  validateEnvironment,
+} from './environment';
 
 /**
  * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
@@ -24,7 +34,8 @@ export class AppConfig {
   readonly pozy: {
     readonly apiUrl: string;
     readonly apiKey: string;
-    readonly webhookSecret: string | undefined;
+    /** POZY_WEBHOOK_SECRET: one, or two while rotating (a delivery signed with either is accepted); empty: unsigned accepted. */
+    readonly webhookSecrets: readonly string[];
     /** Per request, from connecting to the last byte. */
     readonly timeoutMs: number;
     /** Requests per window the whole deployment may make, all replicas together (Pozy's limit is 60 to 1,200 by plan). */
@@ -43,6 +54,8 @@ export class AppConfig {
    * subscriber) to the delivery dead-letter queue.
    */
   readonly deadLetterAfterMs: number;
+  /** SECRETS_ENCRYPTION_KEY: the newest (first) encrypts subscription secrets, every one decrypts; empty: stored in plaintext. */
+  readonly secretsEncryptionKeys: readonly EncryptionKey[];
   readonly adminToken: string | undefined;
   /** API_TOKENS: any of them (or ADMIN_TOKEN) reads; none (the default) leaves the query endpoints open. */
   readonly readTokens: readonly string[];
@@ -108,7 +121,7 @@ export class AppConfig {
     this.pozy = Object.freeze({
       apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
       apiKey: env.POZY_API_KEY,
-      webhookSecret: env.POZY_WEBHOOK_SECRET,
+      webhookSecrets: Object.freeze(env.POZY_WEBHOOK_SECRET?.split(',') ?? []),
       timeoutMs: env.POZY_TIMEOUT_MS,
       rateLimitPerMinute: env.POZY_RATE_LIMIT_PER_MINUTE,
       rateLimitWindowMs: env.POZY_RATE_LIMIT_WINDOW_MS,
@@ -117,6 +130,7 @@ export class AppConfig {
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
+    this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));
     this.adminToken = env.ADMIN_TOKEN;
     this.readTokens = Object.freeze(env.API_TOKENS?.split(',') ?? []);
     this.statusPublic = env.STATUS_PUBLIC === 'true';

@@ -76,6 +76,83 @@ export function tokenListProblems(value: string): string[] {
   });
 }
 
+/** Two at most: the secret in use and, while a rotation in Pozy is under way, the other one. */
+export const MAX_WEBHOOK_SECRETS = 2;
+
+/** The problems of POZY_WEBHOOK_SECRET: one secret, or two comma-separated while rotating (a secret is never echoed). */
+export function webhookSecretProblems(value: string): string[] {
+  const secrets = value.split(',');
+  if (secrets.length > MAX_WEBHOOK_SECRETS)
+    return [`it holds ${secrets.length} comma-separated secrets; ${MAX_WEBHOOK_SECRETS} at most (while rotating)`];
+  return secrets.flatMap((secret, i) => {
+    const entry = `entry ${i + 1}`;
+    if (secret.trim() === '') return [`${entry} is empty (a stray comma?)`];
+    if (secret.trim() !== secret) return [`${entry} starts or ends with a space`];
+    return i > 0 && secret === secrets[0] ? [`${entry} repeats entry 1`] : [];
+  });
+}
+
+@ValidatorConstraint({ name: 'webhookSecrets' })
+class WebhookSecrets implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && webhookSecretProblems(value).length === 0;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problems = typeof args.value === 'string' ? webhookSecretProblems(args.value) : ['it is not a string'];
+    return `${args.property} must be one secret, or two comma-separated while rotating: ${problems.join('; ')}`;
+  }
+}
+
+/** A key id: what each stored value names its key by, so keys can rotate. */
+const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
+/** Standard base64 of exactly 32 bytes (AES-256), as `openssl rand -base64 32` prints it. */
+const KEY_32_BYTES = /^[A-Za-z0-9+/]{43}=$/;
+
+/** One entry of SECRETS_ENCRYPTION_KEY, decoded. */
+export interface EncryptionKey {
+  readonly id: string;
+  readonly key: Buffer;
+}
+
+/** The problems of SECRETS_ENCRYPTION_KEY (`id:base64`, comma-separated), naming entries by position and id, never a key. */
+export function encryptionKeyProblems(value: string): string[] {
+  const entries = value.split(',');
+  const ids = entries.map((entry) => entry.split(':')[0]);
+  return entries.flatMap((entry, i) => {
+    const name = `entry ${i + 1}`;
+    if (entry.trim() === '') return [`${name} is empty (a stray comma?)`];
+    const colon = entry.indexOf(':');
+    if (colon < 0) return [`${name} is not <key id>:<base64 of 32 bytes>`];
+    const id = entry.slice(0, colon);
+    if (!KEY_ID.test(id)) return [`${name}'s key id must be 1 to 32 letters, digits, _ or -`];
+    if (!KEY_32_BYTES.test(entry.slice(colon + 1))) return [`${name} (key "${id}") is not the base64 of 32 bytes (openssl rand -base64 32)`];
+    const first = ids.indexOf(id);
+    return first < i ? [`${name} repeats key id "${id}" of entry ${first + 1}`] : [];
+  });
+}
+
+/** The keys of a valid SECRETS_ENCRYPTION_KEY, newest (the one that encrypts) first. */
+export function parseEncryptionKeys(value: string | undefined): EncryptionKey[] {
+  if (!value) return [];
+  return value.split(',').map((entry) => {
+    const colon = entry.indexOf(':');
+    return { id: entry.slice(0, colon), key: Buffer.from(entry.slice(colon + 1), 'base64') };
+  });
+}
+
+@ValidatorConstraint({ name: 'encryptionKeys' })
+class EncryptionKeys implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && encryptionKeyProblems(value).length === 0;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problems = typeof args.value === 'string' ? encryptionKeyProblems(args.value) : ['it is not a string'];
+    return `${args.property} must be comma-separated <key id>:<base64 of 32 bytes> entries, the newest first: ${problems.join('; ')}`;
+  }
+}
+
 @ValidatorConstraint({ name: 'tokenList' })
 class TokenList implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
@@ -152,10 +229,17 @@ export class EnvironmentVariables {
   @IsNotEmpty({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
   POZY_API_KEY!: string;
 
+  /** One secret, or two comma-separated while the secret is rotated in Pozy: a delivery signed with either is accepted. */
   @IsOptional()
   @emptyAsUnset()
-  @IsString()
+  @Validate(WebhookSecrets)
   POZY_WEBHOOK_SECRET?: string;
+
+  /** Keys that encrypt subscription secrets at rest (AES-256-GCM), `id:base64` comma-separated, the newest first. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Validate(EncryptionKeys)
+  SECRETS_ENCRYPTION_KEY?: string;
 
   @toInt()
   @IsInt()
@@ -362,6 +446,7 @@ export const VARIABLES = [
   'POZY_API_URL',
   'POZY_API_KEY',
   'POZY_WEBHOOK_SECRET',
+  'SECRETS_ENCRYPTION_KEY',
   'POZY_TIMEOUT_MS',
   'POZY_RATE_LIMIT_PER_MINUTE',
   'POZY_RATE_LIMIT_WINDOW_MS',
@@ -419,6 +504,11 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
   const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
   if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {
     problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production (unsigned webhooks would be accepted)');
+  }
+  if (parsed.NODE_ENV === 'production' && !parsed.SECRETS_ENCRYPTION_KEY) {
+    problems.push(
+      'SECRETS_ENCRYPTION_KEY is required when NODE_ENV=production (subscription secrets would be stored in plaintext); generate one with: echo "k1:$(openssl rand -base64 32)"',
+    );
   }
   if (parsed.NODE_ENV === 'production' && !parsed.DATABASE_URL && parsed.EMBEDDED_DATABASE !== 'allow') {
     problems.push(

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SecretKeyError } from '../common/secret-box';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { NotificationSender } from './notification-sender';
+import { AttemptResult, NotificationSender } from './notification-sender';
 import { AttemptRecord, DueNotification, Lease, NotificationRepository } from './notification.repository';
 import { NotificationSignal } from './notification-signal';
+import { secretsAt, SigningSecrets, SubscriptionRepository } from './subscription.repository';
 
 /** Look for due notifications this often; this process's own writes wake the worker at once. */
 const POLL_MS = 500;
@@ -42,6 +44,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     private readonly signal: NotificationSignal,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly subscriptions: SubscriptionRepository,
   ) {
     this.batchSize = config.notify.concurrency * 2;
     // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
@@ -91,6 +94,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
 
   private async drain(lease: Lease): Promise<void> {
     try {
+      const signing = this.signingSecrets(lease);
       while (!this.stopped) {
         const generation = this.generation;
         const due = await this.repository.takeDue(lease.id, this.batchSize);
@@ -98,7 +102,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
           if (generation === this.generation) break;
           continue;
         }
-        const records = await mapLimit(due, this.config.notify.concurrency, (notification) => this.attempt(lease, notification));
+        const records = await mapLimit(due, this.config.notify.concurrency, (notification) => this.attempt(lease, signing, notification));
         const health = await this.repository.record(lease.id, this.owner, records, {
           pauseAfterMs: this.config.notify.pauseAfterMs,
           leaseMs: this.leaseMs,
@@ -119,9 +123,27 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
-  private async attempt(lease: Lease, notification: DueNotification): Promise<AttemptRecord> {
+  /**
+   * The lease's secrets, decrypted; a key missing from SECRETS_ENCRYPTION_KEY (or the wrong one) makes every attempt
+   * a failure that says so, retried and counted like any other, so the subscriber's health shows it.
+   */
+  private signingSecrets(lease: Lease): SigningSecrets | SecretKeyError {
+    try {
+      return this.subscriptions.signingSecrets(lease);
+    } catch (error) {
+      if (!(error instanceof SecretKeyError)) throw error;
+      this.logger.error(`Cannot sign notifications to subscription ${lease.id}: ${error.message}`);
+      return error;
+    }
+  }
+
+  private async attempt(lease: Lease, signing: SigningSecrets | SecretKeyError, notification: DueNotification): Promise<AttemptRecord> {
     const attemptedAt = new Date();
-    const result = await this.sender.send(lease, notification);
+    const result: AttemptResult =
+      signing instanceof SecretKeyError
+        ? { ok: false, statusCode: null, durationMs: 0, error: `Not sent: ${signing.message}`, unreachable: false, permanent: false }
+        : // Signed with the secrets of this moment: a rotation's overlap may end while a lease is held.
+          await this.sender.send({ url: lease.url, secrets: secretsAt(signing, attemptedAt) }, notification);
     const base = { id: notification.id, attemptedAt, durationMs: result.durationMs, statusCode: result.statusCode, replay: notification.replay };
     if (result.ok) {
       return { ...base, outcome: 'delivered', error: null, nextAttemptAt: null, failingSince: null, reason: null };

@@ -1,14 +1,22 @@
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config';
 import { NotificationDeliverer } from './notification-deliverer.service';
-import type { AttemptResult } from './notification-sender';
+import { SecretKeyError } from '../common/secret-box';
+import type { AttemptResult, Endpoint } from './notification-sender';
 import { NotificationSignal } from './notification-signal';
 import type { AttemptRecord, DueNotification, Lease } from './notification.repository';
+import type { SigningSecrets } from './subscription.repository';
 
 const DEAD_LETTER_AFTER_MS = 60_000;
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 300_000;
-const LEASE: Lease = { id: 'sub-1', url: 'https://subscriber.example/hooks', secret: 'whsec_c2VjcmV0' };
+const LEASE: Lease = {
+  id: 'sub-1',
+  url: 'https://subscriber.example/hooks',
+  secret: 'whsec_c2VjcmV0',
+  previousSecret: null,
+  previousSecretUntil: null,
+};
 
 function due(id: string, attempts = 0, failingSince: Date | null = null): DueNotification {
   return { id, type: 'post.changed', resourceKey: `post:${id}`, sequence: 1, createdAt: new Date(), data: {}, attempts, failingSince, replay: false };
@@ -30,7 +38,11 @@ const failed = (statusCode: number | null, extra: { unreachable?: boolean; perma
  * are `notifications`, the sender answers each with `answers[id]`, and the round ends once the attempts are
  * recorded. Resolves what the deliverer decided for each attempt.
  */
-async function deliver(notifications: DueNotification[], answers: Record<string, AttemptResult>): Promise<AttemptRecord[]> {
+async function deliver(
+  notifications: DueNotification[],
+  answers: Record<string, AttemptResult>,
+  signingSecrets: () => SigningSecrets = () => ({ current: LEASE.secret!, previous: null, previousUntil: null }),
+): Promise<AttemptRecord[]> {
   let leased = false;
   let taken = false;
   let recorded!: (records: AttemptRecord[]) => void;
@@ -52,7 +64,7 @@ async function deliver(notifications: DueNotification[], answers: Record<string,
     },
     async release() {},
   };
-  const sender = { send: async (_endpoint: unknown, notification: DueNotification) => answers[notification.id] };
+  const sender = { send: async (endpoint: Endpoint, notification: DueNotification) => (sent.push(endpoint), answers[notification.id]) };
   const config = {
     runsWorker: true,
     deadLetterAfterMs: DEAD_LETTER_AFTER_MS,
@@ -66,6 +78,7 @@ async function deliver(notifications: DueNotification[], answers: Record<string,
     new NotificationSignal(),
     config,
     metrics as unknown as Args[4],
+    { signingSecrets } as unknown as Args[5],
   );
   deliverer.onApplicationBootstrap();
   try {
@@ -76,6 +89,9 @@ async function deliver(notifications: DueNotification[], answers: Record<string,
 }
 
 /** How long after the attempt the retry is due. */
+/** What the sender was asked to send to, attempt by attempt. */
+const sent: Endpoint[] = [];
+
 const retryAfter = (record: AttemptRecord) => record.nextAttemptAt!.getTime() - record.attemptedAt.getTime();
 /** Time passes between the attempt and the decision; a few ms at most here. */
 const SLACK_MS = 50;
@@ -183,5 +199,22 @@ describe('NotificationDeliverer: retry and dead-letter timing', () => {
       ['b', 'dead'],
       ['c', 'retry'],
     ]);
+  });
+
+  it('signs with both secrets while a rotation overlaps, then with the new one only', async () => {
+    sent.length = 0;
+    const overlap = (until: Date) => () => ({ current: 'whsec_bmV3', previous: 'whsec_b2xk', previousUntil: until });
+    await deliver([due('a')], { a: delivered() }, overlap(new Date(Date.now() + 60_000)));
+    await deliver([due('b')], { b: delivered() }, overlap(new Date(Date.now() - 1)));
+    expect(sent.map((endpoint) => endpoint.secrets)).toEqual([['whsec_bmV3', 'whsec_b2xk'], ['whsec_bmV3']]);
+  });
+
+  it('sends nothing when the secret cannot be decrypted: a failure that says why, retried like any other', async () => {
+    sent.length = 0;
+    const [record] = await deliver([due('a')], { a: delivered() }, () => {
+      throw new SecretKeyError('the subscription sub-1 secret is encrypted with key "k0", which SECRETS_ENCRYPTION_KEY does not hold');
+    });
+    expect(sent).toEqual([]);
+    expect(record).toMatchObject({ outcome: 'retry', statusCode: null, failingSince: null, error: expect.stringMatching(/^Not sent: .*key "k0"/) });
   });
 });

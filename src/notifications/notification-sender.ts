@@ -14,8 +14,8 @@ export interface OutgoingNotification {
 
 export interface Endpoint {
   url: string;
-  /** `whsec_` + base64. */
-  secret: string;
+  /** `whsec_` + base64, in plaintext: the current secret, and the previous one while a rotation's overlap lasts. */
+  secrets: readonly string[];
 }
 
 export type AttemptResult =
@@ -79,7 +79,8 @@ export class NotificationSender implements OnModuleDestroy {
           'user-agent': 'pozy-sync',
           'webhook-id': notification.id,
           'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-          'webhook-signature': this.signer(endpoint.secret).sign(notification.id, now, body),
+          // Standard Webhooks: space-separated signatures, any of which verifies (one per secret during an overlap).
+          'webhook-signature': endpoint.secrets.map((secret) => this.signer(secret).sign(notification.id, now, body)).join(' '),
           'idempotency-key': notification.id,
         },
         signal: AbortSignal.timeout(this.config.notify.timeoutMs),

@@ -67,9 +67,19 @@ const LEASE_DUE = precompiled((db, a: { owner: string; leaseMs: number; excluded
         .skipLocked()
         .as('due'),
     )
-    .set({ lease_owner: a.owner, lease_until: sql<Date>`${now()} + ${milliseconds(a.leaseMs)}` })
+    .set((eb) => {
+      // A previous secret whose overlap has ended signs nothing any more: dropped as the subscription is leased.
+      const overlapping = eb('s.previous_secret_until', '>', now());
+      return {
+        lease_owner: a.owner,
+        lease_until: sql<Date>`${now()} + ${milliseconds(a.leaseMs)}`,
+        previous_secret: eb.case().when(overlapping).then(eb.ref('s.previous_secret')).end(),
+        previous_secret_until: eb.case().when(overlapping).then(eb.ref('s.previous_secret_until')).end(),
+      };
+    })
     .whereRef('s.id', '=', 'due.id')
-    .returning(['s.id', 's.url', 's.secret']),
+    // The secrets as stored: SubscriptionRepository.signingSecrets() decrypts them.
+    .returning(['s.id', 's.url', 's.secret', 's.previous_secret as previousSecret', 's.previous_secret_until as previousSecretUntil']),
 );
 
 const RELEASE = precompiled((db, a: { subscriptionId: string; owner: string }) =>

@@ -1,13 +1,18 @@
 import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { SecretBox } from '../common/secret-box';
+import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
-import { now } from './notification-expressions';
+import { milliseconds, now } from './notification-expressions';
 import { NOTIFICATION_TYPES, NotificationType } from './outbox-sql';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */
 export type Subscription = Pick<SubscriptionRow, 'id' | 'url' | 'description' | 'profileIds' | 'platforms' | 'active' | 'createdAt'> & {
   eventTypes: NotificationType[];
+  /** Until when notifications are also signed with the secret before the last rotation; null: only with the current one. */
+  previousSecretUntil: Date | null;
   health: SubscriptionHealth;
 };
 
@@ -20,9 +25,50 @@ export type SubscriptionHealth = {
   deadLetters: number;
 } & Pick<SubscriptionRow, 'failingSince' | 'pausedAt' | 'pausedReason' | 'lastSuccessAt' | 'lastFailureAt' | 'lastError'>;
 
-export type NewSubscription = Pick<SubscriptionRow, 'url' | 'secret' | 'profileIds' | 'platforms' | 'description' | 'active'> & {
+export type NewSubscription = Pick<SubscriptionRow, 'url' | 'profileIds' | 'platforms' | 'description' | 'active'> & {
+  /** In plaintext: the repository encrypts it. */
+  secret: string;
   eventTypes: NotificationType[];
 };
+
+/** A subscription's secrets as stored (sealed, or plaintext from before SECRETS_ENCRYPTION_KEY), as the delivery lease reads them. */
+export interface StoredSecrets {
+  id: string;
+  secret: string | null;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+}
+
+/** What signs a subscription's notifications: the current secret, and the previous one until its overlap ends. */
+export interface SigningSecrets {
+  current: string;
+  previous: string | null;
+  previousUntil: Date | null;
+}
+
+/** The secrets to sign with at `at`: the current one first, then the previous one while its overlap lasts. */
+export function secretsAt(signing: SigningSecrets, at: Date): string[] {
+  return signing.previous !== null && signing.previousUntil !== null && at < signing.previousUntil
+    ? [signing.current, signing.previous]
+    : [signing.current];
+}
+
+/** Stored secrets by the key that encrypted them (null: plaintext), each with one sample to try the key on. */
+export type SecretsCensus = Array<{ keyId: string | null; count: number; sample: StoredSecret }>;
+export type StoredSecret = { subscriptionId: string; value: string };
+
+/** One pass of `npm run secrets:reencrypt` over a batch of subscriptions. */
+export interface ResealBatch {
+  /** The last subscription id of the batch (the next batch starts after it); null: none was left. */
+  lastId: string | null;
+  /** Values moved to the newest key (or dropped: an expired previous secret). */
+  resealed: number;
+  /** Rows written meanwhile by the service (a rotation, a deletion): left for the next run. */
+  skipped: number;
+}
+
+/** The authenticated context of a subscription's secrets: a value copied onto another row does not decrypt there. */
+const secretContext = (subscriptionId: string) => `subscription ${subscriptionId}`;
 
 export type SubscriptionChanges = Partial<Omit<NewSubscription, 'secret'>>;
 
@@ -40,6 +86,8 @@ function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
     platforms: row.platforms,
     active: row.active,
     createdAt: row.createdAt,
+    previousSecretUntil:
+      row.previousSecret !== null && row.previousSecretUntil && row.previousSecretUntil > new Date() ? row.previousSecretUntil : null,
     health: {
       state: !row.active ? 'inactive' : row.pausedAt ? 'paused' : row.failingSince ? 'failing' : 'healthy',
       pending: counts?.pending ?? 0,
@@ -54,13 +102,144 @@ function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
   };
 }
 
+/**
+ * The `subscription` table. Secrets are encrypted here on write and decrypted here on read (SecretBox, with
+ * SECRETS_ENCRYPTION_KEY): no other code sees them stored, and only the deliverer, through signingSecrets(), sees
+ * them in plaintext.
+ */
 @Injectable()
 export class SubscriptionRepository {
-  constructor(private readonly database: DatabaseService) {}
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly database: DatabaseService,
+    config: AppConfig,
+  ) {
+    this.box = new SecretBox(config.secretsEncryptionKeys);
+  }
 
   async create(id: string, subscription: NewSubscription): Promise<Subscription> {
-    await this.database.prisma.subscription.create({ data: { id, ...subscription } });
+    await this.database.prisma.subscription.create({ data: { id, ...subscription, secret: this.box.seal(subscription.secret, secretContext(id)) } });
     return (await this.get(id))!;
+  }
+
+  /**
+   * Makes `secret` the signing secret; the current one goes on signing too for `overlapMs` (the database's clock),
+   * replacing any previous one still in its overlap. Answers undefined when there is no such subscription.
+   */
+  async rotate(id: string, secret: string, overlapMs: number): Promise<Subscription | undefined> {
+    const sealed = this.box.seal(secret, secretContext(id));
+    const row = await this.database.db
+      .updateTable('subscription')
+      // In one UPDATE, `secret` on the right is the value before it: the old secret becomes the previous one.
+      .set((eb) => ({
+        previous_secret: overlapMs > 0 ? eb.ref('secret') : null,
+        previous_secret_until: overlapMs > 0 ? sql<Date>`${now()} + ${milliseconds(overlapMs)}` : null,
+        secret: sealed,
+      }))
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    return row ? this.get(id) : undefined;
+  }
+
+  /** The secrets that sign this lease's notifications, decrypted; throws SecretKeyError when a key is missing or wrong. */
+  signingSecrets(stored: StoredSecrets): SigningSecrets {
+    if (stored.secret === null) throw new Error(`Subscription ${stored.id} has no secret (deleted)`);
+    const context = secretContext(stored.id);
+    const inOverlap = stored.previousSecret !== null && stored.previousSecretUntil !== null;
+    return {
+      current: this.box.open(stored.secret, context),
+      previous: inOverlap ? this.box.open(stored.previousSecret!, context) : null,
+      previousUntil: inOverlap ? stored.previousSecretUntil : null,
+    };
+  }
+
+  /**
+   * Every secret in use (previous ones in their overlap included) counted by the key that encrypted it, null for
+   * plaintext, each with one sample: the boot check tries each key on its sample.
+   */
+  async secretsCensus(): Promise<SecretsCensus> {
+    const rows = await this.database.db
+      .selectFrom((db) =>
+        db
+          .selectFrom('subscription')
+          .select(['id', 'secret as value'])
+          .where('secret', 'is not', null)
+          .unionAll(
+            db
+              .selectFrom('subscription')
+              .select(['id', 'previous_secret as value'])
+              .where('previous_secret', 'is not', null)
+              .where('previous_secret_until', '>', now()),
+          )
+          .as('v'),
+      )
+      .select((eb) => [
+        sql<string | null>`CASE WHEN starts_with(v.value, ${SecretBox.SEALED_PREFIX}) THEN split_part(v.value, ':', 3) END`.as('keyId'),
+        eb.cast<number>(eb.fn.countAll(), 'integer').as('count'),
+        // Any one row of the group, its id and value together.
+        sql<[string, string]>`(array_agg(jsonb_build_array(v.id, v.value)))[1]`.as('sample'),
+      ])
+      .groupBy('keyId')
+      .execute();
+    return rows.map(({ keyId, count, sample: [subscriptionId, value] }) => ({ keyId, count, sample: { subscriptionId, value } }));
+  }
+
+  /**
+   * Re-encrypts with the newest key the secrets of up to `limit` subscriptions after `after` (in id order) that are
+   * not on it yet (plaintext included), and drops previous secrets whose overlap has ended. Each row is written only
+   * if it still holds what was read, so a rotation or deletion meanwhile wins; a run can stop anywhere and be
+   * started again.
+   */
+  async resealBatch(after: string | null, limit: number): Promise<ResealBatch> {
+    const newest = this.box.newestKeyId;
+    if (newest === undefined) throw new Error('SECRETS_ENCRYPTION_KEY is not set: there is no key to encrypt with');
+    const prefix = SecretBox.prefixOf(newest);
+    const rows = await this.database.db
+      .selectFrom('subscription')
+      .select(['id', 'secret', 'previous_secret', (eb) => eb('previous_secret_until', '>', now()).as('inOverlap')])
+      .$if(after !== null, (qb) => qb.where('id', '>', after!))
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('secret', 'is not', null), eb.not(eb.fn<boolean>('starts_with', ['secret', eb.val(prefix)]))]),
+          eb('previous_secret', 'is not', null),
+        ]),
+      )
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    let resealed = 0;
+    let skipped = 0;
+    for (const row of rows) {
+      const context = secretContext(row.id);
+      const reseal = (value: string) => (this.box.isCurrent(value) ? value : this.box.seal(this.box.open(value, context), context));
+      const secret = row.secret === null ? null : reseal(row.secret);
+      const previous = row.previous_secret === null || !row.inOverlap ? null : reseal(row.previous_secret);
+      const changed = Number(secret !== row.secret) + Number(previous !== row.previous_secret);
+      if (changed === 0) continue;
+      const written = await this.database.db
+        .updateTable('subscription')
+        .set({ secret, previous_secret: previous, ...(previous === null ? { previous_secret_until: null } : {}) })
+        .where('id', '=', row.id)
+        .where((eb) => eb.and([eb('secret', 'is not distinct from', row.secret), eb('previous_secret', 'is not distinct from', row.previous_secret)]))
+        .executeTakeFirst();
+      if (written.numUpdatedRows > 0n) resealed += changed;
+      else skipped += 1;
+    }
+    return { lastId: rows.at(-1)?.id ?? null, resealed, skipped };
+  }
+
+  /** Decrypts a census sample, only to see that it can: throws SecretKeyError otherwise. */
+  checkOpens(sample: StoredSecret): void {
+    this.box.open(sample.value, secretContext(sample.subscriptionId));
+  }
+
+  /** How many secrets are not on the newest key yet (plaintext included): what a re-encryption run leaves to do. */
+  async secretsNotOnNewestKey(): Promise<number> {
+    const newest = this.box.newestKeyId;
+    return (await this.secretsCensus()).filter((group) => group.keyId !== (newest ?? null)).reduce((sum, group) => sum + group.count, 0);
   }
 
   async list(): Promise<Subscription[]> {
@@ -95,13 +274,19 @@ export class SubscriptionRepository {
   }
 
   /**
-   * Marks it deleted and cancels what it had pending, in one statement; answers how many were cancelled, or undefined
+   * Marks it deleted, drops its secrets and cancels what it had pending, in one statement; answers how many were cancelled, or undefined
    * if none such.
    */
   async delete(id: string): Promise<number | undefined> {
     const row = await this.database.db
       .with('deleted', (db) =>
-        db.updateTable('subscription').set({ deleted_at: now(), active: false }).where('id', '=', id).where('deleted_at', 'is', null).returning('id'),
+        db
+          .updateTable('subscription')
+          // It signs nothing any more: its secrets go.
+          .set({ deleted_at: now(), active: false, secret: null, previous_secret: null, previous_secret_until: null })
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .returning('id'),
       )
       .with('cancelled', (db) =>
         db

@@ -4,7 +4,7 @@ import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiInvalidRequestResponse, ApiNotFoundErrorResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';
 import { BulkReplayQuery } from './dto/notification.query';
-import { CreateSubscriptionDto, SubscriptionIdParams, UpdateSubscriptionDto } from './dto/subscription.dto';
+import { CreateSubscriptionDto, RotateSecretDto, SubscriptionIdParams, UpdateSubscriptionDto } from './dto/subscription.dto';
 import {
   BulkReplayResponse,
   CreatedSubscriptionResponse,
@@ -55,7 +55,7 @@ export class SubscriptionsController {
   }
 
   @Patch(':id')
-  @ApiOperation({ summary: 'Change any field of a subscription but its secret.' })
+  @ApiOperation({ summary: 'Change any field of a subscription but its secret (see rotate-secret).' })
   @ApiOkResponse({ type: SubscriptionResponse })
   @ApiInvalidRequestResponse('`id` or a body field')
   @ApiNotFoundErrorResponse(NO_SUBSCRIPTION)
@@ -71,6 +71,19 @@ export class SubscriptionsController {
   @ApiNotFoundErrorResponse(NO_SUBSCRIPTION)
   delete(@Param() params: SubscriptionIdParams): Promise<{ id: string; deleted: true; cancelled: number }> {
     return this.subscriptions.delete(params.id);
+  }
+
+  /** 200 with the new signing secret, shown this once; the old one signs too for `overlapHours`. */
+  @Post(':id/rotate-secret')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Rotate the signing secret: answers a new one, once; the old one goes on signing beside it for `overlapHours` (default 24).',
+  })
+  @ApiOkResponse({ type: CreatedSubscriptionResponse, description: 'Rotated. The new secret is never shown again.' })
+  @ApiInvalidRequestResponse('`id`, `overlapHours` or `secret`')
+  @ApiNotFoundErrorResponse(NO_SUBSCRIPTION)
+  rotateSecret(@Param() params: SubscriptionIdParams, @Body() body: RotateSecretDto): Promise<Subscription & { secret: string }> {
+    return this.subscriptions.rotateSecret(params.id, body);
   }
 
   /** Closes the circuit breaker of a paused subscription: what waited is sent now. */

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
-import { CreateSubscriptionDto, UpdateSubscriptionDto } from './dto/subscription.dto';
+import { CreateSubscriptionDto, DEFAULT_OVERLAP_HOURS, RotateSecretDto, UpdateSubscriptionDto } from './dto/subscription.dto';
 import { NotificationSignal } from './notification-signal';
 import { Subscription, SubscriptionRepository } from './subscription.repository';
 
@@ -16,7 +16,7 @@ export class SubscriptionsService {
 
   /** Answers the secret this once: it is never shown again. */
   async create(dto: CreateSubscriptionDto): Promise<Subscription & { secret: string }> {
-    const secret = dto.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
+    const secret = dto.secret ?? newSecret();
     const subscription = await this.repository.create(randomUUID(), {
       url: dto.url,
       secret,
@@ -27,6 +27,19 @@ export class SubscriptionsService {
       active: dto.active ?? true,
     });
     this.logger.log(`Subscription ${subscription.id} created for ${new URL(subscription.url).origin} (${subscription.eventTypes.join(', ')})`);
+    return { ...subscription, secret };
+  }
+
+  /** A new signing secret, answered this once; the current one goes on signing beside it for the overlap. */
+  async rotateSecret(id: string, dto: RotateSecretDto): Promise<Subscription & { secret: string }> {
+    const secret = dto.secret ?? newSecret();
+    const hours = dto.overlapHours ?? DEFAULT_OVERLAP_HOURS;
+    const subscription = await this.repository.rotate(id, secret, Math.round(hours * 3_600_000));
+    if (!subscription) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    const until = subscription.previousSecretUntil;
+    this.logger.log(
+      `Subscription ${id}: signing secret rotated; ${until ? `the previous one signs too until ${until.toISOString()}` : 'the previous one no longer signs'}`,
+    );
     return { ...subscription, secret };
   }
 
@@ -58,4 +71,9 @@ export class SubscriptionsService {
     this.signal.queued(1);
     return this.get(id);
   }
+}
+
+/** `whsec_` and the base64 of 32 random bytes (Standard Webhooks). */
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }

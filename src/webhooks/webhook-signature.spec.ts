@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { isValidPozySignature, signPozyPayload } from './webhook-signature';
+import { isValidPozySignature, matchingPozySecret, signPozyPayload } from './webhook-signature';
 
 describe('Pozy webhook signature', () => {
   const secret = 'whsec_abc';
@@ -24,5 +24,14 @@ describe('Pozy webhook signature', () => {
     ['another body', createHmac('sha256', secret).update(`${body.toString()} `).digest('hex')],
   ])('rejects a %s signature', (_name, header) => {
     expect(isValidPozySignature(secret, body, header)).toBe(false);
+  });
+
+  it('says which of two secrets (a rotation under way) signed the body, and -1 for a third', () => {
+    const [previous, next] = ['whsec_previous', 'whsec_next'];
+    expect(matchingPozySecret([previous, next], body, signPozyPayload(previous, body))).toBe(0);
+    expect(matchingPozySecret([previous, next], body, signPozyPayload(next, body))).toBe(1);
+    expect(matchingPozySecret([previous, next], body, signPozyPayload('whsec_third', body))).toBe(-1);
+    expect(matchingPozySecret([previous, next], body, undefined)).toBe(-1);
+    expect(matchingPozySecret([], body, signPozyPayload(previous, body))).toBe(-1);
   });
 });

@@ -9,7 +9,20 @@ export function signPozyPayload(secret: string, rawBody: Buffer | string): strin
 
 /** Constant-time check of `X-Pozy-Signature` against the raw body. */
 export function isValidPozySignature(secret: string, rawBody: Buffer, header: string | undefined): boolean {
-  if (typeof header !== 'string' || !HEX_SHA256.test(header)) return false;
-  const expected = createHmac('sha256', secret).update(rawBody).digest();
-  return timingSafeEqual(expected, Buffer.from(header, 'hex'));
+  return matchingPozySecret([secret], rawBody, header) === 0;
+}
+
+/**
+ * Which of the secrets (two while a rotation is under way) signed the raw body: its index, or -1 for none. Every
+ * secret is compared, in constant time, whichever matches, so the time taken does not tell which one did.
+ */
+export function matchingPozySecret(secrets: readonly string[], rawBody: Buffer, header: string | undefined): number {
+  if (typeof header !== 'string' || !HEX_SHA256.test(header)) return -1;
+  const given = Buffer.from(header, 'hex');
+  let match = -1;
+  secrets.forEach((secret, i) => {
+    const equal = timingSafeEqual(createHmac('sha256', secret).update(rawBody).digest(), given);
+    if (equal && match < 0) match = i;
+  });
+  return match;
 }

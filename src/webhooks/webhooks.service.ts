@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import type { Counter } from 'prom-client';
 import { ApiError } from '../common/api-error';
 import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
@@ -9,7 +10,10 @@ import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
 import { isEventDataError } from './event-data-error';
 import { EventIngester } from './event-ingester';
-import { isValidPozySignature } from './webhook-signature';
+import { matchingPozySecret } from './webhook-signature';
+
+/** The label of the secret that matched, by its place in POZY_WEBHOOK_SECRET: never anything of the secret itself. */
+const SECRET_POSITIONS = ['first', 'second'] as const;
 
 export interface WebhookReceipt {
   received: true;
@@ -29,15 +33,24 @@ type RawHeaders = Record<string, string | string[] | undefined>;
 @Injectable()
 export class WebhooksService implements OnModuleInit {
   private readonly logger = new Logger(WebhooksService.name);
+  private readonly signatureMatches: Counter<'secret'>;
 
   constructor(
     private readonly config: AppConfig,
     private readonly ingester: EventIngester,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    // While a rotation is under way, this says when Pozy stopped signing with the old secret: it can then go.
+    this.signatureMatches = metrics.counter({
+      name: 'pozy_sync_webhook_signature_matches_total',
+      help: 'Deliveries whose X-Pozy-Signature matched, by the place in POZY_WEBHOOK_SECRET of the secret that signed them (first, second)',
+      labelNames: ['secret'] as const,
+    });
+    for (const position of SECRET_POSITIONS.slice(0, config.pozy.webhookSecrets.length)) this.signatureMatches.inc({ secret: position }, 0);
+  }
 
   onModuleInit(): void {
-    if (!this.config.pozy.webhookSecret) {
+    if (this.config.pozy.webhookSecrets.length === 0) {
       this.logger.warn('POZY_WEBHOOK_SECRET is not set: webhooks are accepted WITHOUT signature checks. Set it to your Pozy webhook secret.');
     }
   }
@@ -116,14 +129,16 @@ export class WebhooksService implements OnModuleInit {
   }
 
   private authenticate(rawBody: Buffer, signature: string | string[] | undefined): void {
-    const secret = this.config.pozy.webhookSecret;
-    if (!secret) return;
+    const secrets = this.config.pozy.webhookSecrets;
+    if (secrets.length === 0) return;
     if (signature === undefined || signature === '') {
       throw new ApiError(401, 'missing_signature', 'X-Pozy-Signature header is required');
     }
-    if (Array.isArray(signature) || !isValidPozySignature(secret, rawBody, signature)) {
+    const match = Array.isArray(signature) ? -1 : matchingPozySecret(secrets, rawBody, signature);
+    if (match < 0) {
       throw new ApiError(401, 'invalid_signature', 'X-Pozy-Signature does not match the body (HMAC-SHA256 with the webhook secret)');
     }
+    this.signatureMatches.inc({ secret: SECRET_POSITIONS[match] });
   }
 }
 

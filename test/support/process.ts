@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const BUILT_MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
+export const BUILT_REENCRYPT = join(__dirname, '..', '..', 'dist', 'secrets-reencrypt.js');
 export const BUILT_DEMO = join(__dirname, '..', '..', 'dist-tools', 'demo', 'demo.js');
 
 export interface ServiceProcess {
@@ -13,9 +14,9 @@ export interface ServiceProcess {
 }
 
 /** Runs the built service (`node dist/main.js`), or another built program, as a user would, with exactly the given environment. */
-export function spawnService(env: Record<string, string>, cwd: string, script = BUILT_MAIN): ServiceProcess {
+export function spawnService(env: Record<string, string>, cwd: string, script = BUILT_MAIN, args: string[] = []): ServiceProcess {
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build && npm run build:tools\` (npm test does)`);
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [script, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

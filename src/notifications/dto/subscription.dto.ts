@@ -7,12 +7,15 @@ import {
   IsBoolean,
   IsIn,
   IsNotEmpty,
+  IsNumber,
   IsOptional,
   IsString,
   IsUrl,
   IsUUID,
   Matches,
+  Max,
   MaxLength,
+  Min,
 } from 'class-validator';
 import { NOTIFICATION_TYPES, NotificationType } from '../outbox-sql';
 
@@ -112,8 +115,42 @@ export class CreateSubscriptionDto {
   active?: boolean;
 }
 
+/** A rotation's overlap: a day by default, a month at most. */
+export const DEFAULT_OVERLAP_HOURS = 24;
+const MAX_OVERLAP_HOURS = 720;
+
+/** `POST /admin/subscriptions/:id/rotate-secret`. */
+export class RotateSecretDto {
+  /** How long the current secret goes on signing beside the new one; a fraction of an hour too, 0 for not at all. */
+  @ApiPropertyOptional({
+    type: Number,
+    minimum: 0,
+    maximum: MAX_OVERLAP_HOURS,
+    default: DEFAULT_OVERLAP_HOURS,
+    description:
+      'Hours the current secret goes on signing every notification beside the new one (a fraction too), so receivers can move to the new secret without rejecting any; 0: from now on only the new one. A rotation during an overlap ends it: the secret replaced then stops signing.',
+    example: 24,
+  })
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'overlapHours must be a number of hours' })
+  @Min(0)
+  @Max(MAX_OVERLAP_HOURS)
+  overlapHours?: number;
+
+  /** The new secret; generated when not given. */
+  @ApiPropertyOptional({
+    description: 'The new signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once.',
+    pattern: SECRET.source,
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(SECRET, { message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes' })
+  secret?: string;
+}
+
 /**
- * `PATCH /admin/subscriptions/:id`: any of the fields, except the secret (rotating it is a new subscription). The
+ * `PATCH /admin/subscriptions/:id`: any of the fields, except the secret (`POST …/rotate-secret` changes it). The
  * mapped type keeps every validation and documentation decorator, each made optional.
  */
 export class UpdateSubscriptionDto extends PartialType(OmitType(CreateSubscriptionDto, ['secret'] as const)) {}

@@ -38,7 +38,7 @@ export class SubscriptionHealthResponse {
   lastError!: string | null;
 }
 
-/** A change-notification subscription (never its secret, except once, when created). */
+/** A change-notification subscription (never its secret, except once, when created or rotated). */
 export class SubscriptionResponse {
   @ApiProperty({ format: 'uuid', example: '2f6a1c9e-5b7d-4e3f-9a8b-1c2d3e4f5a6b' })
   id!: string;
@@ -64,11 +64,19 @@ export class SubscriptionResponse {
   @ApiProperty(DATE_TIME)
   createdAt!: Date;
 
+  @ApiProperty({
+    ...DATE_TIME,
+    nullable: true,
+    description:
+      'After a rotation (`POST …/rotate-secret`), until when notifications are also signed with the secret it replaced; null: only with the current one.',
+  })
+  previousSecretUntil!: Date | null;
+
   @ApiProperty({ type: SubscriptionHealthResponse })
   health!: SubscriptionHealthResponse;
 }
 
-/** `201` of `POST /admin/subscriptions`: the only answer that carries the secret. */
+/** `201` of `POST /admin/subscriptions` and `200` of its rotate-secret: the only answers that carry the secret. */
 export class CreatedSubscriptionResponse extends SubscriptionResponse {
   @ApiProperty({
     description: 'The signing secret (Standard Webhooks). Shown this once: keep it.',
