@@ -6,6 +6,7 @@ import { NotificationSender } from './notification-sender';
 import { NotificationSignal } from './notification-signal';
 import { NotificationRepository } from './notification.repository';
 import { NotificationsController } from './notifications.controller';
+import { HostResolver, SubscriberAddressGuard } from './subscriber-address-guard';
 import { SubscriptionRepository } from './subscription.repository';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
@@ -25,6 +26,8 @@ import { SubscriptionsService } from './subscriptions.service';
     NotificationReplayService,
     SubscriptionRepository,
     SubscriptionsService,
+    HostResolver,
+    SubscriberAddressGuard,
   ],
   exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository, NotificationHistoryRepository],
 })
