@@ -28,7 +28,7 @@ interface Letter {
 
 /**
  * Subscription URLs that point inside (issue 13): refused when created or changed, and again when connecting, with
- * NOTIFY_ALLOWED_HOSTS letting a team's internal receiver through.
+ * NOTIFY_ALLOWED_HOSTS letting a team's internal receiver through; redirects are never followed.
  *
  * Names resolve through a stub in place of the system resolver (the service's HostResolver, which both the URL
  * check and undici's `connect` lookup ask), so a name can point at loopback, or move there after creation, without
@@ -263,5 +263,31 @@ describe('subscriber addresses: the SSRF guard', () => {
     expect(detail.attemptHistory).toMatchObject([{ statusCode: null, outcome: 'dead' }]);
     expect(endpoint.connections).toBe(0);
     expect(endpoint.received).toEqual([]);
+  });
+
+  it('dead-letters a redirect at once (reason redirect), never following it nor retrying', async () => {
+    const endpoint = await subscriber();
+    endpoint.answer([], { status: 301, headers: { location: 'http://169.254.169.254/latest/meta-data/iam?token=secret' } });
+    const { profileId, accountId } = await profile();
+    const subscription = await subscribe({ url: through('receiver.internal', endpoint), profileIds: [profileId] });
+
+    world().createPost({ content: 'moved permanently', accountIds: [accountId], scheduledFor: Date.now() + 60_000 });
+    await settled(harness);
+    const dead = await settledIn('dead', subscription.id);
+    expect(dead).toMatchObject({ attempts: 1, next_attempt_at: null });
+    expect(await letterOf(dead.id)).toMatchObject({
+      kind: 'notification',
+      reason: 'redirect',
+      attempts: 1,
+      // The location's origin only: its path and query may carry a token.
+      error: 'HTTP 301 to http://169.254.169.254: redirects are not followed; give the subscription the URL that receives',
+    });
+    // One request, nothing pending: no retry is scheduled.
+    expect(endpoint.received).toHaveLength(1);
+    const { rows } = await harness.service.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notification WHERE subscription_id = $1 AND state = 'pending'`,
+      [subscription.id],
+    );
+    expect(rows[0].n).toBe(0);
   });
 });

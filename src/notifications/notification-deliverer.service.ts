@@ -21,8 +21,8 @@ const MAX_SUBSCRIBERS = 64;
  * loop and connection pool, so a slow subscriber never holds back the mirror). One worker at a time sends a given
  * subscription's notifications (a lease in the database), up to NOTIFY_CONCURRENCY at once and, per resource, only
  * the newest version. Retries back off exponentially with jitter; the dead-letter queue takes a notification whose
- * endpoint kept timing out or stayed unreachable for over DEAD_LETTER_AFTER_MS, answered a permanent 4xx, or is at an
- * address the guard refuses (reason `forbidden_address`).
+ * endpoint kept timing out or stayed unreachable for over DEAD_LETTER_AFTER_MS, answered a permanent 4xx or a redirect
+ * (reason `redirect`), or is at an address the guard refuses (reason `forbidden_address`).
  */
 @Injectable()
 export class NotificationDeliverer implements OnApplicationBootstrap, BeforeApplicationShutdown {

@@ -175,6 +175,13 @@ describe('NotificationDeliverer: retry and dead-letter timing', () => {
     expect(record).toMatchObject({ outcome: 'dead', nextAttemptAt: null, reason: 'The endpoint answered 410, which retrying cannot change' });
   });
 
+  it('dead-letters at once a redirect, with reason redirect', async () => {
+    const error = 'HTTP 302 to https://elsewhere.example: redirects are not followed; give the subscription the URL that receives';
+    const [record] = await deliver([due('n1', 0)], { n1: failed(302, { permanent: true, permanentReason: 'redirect', error }) });
+
+    expect(record).toMatchObject({ outcome: 'dead', nextAttemptAt: null, reason: 'redirect', error, statusCode: 302 });
+  });
+
   it('dead-letters at once a subscriber at a refused address, with reason forbidden_address, and starts no unreachable clock', async () => {
     const error = 'moving.example.com resolves to 127.0.0.1, and 127.0.0.1 is in 127.0.0.0/8 (loopback): refused before connecting';
     const [record] = await deliver([due('n1', 0)], { n1: failed(null, { permanent: true, permanentReason: 'forbidden_address', error }) });

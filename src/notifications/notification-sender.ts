@@ -29,15 +29,15 @@ export type AttemptResult =
       error: string;
       /** Timed out or unreachable: what the dead-letter rule counts. A 502/503/504 counts too (a proxy saying so). */
       unreachable: boolean;
-      /** A 4xx that no retry can change, or an address refused. */
+      /** A 4xx that no retry can change, a redirect, or an address refused. */
       permanent: boolean;
       /** Why a permanent failure is one, when not a 4xx: what the dead letter's `reason` says. */
       permanentReason?: PermanentReason;
       retryAfterMs?: number;
     };
 
-/** `forbidden_address`: the subscriber is at an internal address (never connected). */
-export type PermanentReason = 'forbidden_address';
+/** `redirect`: a 3xx, never followed; `forbidden_address`: the subscriber is at an internal address (never connected). */
+export type PermanentReason = 'redirect' | 'forbidden_address';
 
 const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
 // 408 (timeout), 425 (too early) and 429 (rate limited) are the 4xx that another try can change.
@@ -51,7 +51,8 @@ export const notificationBody = (notification: OutgoingNotification): string =>
  * POSTs one notification, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`, `webhook-signature`),
  * with the id also as `Idempotency-Key`, and says what came of it. It never throws: every outcome is an attempt
  * to record. Subscribers get their own connection pool, apart from Pozy's, which connects only to addresses the
- * guard allows.
+ * guard allows. Redirects are never followed: the subscription's URL is where notifications go, and the guard
+ * judged that one.
  */
 @Injectable()
 export class NotificationSender implements OnModuleDestroy {
@@ -98,6 +99,18 @@ export class NotificationSender implements OnModuleDestroy {
       await response.body.dump({ limit: 64 * 1024 });
       const statusCode = response.statusCode;
       if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs: elapsed() };
+      if (statusCode >= 300 && statusCode < 400) {
+        const location = locationOrigin(response.headers.location);
+        return {
+          ok: false,
+          statusCode,
+          durationMs: elapsed(),
+          error: `HTTP ${statusCode}${location ? ` to ${location}` : ''}: redirects are not followed; give the subscription the URL that receives`,
+          unreachable: false,
+          permanent: true,
+          permanentReason: 'redirect',
+        };
+      }
       return {
         ok: false,
         statusCode,
@@ -131,5 +144,16 @@ export class NotificationSender implements OnModuleDestroy {
       this.signers.set(secret, signer);
     }
     return signer;
+  }
+}
+
+/** Where a redirect pointed, origin only: its path and query may carry a token. */
+function locationOrigin(location: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(location) ? location[0] : location;
+  if (!text) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
   }
 }
