@@ -129,6 +129,8 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
         ADMIN_TOKEN,
         BACKFILL_CRON: 'off',
         SPOOL_DIR: join('.data', 'bench-spool'),
+        // The receiver listens on loopback, which is refused unless allowed.
+        NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
       });
       const db = new Pool({ connectionString: databaseUrl, max: 4 });
       let relay: ReturnType<typeof startProcess> | undefined;

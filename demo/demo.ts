@@ -198,6 +198,8 @@ async function main(): Promise<void> {
           SHUTDOWN_DRAIN_MS: '0',
           LOG_LEVEL: 'warn',
           LOG_FORMAT: 'pretty',
+          // The demo's subscriber listens on loopback, which is refused unless allowed.
+          NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       });

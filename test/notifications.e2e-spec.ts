@@ -580,7 +580,7 @@ describe('the subscriptions API', () => {
 
     const given = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const second = (await (
-      await post(JSON.stringify({ url: 'http://localhost:8080/in', eventTypes: ['post.deleted'], secret: given }))
+      await post(JSON.stringify({ url: 'http://127.0.0.1:8080/in', eventTypes: ['post.deleted'], secret: given }))
     ).json()) as CreatedSubscription;
     expect(second.secret).toBe(given);
     const { rows } = await harness.service.pool.query<{ secret: string }>('SELECT secret FROM subscription WHERE id = $1', [second.id]);

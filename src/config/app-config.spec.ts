@@ -193,6 +193,29 @@ describe('AppConfig.fromEnvironment', () => {
     });
   });
 
+  describe('NOTIFY_ALLOWED_HOSTS', () => {
+    it('allows no internal subscriber by default', () => {
+      expect(AppConfig.fromEnvironment(minimal).notify.allowedHosts).toEqual({ names: [], ranges: [] });
+      expect(AppConfig.fromEnvironment({ ...minimal, NOTIFY_ALLOWED_HOSTS: '' }).notify.allowedHosts).toEqual({ names: [], ranges: [] });
+    });
+
+    it('reads host names, addresses and CIDRs', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, NOTIFY_ALLOWED_HOSTS: 'receiver.internal, 10.0.0.0/8,::1' }).notify.allowedHosts).toEqual({
+        names: ['receiver.internal'],
+        ranges: [
+          { network: '10.0.0.0', prefix: 8, family: 'ipv4' },
+          { network: '::1', prefix: 128, family: 'ipv6' },
+        ],
+      });
+    });
+
+    it('names each bad entry', () => {
+      expect(problems({ ...minimal, NOTIFY_ALLOWED_HOSTS: '10.0.0.0/40,,*.internal' })).toEqual([
+        'NOTIFY_ALLOWED_HOSTS must be comma-separated host names, IP addresses or CIDRs: entry 1 ("10.0.0.0/40") is not a CIDR: its prefix must be 0 to 32; entry 2 is empty (a stray comma?); entry 3 ("*.internal") holds a wildcard: list each host name, or the addresses\' CIDR',
+      ]);
+    });
+  });
+
   it('requires POZY_API_KEY', () => {
     expect(problems({})).toEqual([expect.stringMatching(/^POZY_API_KEY is required/)]);
   });

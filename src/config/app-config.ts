@@ -1,4 +1,5 @@
 import { LogLevel } from '@nestjs/common';
+import { AllowedHosts, readAllowedHosts } from './allowed-hosts';
 import {
   EncryptionKey,
   EnvironmentVariables,
@@ -103,6 +104,8 @@ export class AppConfig {
     readonly pauseAfterMs: number;
     /** Replayed notifications are spread to at most this many a second per subscriber. */
     readonly replayPerSecond: number;
+    /** Loopback, private and other internal addresses subscriptions may point at all the same (none by default). */
+    readonly allowedHosts: AllowedHosts;
   };
 
   private constructor(env: EnvironmentVariables) {
@@ -152,6 +155,7 @@ export class AppConfig {
     this.workerConcurrency = env.WORKER_CONCURRENCY;
     this.shutdownGraceMs = env.SHUTDOWN_GRACE_MS;
     this.shutdownDrainMs = env.SHUTDOWN_DRAIN_MS;
+    const allowed = readAllowedHosts(env.NOTIFY_ALLOWED_HOSTS);
     this.notify = Object.freeze({
       timeoutMs: env.NOTIFY_TIMEOUT_MS,
       concurrency: env.NOTIFY_CONCURRENCY,
@@ -159,6 +163,7 @@ export class AppConfig {
       retryMaxMs: env.NOTIFY_RETRY_MAX_MS,
       pauseAfterMs: env.NOTIFY_PAUSE_AFTER_MS,
       replayPerSecond: env.NOTIFY_REPLAY_PER_SECOND,
+      allowedHosts: Object.freeze({ names: allowed.names, ranges: allowed.ranges }),
     });
     Object.freeze(this);
   }

@@ -17,6 +17,7 @@ import {
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { validateCronExpression } from 'cron';
+import { readAllowedHosts } from './allowed-hosts';
 
 /** Nest's levels, least to most verbose; each includes those before it. */
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -162,6 +163,18 @@ class TokenList implements ValidatorConstraintInterface {
   defaultMessage(args: ValidationArguments): string {
     const problems = typeof args.value === 'string' ? tokenListProblems(args.value) : ['it is not a string'];
     return `${args.property} must be comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters: ${problems.join('; ')}`;
+  }
+}
+
+@ValidatorConstraint({ name: 'allowedHosts' })
+class AllowedHostList implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && readAllowedHosts(value).problems.length === 0;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problems = typeof args.value === 'string' ? readAllowedHosts(args.value).problems : ['it is not a string'];
+    return `${args.property} must be comma-separated host names, IP addresses or CIDRs: ${problems.join('; ')}`;
   }
 }
 
@@ -430,6 +443,12 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(10_000)
   NOTIFY_REPLAY_PER_SECOND = 10;
+
+  /** Internal subscribers a team allows: host names (as written in the URL), IP addresses, CIDRs. Unset: none. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Validate(AllowedHostList)
+  NOTIFY_ALLOWED_HOSTS?: string;
 }
 
 export const VARIABLES = [
@@ -481,6 +500,7 @@ export const VARIABLES = [
   'NOTIFY_RETRY_MAX_MS',
   'NOTIFY_PAUSE_AFTER_MS',
   'NOTIFY_REPLAY_PER_SECOND',
+  'NOTIFY_ALLOWED_HOSTS',
 ] as const satisfies readonly (keyof EnvironmentVariables)[];
 
 export class ConfigError extends Error {

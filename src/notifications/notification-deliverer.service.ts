@@ -23,7 +23,8 @@ const MAX_SUBSCRIBERS = 64;
  * loop and connection pool, so a slow subscriber never holds back the mirror). One worker at a time sends a given
  * subscription's notifications (a lease in the database), up to NOTIFY_CONCURRENCY at once and, per resource, only
  * the newest version. Retries back off exponentially with jitter; the dead-letter queue takes a notification whose
- * endpoint kept timing out or stayed unreachable for over DEAD_LETTER_AFTER_MS, or answered a permanent 4xx.
+ * endpoint kept timing out or stayed unreachable for over DEAD_LETTER_AFTER_MS, answered a permanent 4xx or a redirect
+ * (reason `redirect`), or is at an address the guard refuses (reason `forbidden_address`).
  */
 @Injectable()
 export class NotificationDeliverer implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -151,7 +152,8 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     const failingSince = result.unreachable ? (notification.failingSince ?? attemptedAt) : null;
     const failure = { ...base, error: result.error, failingSince };
     if (result.permanent) {
-      return { ...failure, outcome: 'dead', nextAttemptAt: null, reason: `The endpoint answered ${result.statusCode}, which retrying cannot change` };
+      const reason = result.permanentReason ?? `The endpoint answered ${result.statusCode}, which retrying cannot change`;
+      return { ...failure, outcome: 'dead', nextAttemptAt: null, reason };
     }
     const deadLetterAt = failingSince ? failingSince.getTime() + this.config.deadLetterAfterMs : Infinity;
     if (Date.now() > deadLetterAt) {

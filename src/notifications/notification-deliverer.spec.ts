@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config';
 import { NotificationDeliverer } from './notification-deliverer.service';
 import { SecretKeyError } from '../common/secret-box';
-import type { AttemptResult, Endpoint } from './notification-sender';
+import type { AttemptResult, Endpoint, PermanentReason } from './notification-sender';
 import { NotificationSignal } from './notification-signal';
 import type { AttemptRecord, DueNotification, Lease } from './notification.repository';
 import type { SigningSecrets } from './subscription.repository';
@@ -23,13 +23,17 @@ function due(id: string, attempts = 0, failingSince: Date | null = null): DueNot
 }
 
 const delivered = (): AttemptResult => ({ ok: true, statusCode: 204, durationMs: 3 });
-const failed = (statusCode: number | null, extra: { unreachable?: boolean; permanent?: boolean; retryAfterMs?: number } = {}): AttemptResult => ({
+const failed = (
+  statusCode: number | null,
+  extra: { unreachable?: boolean; permanent?: boolean; retryAfterMs?: number; permanentReason?: PermanentReason; error?: string } = {},
+): AttemptResult => ({
   ok: false,
   statusCode,
   durationMs: 5,
-  error: statusCode === null ? 'TimeoutError (The operation was aborted due to timeout)' : `HTTP ${statusCode}`,
+  error: extra.error ?? (statusCode === null ? 'TimeoutError (The operation was aborted due to timeout)' : `HTTP ${statusCode}`),
   unreachable: extra.unreachable ?? false,
   permanent: extra.permanent ?? false,
+  permanentReason: extra.permanentReason,
   retryAfterMs: extra.retryAfterMs,
 });
 
@@ -185,6 +189,20 @@ describe('NotificationDeliverer: retry and dead-letter timing', () => {
     const [record] = await deliver([due('n1', 0)], { n1: failed(410, { permanent: true }) });
 
     expect(record).toMatchObject({ outcome: 'dead', nextAttemptAt: null, reason: 'The endpoint answered 410, which retrying cannot change' });
+  });
+
+  it('dead-letters at once a redirect, with reason redirect', async () => {
+    const error = 'HTTP 302 to https://elsewhere.example: redirects are not followed; give the subscription the URL that receives';
+    const [record] = await deliver([due('n1', 0)], { n1: failed(302, { permanent: true, permanentReason: 'redirect', error }) });
+
+    expect(record).toMatchObject({ outcome: 'dead', nextAttemptAt: null, reason: 'redirect', error, statusCode: 302 });
+  });
+
+  it('dead-letters at once a subscriber at a refused address, with reason forbidden_address, and starts no unreachable clock', async () => {
+    const error = 'moving.example.com resolves to 127.0.0.1, and 127.0.0.1 is in 127.0.0.0/8 (loopback): refused before connecting';
+    const [record] = await deliver([due('n1', 0)], { n1: failed(null, { permanent: true, permanentReason: 'forbidden_address', error }) });
+
+    expect(record).toMatchObject({ outcome: 'dead', nextAttemptAt: null, failingSince: null, reason: 'forbidden_address', error });
   });
 
   it('decides for each notification of a batch on its own', async () => {

@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { describeError, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
+import { ForbiddenAddressError, SubscriberAddressGuard } from './subscriber-address-guard';
 
 /** One notification as it goes out: the same id and body on every attempt and replay. */
 export interface OutgoingNotification {
@@ -28,10 +29,15 @@ export type AttemptResult =
       error: string;
       /** Timed out or unreachable: what the dead-letter rule counts. A 502/503/504 counts too (a proxy saying so). */
       unreachable: boolean;
-      /** A 4xx that no retry can change. */
+      /** A 4xx that no retry can change, a redirect, or an address refused. */
       permanent: boolean;
+      /** Why a permanent failure is one, when not a 4xx: what the dead letter's `reason` says. */
+      permanentReason?: PermanentReason;
       retryAfterMs?: number;
     };
+
+/** `redirect`: a 3xx, never followed; `forbidden_address`: the subscriber is at an internal address (never connected). */
+export type PermanentReason = 'redirect' | 'forbidden_address';
 
 const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
 // 408 (timeout), 425 (too early) and 429 (rate limited) are the 4xx that another try can change.
@@ -44,17 +50,22 @@ export const notificationBody = (notification: OutgoingNotification): string =>
 /**
  * POSTs one notification, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`, `webhook-signature`),
  * with the id also as `Idempotency-Key`, and says what came of it. It never throws: every outcome is an attempt
- * to record. Subscribers get their own connection pool, apart from Pozy's.
+ * to record. Subscribers get their own connection pool, apart from Pozy's, which connects only to addresses the
+ * guard allows. Redirects are never followed: the subscription's URL is where notifications go, and the guard
+ * judged that one.
  */
 @Injectable()
 export class NotificationSender implements OnModuleDestroy {
   private readonly agent: Agent;
   private readonly signers = new Map<string, Webhook>();
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    guard: SubscriberAddressGuard,
+  ) {
     this.agent = new Agent({
       connections: config.notify.concurrency,
-      connectTimeout: config.notify.timeoutMs,
+      connect: guard.connector(config.notify.timeoutMs),
       headersTimeout: config.notify.timeoutMs,
       bodyTimeout: config.notify.timeoutMs,
     });
@@ -89,6 +100,18 @@ export class NotificationSender implements OnModuleDestroy {
       await response.body.dump({ limit: 64 * 1024 });
       const statusCode = response.statusCode;
       if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs: elapsed() };
+      if (statusCode >= 300 && statusCode < 400) {
+        const location = locationOrigin(response.headers.location);
+        return {
+          ok: false,
+          statusCode,
+          durationMs: elapsed(),
+          error: `HTTP ${statusCode}${location ? ` to ${location}` : ''}: redirects are not followed; give the subscription the URL that receives`,
+          unreachable: false,
+          permanent: true,
+          permanentReason: 'redirect',
+        };
+      }
       return {
         ok: false,
         statusCode,
@@ -99,6 +122,17 @@ export class NotificationSender implements OnModuleDestroy {
         retryAfterMs: statusCode === 429 || statusCode === 503 ? retryAfterMs(response.headers) : undefined,
       };
     } catch (error) {
+      if (error instanceof ForbiddenAddressError) {
+        return {
+          ok: false,
+          statusCode: null,
+          durationMs: elapsed(),
+          error: error.message,
+          unreachable: false,
+          permanent: true,
+          permanentReason: 'forbidden_address',
+        };
+      }
       const network = isNetworkError(error);
       return { ok: false, statusCode: null, durationMs: elapsed(), error: describeError(error), unreachable: network, permanent: false };
     }
@@ -111,5 +145,16 @@ export class NotificationSender implements OnModuleDestroy {
       this.signers.set(secret, signer);
     }
     return signer;
+  }
+}
+
+/** Where a redirect pointed, origin only: its path and query may carry a token. */
+function locationOrigin(location: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(location) ? location[0] : location;
+  if (!text) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
   }
 }

@@ -7,6 +7,7 @@ import { NotificationSignal } from './notification-signal';
 import { NotificationRepository } from './notification.repository';
 import { NotificationsController } from './notifications.controller';
 import { SecretsAtRest } from './secrets-at-rest';
+import { HostResolver, SubscriberAddressGuard } from './subscriber-address-guard';
 import { SubscriptionRepository } from './subscription.repository';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
@@ -27,6 +28,8 @@ import { SubscriptionsService } from './subscriptions.service';
     SubscriptionRepository,
     SubscriptionsService,
     SecretsAtRest,
+    HostResolver,
+    SubscriberAddressGuard,
   ],
   exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository, NotificationHistoryRepository],
 })

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { CreateSubscriptionDto, DEFAULT_OVERLAP_HOURS, RotateSecretDto, UpdateSubscriptionDto } from './dto/subscription.dto';
 import { NotificationSignal } from './notification-signal';
+import { SubscriberAddressGuard } from './subscriber-address-guard';
 import { Subscription, SubscriptionRepository } from './subscription.repository';
 
 @Injectable()
@@ -12,10 +13,12 @@ export class SubscriptionsService {
   constructor(
     private readonly repository: SubscriptionRepository,
     private readonly signal: NotificationSignal,
+    private readonly guard: SubscriberAddressGuard,
   ) {}
 
   /** Answers the secret this once: it is never shown again. */
   async create(dto: CreateSubscriptionDto): Promise<Subscription & { secret: string }> {
+    await this.checkUrl(dto.url);
     const secret = dto.secret ?? newSecret();
     const subscription = await this.repository.create(randomUUID(), {
       url: dto.url,
@@ -54,6 +57,7 @@ export class SubscriptionsService {
   }
 
   async update(id: string, dto: UpdateSubscriptionDto): Promise<Subscription> {
+    if (dto.url !== undefined) await this.checkUrl(dto.url);
     if (!(await this.repository.update(id, dto))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
     return this.get(id);
   }
@@ -63,6 +67,12 @@ export class SubscriptionsService {
     if (cancelled === undefined) throw new ApiError(404, 'not_found', `No subscription ${id}`);
     this.logger.log(`Subscription ${id} deleted; ${cancelled} pending notification(s) cancelled`);
     return { id, deleted: true, cancelled };
+  }
+
+  /** A 400 in the validation's own shape, naming `url`, when the URL points inside or carries credentials. */
+  private async checkUrl(url: string): Promise<void> {
+    const why = await this.guard.refusalOf(url);
+    if (why) throw new ApiError(400, 'invalid_request', `Invalid request: url: ${why}`, [{ field: 'url', problems: [why] }]);
   }
 
   async resume(id: string): Promise<Subscription> {

@@ -30,6 +30,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     INITIAL_IMPORT: 'off',
     // A spool of its own: test files run in parallel.
     SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-spool-')),
+    // The tests' subscribers listen on loopback, which is refused unless allowed.
+    NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
     ...env,
   });
   const app = await createApp(config);

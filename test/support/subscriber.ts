@@ -23,6 +23,8 @@ export interface Received {
 /** A real HTTP endpoint on loopback that receives change notifications and answers as a test tells it to. */
 export class TestSubscriber {
   readonly received: Received[] = [];
+  /** TCP connections accepted: what shows that nothing so much as connected. */
+  connections = 0;
   private plan: Answer[] = [];
   private fallback: Answer = 204;
   private readonly sockets = new Set<Socket>();
@@ -42,6 +44,7 @@ export class TestSubscriber {
       request.on('end', () => subscriber!.handle(request.headers, Buffer.concat(chunks).toString('utf8'), response));
     });
     server.on('connection', (socket) => {
+      if (subscriber) subscriber.connections += 1;
       subscriber?.sockets.add(socket);
       socket.on('close', () => subscriber?.sockets.delete(socket));
     });

@@ -16,7 +16,10 @@ import {
   Max,
   MaxLength,
   Min,
+  ValidationArguments,
 } from 'class-validator';
+import { isIPv4 } from 'node:net';
+import { describeForbidden, forbiddenRange } from '../address-policy';
 import { NOTIFICATION_TYPES, NotificationType } from '../outbox-sql';
 
 // Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes.
@@ -24,10 +27,29 @@ const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-
 const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true };
 const URL_MESSAGE = 'url must be an http:// or https:// URL';
 
+/**
+ * The URL check refuses IPv4 addresses written as one number or in octal (`2130706433`, `0177.0.0.1`), which
+ * browsers and undici read as addresses: say which address, and its range when it is an internal one.
+ */
+function urlMessage({ value }: ValidationArguments): string {
+  const written = typeof value === 'string' ? /^https?:\/\/(?:[^@/?#]*@)?([^/:?#]+)/i.exec(value)?.[1] : undefined;
+  let host: string | undefined;
+  try {
+    host = written === undefined ? undefined : new URL(value as string).hostname;
+  } catch {
+    return URL_MESSAGE;
+  }
+  if (host === undefined || !isIPv4(host) || host === written) return URL_MESSAGE;
+  const forbidden = forbiddenRange(host);
+  const range = forbidden ? `; ${describeForbidden(host, forbidden)}` : '';
+  return `${URL_MESSAGE} (its host ${written} is the address ${host} written another way: write it as ${host}${range})`;
+}
+
 // The documentation of the fields, shared by create and update.
 const DOC: Record<'url' | 'eventTypes' | 'profileIds' | 'platforms' | 'description' | 'active', ApiPropertyOptions> = {
   url: {
-    description: 'Where notifications are POSTed: an http:// or https:// URL.',
+    description:
+      'Where notifications are POSTed: an http:// or https:// URL, without credentials. Loopback, private, link-local and cloud metadata addresses (and names resolving to them) are refused unless NOTIFY_ALLOWED_HOSTS allows them; redirects are not followed.',
     format: 'uri',
     maxLength: 2048,
     example: 'https://example.com/hooks/pozy-sync',
@@ -61,7 +83,7 @@ export class CreateSubscriptionDto {
   /** Where notifications are POSTed. */
   @ApiProperty(DOC.url)
   @IsString({ message: URL_MESSAGE })
-  @IsUrl(URL_OPTIONS, { message: URL_MESSAGE })
+  @IsUrl(URL_OPTIONS, { message: urlMessage })
   @MaxLength(2048)
   url!: string;
 
