@@ -50,6 +50,8 @@ export class AppConfig {
   };
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
+  /** An event whose timestamp is further than this ahead of our clock is refused (400). */
+  readonly eventMaxFutureMs: number;
   /**
    * Timeouts or an unreachable endpoint persisting this long move a reconcile (Pozy) or a notification (a
    * subscriber) to the delivery dead-letter queue.
@@ -132,6 +134,7 @@ export class AppConfig {
       maxRetries: env.POZY_MAX_RETRIES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
+    this.eventMaxFutureMs = env.EVENT_MAX_FUTURE_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));
     this.adminToken = env.ADMIN_TOKEN;
