@@ -26,8 +26,9 @@ export class WebhooksController {
   @ApiHeader({
     name: 'X-Pozy-Signature',
     required: false,
-    description: 'Lower-case hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET. Required when that secret is set.',
-    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    description:
+      'Hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET (Pozy sends lower case; either case is read). Required when that secret is set.',
+    schema: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
   })
   @ApiHeader({
     name: 'X-Pozy-Event-Id',
