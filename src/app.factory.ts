@@ -48,7 +48,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
-  logRequests(fastify);
+  logRequests(fastify, config);
   instrumentWebhookRoute(fastify, app.get(MetricsService));
   if (!config.servesHttp) {
     // ROLE=worker: probes and scrapes only; webhooks and the API belong to the api replicas.
