@@ -23,7 +23,7 @@ describe('findUnstorable', () => {
     });
     expect(findUnstorable({ post: { ['k\ud800']: 1 } }, '', 10)).toEqual({
       field: 'post',
-      problem: 'a key must not contain an unpaired UTF-16 surrogate',
+      problem: 'has a key that must not contain an unpaired UTF-16 surrogate',
     });
     expect(findUnstorable('a\u0000', 'id', 10)).toEqual({ field: 'id', problem: 'must not contain a NUL character (U+0000)' });
   });

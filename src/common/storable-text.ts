@@ -57,7 +57,7 @@ export function findUnstorable(value: unknown, root: string, maxDepth: number): 
     for (const [key, item] of entries) {
       if (typeof key === 'string') {
         const problem = textProblem(key);
-        if (problem) return { field: path || 'value', problem: `a key ${problem}` };
+        if (problem) return { field: path || 'value', problem: `has a key that ${problem}` };
       }
       stack.push({ value: item, path: pathOf(path, key), depth: depth + 1 });
     }
