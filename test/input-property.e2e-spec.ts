@@ -79,17 +79,27 @@ const PLAUSIBLE = [
   '',
 ];
 
+/** What PostgreSQL refuses outright, drawn more often than the rest. */
+const UNSTORABLE = fc.constantFrom('\u0000', '\ud800', '\udfff');
+
 const unit = fc.oneof(
+  UNSTORABLE,
   fc.constantFrom(...NASTY),
   fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
   fc.constantFrom('a', 'f', '0', '9', '-'),
 );
 
-/** Generated strings: short odd ones mostly, plausible ones, and huge ones (up to `huge` characters). */
+/** Generated strings: short odd ones, plausible ones with an odd character slipped in or as they are, and huge ones. */
 const strings = (huge: number) =>
   fc.oneof(
-    { weight: 8, arbitrary: fc.string({ unit, maxLength: 30 }) },
+    { weight: 6, arbitrary: fc.string({ unit, maxLength: 30 }) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...PLAUSIBLE), fc.oneof(UNSTORABLE, fc.constantFrom(...NASTY)), fc.nat())
+        .map(([value, odd, at]) => value.slice(0, at % (value.length + 1)) + odd + value.slice(at % (value.length + 1))),
+    },
     { weight: 2, arbitrary: fc.constantFrom(...PLAUSIBLE) },
     {
       weight: 1,
