@@ -264,7 +264,8 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
       expect((await deliver(cut.baseUrl, event)).body.spooled).toBe(true);
       await reconnect();
       // Straight to the dead-letter queue, as after a minute of timeouts (the spool's SQLite, which it keeps private).
-      const sqlite = (cut.app.get(AckSpool) as unknown as { db: { prepare(sql: string): { get(...args: unknown[]): unknown } } }).db;
+      const spool: unknown = cut.app.get(AckSpool);
+      const sqlite = (spool as { db: { prepare(sql: string): { get(...args: unknown[]): unknown } } }).db;
       const letter = sqlite
         .prepare(`UPDATE spooled SET state = 'dead', dead_at = ?, next_attempt_at = NULL WHERE event_id = ? RETURNING id`)
         .get(Date.now(), event.id) as { id: string };
