@@ -43,9 +43,14 @@ export function createPinoLogger(config: AppConfig, destination?: DestinationStr
 
 /** Every secret the configuration holds: none of them may appear in a log line, wherever a client put it. */
 export function configuredSecrets(config: AppConfig): string[] {
-  return [config.adminToken, ...config.readTokens, config.pozy.apiKey, config.pozy.webhookSecret].filter(
-    (secret): secret is string => typeof secret === 'string' && secret !== '',
-  );
+  return [
+    config.adminToken,
+    ...config.readTokens,
+    config.pozy.apiKey,
+    ...config.pozy.webhookSecrets,
+    // As SECRETS_ENCRYPTION_KEY carries them: base64.
+    ...config.secretsEncryptionKeys.map((entry) => entry.key.toString('base64')),
+  ].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
 }
 
 /**
