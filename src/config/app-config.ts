@@ -51,6 +51,11 @@ export class AppConfig {
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
   /**
+   * A 404 (or an account missing from its profile's list) that contradicts an event received less than this long
+   * ago is read again with backoff before it is believed: Pozy's reads can lag its writes.
+   */
+  readonly readLagGraceMs: number;
+  /**
    * Timeouts or an unreachable endpoint persisting this long move a reconcile (Pozy) or a notification (a
    * subscriber) to the delivery dead-letter queue.
    */
@@ -132,6 +137,7 @@ export class AppConfig {
       maxRetries: env.POZY_MAX_RETRIES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
+    this.readLagGraceMs = env.READ_LAG_GRACE_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));
     this.adminToken = env.ADMIN_TOKEN;

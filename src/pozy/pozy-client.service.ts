@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { Lane } from './budget/budget-policy';
 import { PozyBudget } from './budget/pozy-budget.service';
+import { PozyClock } from './pozy-clock.service';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
@@ -63,6 +64,7 @@ export class PozyClient implements OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
     private readonly budget: PozyBudget,
+    private readonly clock: PozyClock,
   ) {
     const url = new URL(config.pozy.apiUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -189,6 +191,7 @@ export class PozyClient implements OnApplicationShutdown {
       headers: { authorization: `Bearer ${this.config.pozy.apiKey}`, accept: 'application/json' },
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
     });
+    this.clock.observe(sentAt, new Date(), response.headers.date);
     const text = await response.body.text();
     let body: unknown;
     try {
