@@ -81,9 +81,13 @@ export class PozyClient implements OnApplicationShutdown {
     await this.pool.close();
   }
 
-  /** `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). */
-  async getPost(postId: string, lane: Lane): Promise<PostAnswer> {
-    const { status, body, sentAt } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404], lane);
+  /**
+   * `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). `once`: a single attempt, for a caller that
+   * waits on the answer and has a fallback (an operator's request), rather than the retries a job can afford.
+   */
+  async getPost(postId: string, lane: Lane, options: { once?: boolean } = {}): Promise<PostAnswer> {
+    const path = `/v1/posts/${encodeURIComponent(postId)}`;
+    const { status, body, sentAt } = await this.get(path, 'GET /v1/posts/:id', [200, 404], lane, options.once ? 0 : undefined);
     if (status === 404) return { found: false, sentAt };
     const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
     if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
@@ -146,8 +150,7 @@ export class PozyClient implements OnApplicationShutdown {
     };
   }
 
-  private async get(path: string, route: string, expected: number[], lane: Lane): Promise<Attempt> {
-    const { maxRetries } = this.config.pozy;
+  private async get(path: string, route: string, expected: number[], lane: Lane, maxRetries = this.config.pozy.maxRetries): Promise<Attempt> {
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
       if (attempt > 0 && lastError) await sleep(backoff(attempt));

@@ -78,7 +78,7 @@ export class ReconcileService {
    */
   async unknownPost(id: string): Promise<boolean> {
     if ((await this.posts.versions([id])).has(id)) return false;
-    return !(await this.pozy.getPost(id, 'operator')).found;
+    return !(await this.pozy.getPost(id, 'operator', { once: true })).found;
   }
 
   private async reconcilePost(id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
