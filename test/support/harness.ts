@@ -27,7 +27,7 @@ export async function startHarness(
     seed?: number;
     deliver?: boolean;
     /** Pozy's own settings (its rate limit, its window), beside the test's defaults. */
-    simulator?: Partial<Pick<SimulatorOptions, 'rateLimitPerMinute' | 'rateLimitWindowMs' | 'otherClientPerMinute'>>;
+    simulator?: Partial<Pick<SimulatorOptions, 'rateLimitPerMinute' | 'rateLimitWindowMs' | 'otherClientPerMinute' | 'clockOffsetMs'>>;
     /** Runs once the simulator is up, before the service starts: a workspace that exists before the first start. */
     before?: (sim: PozySimulator) => void;
   } = {},
