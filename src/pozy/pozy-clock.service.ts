@@ -47,8 +47,12 @@ export class PozyClock {
     this.warned = beyond;
   }
 
-  /** The most our clock may run ahead of Pozy's (ms, 0 when it runs behind or nothing was measured yet). */
-  aheadAtMostMs(): number {
-    return Math.max(0, this.estimator.estimate()?.high ?? 0);
+  /**
+   * How far our clock is proven to run ahead of Pozy's (ms, 0 when it runs behind or nothing was measured yet): the
+   * lower bound, so that a clock in step never widens the margin. What the header's one-second resolution cannot
+   * show stays RECONCILE_CLOCK_SKEW_MS's to cover.
+   */
+  aheadAtLeastMs(): number {
+    return Math.max(0, this.estimator.estimate()?.low ?? 0);
   }
 }

@@ -6,7 +6,7 @@ export const READ_LAG_MIN_RETRY_MS = 250;
 /**
  * The skip rule: the events (latest at `latestEvent`, Pozy's clock) are already reflected when the last read began
  * (our clock) more than the margin after them. The margin is RECONCILE_CLOCK_SKEW_MS widened by how far our clock may
- * run ahead of Pozy's (`aheadMs`, measured): otherwise a change made just after a read would look older than it.
+ * run ahead of Pozy's (`aheadMs`, proven by its Date headers): otherwise a change made just after a read would look older than it.
  * An operator's forced read not yet answered by a read is never skipped.
  */
 export function alreadyReflected(latestEvent: Date | null, state: ReadState, marginMs: number, aheadMs: number): boolean {

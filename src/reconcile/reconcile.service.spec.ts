@@ -22,7 +22,7 @@ function world() {
     announcedPerAccount: new Map<string, Date>(),
     /** Posts the mirror holds. */
     held: new Set<string>(['p1']),
-    /** How far our clock may run ahead of Pozy's, as measured. */
+    /** How far our clock is proven (by Pozy's Date headers) to run ahead of Pozy's. */
     aheadMs: 0,
     lastReadAt: null as Date | null,
     forcedAt: null as Date | null,
@@ -102,7 +102,7 @@ function build(w: World): ReconcileService {
     requests as unknown as Args[4],
     config,
     metrics as unknown as Args[6],
-    { aheadAtMostMs: () => w.aheadMs } as unknown as Args[7],
+    { aheadAtLeastMs: () => w.aheadMs } as unknown as Args[7],
   );
 }
 

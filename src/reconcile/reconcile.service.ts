@@ -45,7 +45,7 @@ export class ReconcileService {
   async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
     const [events, state] = await Promise.all([this.events.resourceEvents(type, id), this.requests.readState(key)]);
-    if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtMostMs())) {
+    if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtLeastMs())) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
     }
