@@ -5,6 +5,7 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
+import { answerClientError, answerFrameworkError, SHUTTING_DOWN } from './http/framework-errors';
 import { setupOpenApi } from './http/openapi';
 import { MetricsService } from './metrics/metrics.service';
 import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
@@ -18,7 +19,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const logger = createPinoLogger(config);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
-    return503OnClosing: true,
+    // Answered by the onRequest hook below, in the service's error shape.
+    return503OnClosing: false,
+    // Fastify's own refusals answer in the service's error shape too (http/framework-errors.ts).
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     loggerInstance: logger,
     // logRequests writes one line per request instead of Fastify's two; request lines carry `requestId`.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
@@ -43,12 +48,16 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     closing = true;
     done();
   });
+  fastify.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    void reply.code(503).send(SHUTTING_DOWN);
+  });
   fastify.addHook('onSend', (request, reply, payload, done) => {
     void reply.header('x-request-id', request.id);
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
-  logRequests(fastify);
+  logRequests(fastify, config);
   instrumentWebhookRoute(fastify, app.get(MetricsService));
   if (!config.servesHttp) {
     // ROLE=worker: probes and scrapes only; webhooks and the API belong to the api replicas.

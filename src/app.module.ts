@@ -9,6 +9,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { ReadReplicaModule } from './database/read-replica.module';
+import { StorableInputPipe } from './common/storable-input.pipe';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -51,6 +52,8 @@ export class AppModule {
       providers: [
         OpenReadsWarning,
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        // First, for every parameter and body: text PostgreSQL cannot store is a 400 naming it, never a 500.
+        { provide: APP_PIPE, useClass: StorableInputPipe },
         {
           // Query strings and params: unknown ones are refused, and every problem is named.
           provide: APP_PIPE,

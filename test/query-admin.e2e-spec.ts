@@ -36,7 +36,7 @@ describe('query and admin endpoints: bad input and authentication', () => {
     ['/posts?limit=501', /limit must not be greater than 500/],
     ['/posts?limit=ten', /limit must be an integer/],
     ['/posts?includeDeleted=maybe', /includeDeleted must be a boolean/],
-    ['/posts?updatedSince=yesterday', /updatedSince must be a valid ISO 8601/],
+    ['/posts?updatedSince=yesterday', /updatedSince must be an ISO 8601 date/],
     ['/posts?sort=title', /sort must be id, scheduledFor, publishedAt or pozyUpdatedAt/],
     ['/posts?cursor=not-a-cursor', /cursor is not one this service returned/],
     ['/accounts?connected=yes', /connected must be a boolean/],
@@ -90,7 +90,7 @@ describe('query and admin endpoints: bad input and authentication', () => {
       const response = await call(service, 'POST', '/admin/resync/posts/not-an-id', { authorization: `Bearer ${ADMIN_TOKEN}` });
 
       expect(response).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
-      expect(String(response.body.message)).toMatch(/id must be a 24-character hexadecimal Pozy id/);
+      expect(String(response.body.message)).toMatch(/id must be a Pozy id: 24 lower-case hexadecimal digits/);
       expect(await reconcileRequests(service.pool)).toEqual([]);
     });
 

@@ -24,7 +24,7 @@ export class AdminController {
   @ApiOperation({ summary: 'Read this post from Pozy now.' })
   @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
   @ApiErrorResponse(404, '`unknown_to_pozy`: Pozy does not know the post, and the mirror never held it; nothing is queued.')
-  @ApiInvalidRequestResponse('`id` is not a 24-character hexadecimal Pozy id')
+  @ApiInvalidRequestResponse('`id` is not a Pozy id (24 lower-case hexadecimal digits)')
   async resyncPost(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('post', params.id) };
   }
@@ -33,7 +33,7 @@ export class AdminController {
   @HttpCode(202)
   @ApiOperation({ summary: "Read this profile's accounts from Pozy now." })
   @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
-  @ApiInvalidRequestResponse('`id` is not a 24-character hexadecimal Pozy id')
+  @ApiInvalidRequestResponse('`id` is not a Pozy id (24 lower-case hexadecimal digits)')
   async resyncProfile(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('profile', params.id) };
   }

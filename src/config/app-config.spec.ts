@@ -87,6 +87,14 @@ describe('AppConfig.fromEnvironment', () => {
     expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_READ_URL: '' }).databaseReadUrl).toBeUndefined();
   });
 
+  it('reads EVENT_MAX_FUTURE_MS, 10 minutes by default, at most a day', () => {
+    expect(AppConfig.fromEnvironment(minimal).eventMaxFutureMs).toBe(600_000);
+    expect(AppConfig.fromEnvironment({ ...minimal, EVENT_MAX_FUTURE_MS: '0' }).eventMaxFutureMs).toBe(0);
+    expect(problems({ ...minimal, EVENT_MAX_FUTURE_MS: '86400001' })).toEqual([
+      expect.stringMatching(/^EVENT_MAX_FUTURE_MS must not be greater than 86400000/),
+    ]);
+  });
+
   it('refuses an event retention shorter than a week, naming the variable and why', () => {
     expect(problems({ ...minimal, EVENT_RETENTION_DAYS: '6' })).toEqual([
       expect.stringMatching(/^EVENT_RETENTION_DAYS must be at least 7: .*redeliveries stay deduplicated/),

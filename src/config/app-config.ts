@@ -50,6 +50,8 @@ export class AppConfig {
   };
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
+  /** An event whose timestamp is further than this ahead of our clock is refused (400). */
+  readonly eventMaxFutureMs: number;
   /**
    * A 404 (or an account missing from its profile's list) that contradicts an event received less than this long
    * ago is read again with backoff before it is believed: Pozy's reads can lag its writes.
@@ -137,6 +139,7 @@ export class AppConfig {
       maxRetries: env.POZY_MAX_RETRIES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
+    this.eventMaxFutureMs = env.EVENT_MAX_FUTURE_MS;
     this.readLagGraceMs = env.READ_LAG_GRACE_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));

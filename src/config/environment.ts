@@ -293,6 +293,13 @@ export class EnvironmentVariables {
   @Max(600_000)
   RECONCILE_CLOCK_SKEW_MS = 5_000;
 
+  /** An event timestamped further ahead of this server's clock is refused: it would stick as the resource's latest. */
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(86_400_000)
+  EVENT_MAX_FUTURE_MS = 600_000;
+
   @toInt()
   @IsInt()
   @Min(0)
@@ -479,6 +486,7 @@ export const VARIABLES = [
   'INITIAL_IMPORT',
   'POZY_MAX_RETRIES',
   'RECONCILE_CLOCK_SKEW_MS',
+  'EVENT_MAX_FUTURE_MS',
   'READ_LAG_GRACE_MS',
   'DEAD_LETTER_AFTER_MS',
   'ADMIN_TOKEN',

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { DestinationStream, Logger as Pino } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { LogLevelName } from '../config/environment';
+import { redactUrl } from './redact-url';
 
 const PINO_LEVELS: Record<LogLevelName, pino.Level> = { error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
 
@@ -40,12 +41,25 @@ export function createPinoLogger(config: AppConfig, destination?: DestinationStr
   return pino(options);
 }
 
+/** Every secret the configuration holds: none of them may appear in a log line, wherever a client put it. */
+export function configuredSecrets(config: AppConfig): string[] {
+  return [
+    config.adminToken,
+    ...config.readTokens,
+    config.pozy.apiKey,
+    ...config.pozy.webhookSecrets,
+    // As SECRETS_ENCRYPTION_KEY carries them: base64.
+    ...config.secretsEncryptionKeys.map((entry) => entry.key.toString('base64')),
+  ].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
+}
+
 /**
  * One line per request, written when the answer is sent, with the request's id (Fastify's child logger binds it as
  * `requestId`). Fastify's own two lines per request are turned off in app.factory.ts. Probes and scrapes are
  * logged at debug: they come every few seconds.
  */
-export function logRequests(fastify: FastifyInstance): void {
+export function logRequests(fastify: FastifyInstance, config: AppConfig): void {
+  const secrets = configuredSecrets(config);
   fastify.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
     const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : /^\/(health|metrics)/.test(request.url) ? 'debug' : 'info';
@@ -57,7 +71,7 @@ export function logRequests(fastify: FastifyInstance): void {
           req: {
             id: request.id,
             method: request.method,
-            url: request.url,
+            url: redactUrl(request.url, secrets),
             remoteAddress: request.ip,
             userAgent: request.headers['user-agent'],
             ...(typeof eventId === 'string' ? { eventId, deliveryId: request.headers['x-pozy-delivery-id'] } : {}),

@@ -1,4 +1,5 @@
 import { ApiError } from '../common/api-error';
+import { isStorableText } from '../common/storable-text';
 
 /**
  * Opaque page cursors: the last id of the page. A walk never repeats a row and never misses one that existed when
@@ -12,7 +13,8 @@ export function decodeCursor(cursor: string | undefined): string | null {
   if (cursor === undefined) return null;
   try {
     const { after } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown };
-    if (typeof after === 'string' && after.length > 0) return after;
+    // A cursor is the client's to echo: one edited to carry text PostgreSQL cannot take is as invalid as any other.
+    if (typeof after === 'string' && after.length > 0 && isStorableText(after)) return after;
   } catch {
     // fall through
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { parseInstant } from '../common/instant';
 import { AppConfig } from '../config/app-config';
 import { ReplaySource } from './dto/notification.query';
 import { NotificationHistoryRepository } from './notification-history.repository';
@@ -48,7 +49,7 @@ export class NotificationReplayService {
 
   async replayBulk(subscriptionId: string, since: string, source: ReplaySource, dryRun: boolean): Promise<BulkReplayResult> {
     if (!(await this.subscriptions.get(subscriptionId))) throw new ApiError(404, 'not_found', `No subscription ${subscriptionId}`);
-    const ids = await this.history.replayable(subscriptionId, new Date(since), source);
+    const ids = await this.history.replayable(subscriptionId, parseInstant(since)!, source);
     const count = dryRun ? ids.length : (await this.history.replay(ids, this.config.notify.replayPerSecond)).length;
     this.signal.queued(dryRun ? 0 : count);
     return { subscriptionId, source, since, count, dryRun };

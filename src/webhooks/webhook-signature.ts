@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-const HEX_SHA256 = /^[0-9a-f]{64}$/i;
+// Either case: the digest's bytes are the same (the OpenAPI document of X-Pozy-Signature says so too).
+const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
 
 /** Pozy's signature: lowercase hex HMAC-SHA256 of the exact raw body, keyed with the secret's UTF-8 bytes. */
 export function signPozyPayload(secret: string, rawBody: Buffer | string): string {

@@ -26,8 +26,9 @@ export class WebhooksController {
   @ApiHeader({
     name: 'X-Pozy-Signature',
     required: false,
-    description: 'Lower-case hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET. Required when that secret is set.',
-    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    description:
+      'Hex HMAC-SHA256 of the raw body with POZY_WEBHOOK_SECRET (Pozy sends lower case; either case is read). Required when that secret is set.',
+    schema: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
   })
   @ApiHeader({
     name: 'X-Pozy-Event-Id',
@@ -50,8 +51,9 @@ export class WebhooksController {
   @ApiOkResponse({ type: WebhookReceiptResponse, description: 'Stored (or a duplicate, or safe in the local spool).' })
   @ApiErrorResponse(
     400,
-    '`malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp`, `post.id` (post events) or ' +
-      '`account.accountId`/`profileId` (account events). `invalid_headers`: X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer. ' +
+    '`malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp` with a zone, `post.id` (post events) or ' +
+      '`account.accountId`/`profileId` (account events); a `timestamp` more than EVENT_MAX_FUTURE_MS ahead; text PostgreSQL cannot store ' +
+      '(\\u0000, an unpaired surrogate), a number past its `numeric`, or nesting deeper than 100 (`details` names the field). `invalid_headers`: X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer. ' +
       "`event_id_mismatch`: X-Pozy-Event-Id differs from the body's `id`.",
   )
   @ApiErrorResponse(401, '`missing_signature`, `invalid_signature`: the secret is set and X-Pozy-Signature is absent or does not match the raw body.')

@@ -1,6 +1,8 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Counter } from 'prom-client';
 import { ApiError } from '../common/api-error';
+import { parseInstant } from '../common/instant';
+import { findUnstorable, unstorableJsonNumber } from '../common/storable-text';
 import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -65,7 +67,7 @@ export class WebhooksService implements OnModuleInit {
     const text = rawBody.toString('utf8');
     const body = parseJson(text);
     if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
-    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what: 'event' });
+    const envelope = this.validateEvent(body, text, 'event');
     if (delivery.eventId !== envelope.id) {
       throw new ApiError(400, 'event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
     }
@@ -84,9 +86,32 @@ export class WebhooksService implements OnModuleInit {
    * signature): validated and stored exactly like a delivery. Resolves false when it was stored already.
    */
   async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<boolean> {
-    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(payload), { code: 'invalid_event', what: 'logged event' });
-    const receipt = await this.store(envelope, JSON.stringify(payload), { deliveryId: null, attempt, recoveredBy });
+    const text = JSON.stringify(payload);
+    const envelope = this.validateEvent(payload, text, 'logged event');
+    const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
     return !receipt.duplicate && !receipt.spooled;
+  }
+
+  /**
+   * The envelope, then what PostgreSQL would refuse, decided here and not by the insert: an event the database
+   * cannot store gets the same 400 whether the database answers in time or the event would have been spooled.
+   */
+  private validateEvent(body: Record<string, unknown>, text: string, what: string): PozyEventEnvelopeDto {
+    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what });
+    const unstorable = findUnstorable(body, '', MAX_EVENT_DEPTH);
+    if (unstorable) throw invalidEvent(what, unstorable.field, `${unstorable.field} ${unstorable.problem}`);
+    const number = unstorableJsonNumber(text);
+    if (number) throw invalidEvent(what, 'body', `body holds a number PostgreSQL cannot store (${number}…)`);
+    // An event dated far ahead would stay the resource's latest, and the skip rule would skip every read after it.
+    const ahead = parseInstant(envelope.timestamp)!.getTime() - Date.now();
+    if (ahead > this.config.eventMaxFutureMs) {
+      throw invalidEvent(
+        what,
+        'timestamp',
+        `timestamp is ${Math.round(ahead / 1000)} s ahead of this server's clock (at most EVENT_MAX_FUTURE_MS = ${this.config.eventMaxFutureMs} ms)`,
+      );
+    }
+    return envelope;
   }
 
   private async store(
@@ -103,7 +128,7 @@ export class WebhooksService implements OnModuleInit {
         id: envelope.id,
         type: envelope.event,
         payloadJson: text,
-        timestamp: new Date(envelope.timestamp),
+        timestamp: parseInstant(envelope.timestamp)!,
         deliveryId: delivery.deliveryId,
         attempt: delivery.attempt,
         test,
@@ -111,8 +136,8 @@ export class WebhooksService implements OnModuleInit {
         recoveredBy: delivery.recoveredBy ?? null,
       })
       .catch((error: unknown) => {
-        // PostgreSQL refuses what JSON allows here and there (\u0000, lone surrogates, very deep nesting):
-        // the sender's payload, not our database, is at fault.
+        // validateEvent refuses what PostgreSQL is known to refuse; should it still refuse something, the sender's
+        // payload, not our database, is at fault.
         if (isEventDataError(error)) {
           throw new ApiError(400, 'invalid_event', `PostgreSQL cannot store this event: ${(error as Error).message}`);
         }
@@ -140,6 +165,13 @@ export class WebhooksService implements OnModuleInit {
     }
     this.signatureMatches.inc({ secret: SECRET_POSITIONS[match] });
   }
+}
+
+/** Pozy's payloads nest a few levels; PostgreSQL's jsonb gives up somewhere past 10,000 (its max_stack_depth). */
+const MAX_EVENT_DEPTH = 100;
+
+function invalidEvent(what: string, field: string, problem: string): ApiError {
+  return new ApiError(400, 'invalid_event', `Invalid ${what}: ${field}: ${problem}`, [{ field, problems: [problem] }]);
 }
 
 function parseJson(text: string): unknown {

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsOptional, IsUUID } from 'class-validator';
 import { BooleanParam, LimitParam } from '../../common/query-params';
 
@@ -33,5 +34,7 @@ export class DeadLetterReplayAllQuery {
 export class DeadLetterIdParams {
   @ApiProperty({ format: 'uuid', description: 'A dead letter id, of either queue.', example: '0b7f8a52-4a0c-4c1e-9a59-3f1f2b7a6c11' })
   @IsUUID('4', { message: 'id must be a dead letter id (a UUID)' })
+  // UUIDs are read in either case (RFC 4122); the ack queue's SQLite compares them as text, PostgreSQL as uuids.
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.toLowerCase() : value))
   id!: string;
 }

@@ -1,4 +1,5 @@
 import { ApiError } from '../../common/api-error';
+import { isStorableText } from '../../common/storable-text';
 
 /** The orders of GET /posts, each `:asc` or `:desc`. */
 export const POST_SORTS = [
@@ -60,7 +61,9 @@ export function decodePostCursor(cursor: string | undefined, sort: PostSort): Po
   } catch {
     throw invalidCursor();
   }
-  if (typeof body !== 'object' || body === null || typeof body.after !== 'string' || body.after.length === 0) throw invalidCursor();
+  if (typeof body !== 'object' || body === null || typeof body.after !== 'string' || body.after.length === 0 || !isStorableText(body.after)) {
+    throw invalidCursor();
+  }
   const made = typeof body.sort === 'string' ? body.sort : 'id:asc';
   if (made !== sortName(sort)) {
     throw new ApiError(400, 'invalid_query', `cursor was made for sort=${made}: pass the same sort with it`, [

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, sql, SqlBool } from 'kysely';
-import { ApiError } from '../../common/api-error';
+import { parseInstant } from '../../common/instant';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
@@ -188,17 +188,12 @@ interface Filters {
 
 const DATE_PARAMS = ['updatedSince', 'scheduledFrom', 'scheduledTo', 'publishedFrom', 'publishedTo'] as const;
 
-/** The date filters as instants: an ISO 8601 form that the validator accepts and no clock can read is a 400. */
+/** The date filters as instants (the DTO validated them with the same parser). */
 function parseFilters(query: ListPostsQuery): Filters {
   const dates: Filters['dates'] = {};
   for (const name of DATE_PARAMS) {
-    const value = query[name];
-    if (value === undefined) continue;
-    const date = new Date(value);
-    if (Number.isNaN(date.getTime())) {
-      throw new ApiError(400, 'invalid_query', `${name} must be an ISO 8601 date-time`, [{ field: name, problems: ['not a date-time'] }]);
-    }
-    dates[name] = date;
+    const date = parseInstant(query[name]);
+    if (date !== undefined) dates[name] = date;
   }
   return { query, dates };
 }

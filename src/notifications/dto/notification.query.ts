@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsISO8601, IsOptional, IsUUID, Matches } from 'class-validator';
+import { IsBoolean, IsIn, IsOptional, IsUUID, Matches } from 'class-validator';
+import { IsInstant } from '../../common/instant';
 import { BooleanParam, LimitParam } from '../../common/query-params';
 
 export const NOTIFICATION_STATES = ['pending', 'delivered', 'superseded', 'dead', 'cancelled'] as const;
@@ -38,7 +39,7 @@ export class NotificationIdParams {
 export class BulkReplayQuery {
   /** Notifications created at or after this (ISO 8601). */
   @ApiProperty({ format: 'date-time', description: 'Notifications created at or after this (ISO 8601).', example: '2026-11-29T00:00:00Z' })
-  @IsISO8601({ strict: true }, { message: 'since must be an ISO 8601 date-time' })
+  @IsInstant()
   since!: string;
 
   /** `dead-letters`: those in the delivery dead-letter queue; `history`: every one sent, the newest per resource. */

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsISO8601, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import { IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import { IsInstant } from '../../common/instant';
 import { isJsonObject } from '../../common/validate-dto';
 import { ACCOUNT_EVENTS, isAccountEvent, isPostEvent, POST_EVENTS } from '../pozy-events';
 
@@ -49,10 +50,7 @@ export class PozyEventEnvelopeDto {
   event!: string;
 
   @ApiProperty({ format: 'date-time', description: 'When the event happened: ISO 8601 with a time zone.', example: '2026-11-29T10:15:30.000Z' })
-  @IsISO8601({ strict: true }, { message: 'timestamp must be an ISO 8601 date-time' })
-  @Matches(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/, {
-    message: 'timestamp must be an ISO 8601 date-time with a time zone',
-  })
+  @IsInstant({ dateTime: true })
   timestamp!: string;
 
   @ApiPropertyOptional({ type: Boolean, description: "Pozy's test event: stored (flagged), changes nothing, needs no block.", example: false })

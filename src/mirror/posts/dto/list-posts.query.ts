@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsBoolean, IsIn, IsISO8601, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsInstant } from '../../../common/instant';
 import { ConsistencyQuery } from '../../../common/read-consistency';
 import { PageQuery } from '../../page.query';
 import { BooleanParam, ListParam } from '../../../common/query-params';
@@ -46,7 +47,7 @@ export class ListPostsQuery extends PageQuery {
     example: '2026-11-29T00:00:00Z',
   })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsInstant()
   updatedSince?: string;
 
   @ApiPropertyOptional({ type: Boolean, default: false, description: 'Include deleted posts (with `deletedAt`).', example: true })
@@ -98,22 +99,22 @@ export class ListPostsQuery extends PageQuery {
 
   @ApiPropertyOptional({ ...DATE_FILTER, description: '`scheduledFor` at or after this time (ISO 8601).' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsInstant()
   scheduledFrom?: string;
 
   @ApiPropertyOptional({ ...DATE_FILTER, description: '`scheduledFor` at or before this time (ISO 8601).' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsInstant()
   scheduledTo?: string;
 
   @ApiPropertyOptional({ ...DATE_FILTER, description: '`publishedAt` at or after this time (ISO 8601).' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsInstant()
   publishedFrom?: string;
 
   @ApiPropertyOptional({ ...DATE_FILTER, description: '`publishedAt` at or before this time (ISO 8601).' })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsInstant()
   publishedTo?: string;
 
   @ApiPropertyOptional({
