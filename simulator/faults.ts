@@ -117,6 +117,11 @@ export interface FaultConfig {
   apiResetRate: number;
   /** Added to every API answer. */
   apiLatencyMs: number;
+  /**
+   * Reads lag writes (a lagging read replica): for this long after a post or an account last changed (its creation
+   * included), `GET /v1/posts/{id}` answers 404 for it and `GET /v1/accounts` leaves it out.
+   */
+  apiReadLagMs: number;
 }
 
 export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
@@ -130,10 +135,11 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   apiTimeoutRate: 0,
   apiResetRate: 0,
   apiLatencyMs: 0,
+  apiReadLagMs: 0,
 });
 
 const RATES = ['duplicateRate', 'dropRate', 'api5xxRate', 'api429Rate', 'apiSlowRate', 'apiTimeoutRate', 'apiResetRate'] as const;
-const DELAYS = ['reorderMaxDelayMs', 'apiSlowMs', 'apiLatencyMs'] as const;
+const DELAYS = ['reorderMaxDelayMs', 'apiSlowMs', 'apiLatencyMs', 'apiReadLagMs'] as const;
 
 /** `base` with `patch` applied; throws on an unknown key, a rate outside [0, 1] or a negative delay. */
 export function mergeFaults(base: Readonly<FaultConfig>, patch: Partial<FaultConfig>): FaultConfig {

@@ -18,7 +18,7 @@ import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { FaultConfig, Rng } from './faults';
 import { WebhookSender } from './webhook-sender';
 import { PozyWorld } from './world';
-import { POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
+import { type Account, POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
 
 export interface SimulatorServerOptions {
   world: PozyWorld;
@@ -31,6 +31,8 @@ export interface SimulatorServerOptions {
   /** Request ids. */
   ids: Rng;
   faults: () => Readonly<FaultConfig>;
+  /** Pozy's clock (ms), for the `Date` header and read lag: the world's, unless a fixed one replays times. */
+  now: () => number;
   /** Requests per window, all clients of the key together. */
   rateLimitPerMinute: number;
   /** The window's length (Pozy's: a minute); tests shrink it. */
@@ -321,7 +323,7 @@ class Routes {
       const { postId } = request.params as { postId: string };
       if (!OBJECT_ID.test(postId)) throw badRequest('Invalid post id: expected a 24-character hex ObjectId', 'postId');
       const post = world.getPost(postId.toLowerCase());
-      if (!post) throw NOT_FOUND();
+      if (!post || this.lagging(Date.parse(post.updatedAt))) throw NOT_FOUND();
       return { post };
     });
     this.get(app, '/v1/posts', (request) => this.listPosts(request.query as Query));
@@ -347,6 +349,8 @@ class Routes {
   private async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const given = request.headers['x-request-id'];
     reply.header('X-Request-Id', typeof given === 'string' && REQUEST_ID.test(given) ? given : this.options.ids.uuid());
+    // Pozy's clock, not this host's: a simulator whose clock lags says so here, as Pozy's servers would.
+    reply.header('Date', new Date(this.options.now()).toUTCString());
     const now = Date.now();
     if (request.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       this.rateHeaders(reply, now);
@@ -481,11 +485,19 @@ class Routes {
     }
     const paged = single(query, 'page') !== undefined;
     const filters = { profileId, platform, connected: status === undefined ? undefined : status === 'connected' };
-    if (!paged) return { accounts: this.options.world.queryAccounts(filters).accounts, hasAnalyticsAccess: false };
+    const settled = (accounts: Account[]) =>
+      accounts.filter((account) => !this.lagging(this.options.world.accountChangedAt(account._id) ?? -Infinity));
+    if (!paged) return { accounts: settled(this.options.world.queryAccounts(filters).accounts), hasAnalyticsAccess: false };
     const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
     const limit = intParam(query, 'limit', 1, 100, 100);
     const { accounts, total } = this.options.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
-    return { accounts, hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
+    return { accounts: settled(accounts), hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
+  }
+
+  /** Whether a record that last changed at `changedAt` (Pozy's clock) is still missing from a lagging read replica. */
+  private lagging(changedAt: number): boolean {
+    const lag = this.options.faults().apiReadLagMs;
+    return lag > 0 && this.options.now() - changedAt < lag;
   }
 
   // ---- webhooks ----

@@ -33,6 +33,11 @@ export interface SimulatorOptions {
   webhookConcurrency?: number;
   /** The world's clock (default Date.now); a fixed one makes timestamps replay too. */
   clock?: () => number;
+  /**
+   * Pozy's clock lags this host's by this much (ms; negative: runs ahead; default 0): event timestamps, updatedAt
+   * and the API's `Date` header all come from it.
+   */
+  clockOffsetMs?: number;
 }
 
 export interface SimulatorStats {
@@ -63,7 +68,9 @@ export class PozySimulator {
     const streams = rngStreams(seed);
     // One mutable cell read by the sender and the server, so setFaults applies to the very next decision.
     const faultsRef = { current: mergeFaults(NO_FAULTS, options.faults ?? {}) };
-    const world = new PozyWorld({ seed, clock: options.clock });
+    const offset = options.clockOffsetMs ?? 0;
+    const pozyNow = () => Date.now() - offset;
+    const world = new PozyWorld({ seed, clock: options.clock ?? (offset === 0 ? undefined : pozyNow) });
     const webhookId = streams.ids.objectId();
     const sender = new WebhookSender({
       userId: world.userId,
@@ -87,6 +94,7 @@ export class PozySimulator {
         rng: streams.api,
         ids: streams.ids,
         faults: () => faultsRef.current,
+        now: pozyNow,
         rateLimitPerMinute: options.rateLimitPerMinute ?? 600,
         rateLimitWindowMs: options.rateLimitWindowMs,
         otherClientPerMinute: options.otherClientPerMinute,

@@ -62,6 +62,11 @@ export class PozyWorld {
     return this.state.unknownFields;
   }
 
+  /** When the account last changed, its connection included (the world's clock, ms); undefined: no such account. */
+  accountChangedAt(accountId: string): number | undefined {
+    return this.state.accounts.get(accountId)?.updatedAt;
+  }
+
   /** The time of the latest mutation (ms). */
   get time(): number {
     return this.state.clock.time;

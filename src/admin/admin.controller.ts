@@ -1,6 +1,6 @@
 import { Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiInvalidRequestResponse } from '../common/error-body.dto';
+import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';
 import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ResourceIdParams } from './dto/resource-id.params';
@@ -23,6 +23,7 @@ export class AdminController {
   @HttpCode(202)
   @ApiOperation({ summary: 'Read this post from Pozy now.' })
   @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
+  @ApiErrorResponse(404, '`unknown_to_pozy`: Pozy does not know the post, and the mirror never held it; nothing is queued.')
   @ApiInvalidRequestResponse('`id` is not a Pozy id (24 lower-case hexadecimal digits)')
   async resyncPost(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('post', params.id) };

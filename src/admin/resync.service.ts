@@ -1,19 +1,40 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { ApiError } from '../common/api-error';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
+import { ReconcileService } from '../reconcile/reconcile.service';
 
 @Injectable()
 export class ResyncService {
+  private readonly logger = new Logger(ResyncService.name);
+
   constructor(
     private readonly requests: ReconcileRequestRepository,
     private readonly dispatcher: ReconcileDispatcher,
+    private readonly reconciler: ReconcileService,
   ) {}
 
-  /** Asks for a read of the resource from Pozy now; returns the job key it will run under. */
+  /**
+   * Asks for a read of the resource from Pozy now; returns the job key it will run under. A post the mirror never
+   * held is first read here, synchronously: if Pozy does not know it either, the caller is told so (404) and
+   * nothing is queued (the job would write nothing). If that read fails, the resync is queued as usual.
+   */
   async request(type: ResourceType, id: string): Promise<string> {
+    if (type === 'post' && (await this.unknownToPozy(id))) {
+      throw new ApiError(404, 'unknown_to_pozy', `Pozy does not know post ${id}, and the mirror never held it`);
+    }
     const key = resourceJobKey(type, id);
     this.dispatcher.nudge(await this.requests.requestForcedRead(key, type, id));
     return key;
+  }
+
+  private async unknownToPozy(id: string): Promise<boolean> {
+    try {
+      return await this.reconciler.unknownPost(id);
+    } catch (error) {
+      this.logger.warn(`post:${id}: could not ask Pozy whether it knows the post (${(error as Error).message}); resync queued`);
+      return false;
+    }
   }
 }

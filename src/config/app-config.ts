@@ -53,6 +53,11 @@ export class AppConfig {
   /** An event whose timestamp is further than this ahead of our clock is refused (400). */
   readonly eventMaxFutureMs: number;
   /**
+   * A 404 (or an account missing from its profile's list) that contradicts an event received less than this long
+   * ago is read again with backoff before it is believed: Pozy's reads can lag its writes.
+   */
+  readonly readLagGraceMs: number;
+  /**
    * Timeouts or an unreachable endpoint persisting this long move a reconcile (Pozy) or a notification (a
    * subscriber) to the delivery dead-letter queue.
    */
@@ -135,6 +140,7 @@ export class AppConfig {
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.eventMaxFutureMs = env.EVENT_MAX_FUTURE_MS;
+    this.readLagGraceMs = env.READ_LAG_GRACE_MS;
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));
     this.adminToken = env.ADMIN_TOKEN;

@@ -303,6 +303,12 @@ export class EnvironmentVariables {
   @toInt()
   @IsInt()
   @Min(0)
+  @Max(600_000)
+  READ_LAG_GRACE_MS = 10_000;
+
+  @toInt()
+  @IsInt()
+  @Min(0)
   @Max(86_400_000)
   DEAD_LETTER_AFTER_MS = 60_000;
 
@@ -481,6 +487,7 @@ export const VARIABLES = [
   'POZY_MAX_RETRIES',
   'RECONCILE_CLOCK_SKEW_MS',
   'EVENT_MAX_FUTURE_MS',
+  'READ_LAG_GRACE_MS',
   'DEAD_LETTER_AFTER_MS',
   'ADMIN_TOKEN',
   'API_TOKENS',

@@ -33,7 +33,17 @@ export interface ResourceEvents {
   latest: Date | null;
   /** For a profile: the latest per account id. */
   perAccount: Map<string, Date>;
+  /**
+   * For a post: when (our clock) the latest event was received, unless that event hints the post may be gone
+   * (DELETION_HINTS); a 404 soon after contradicts it. Null: no such event.
+   */
+  announcedAt: Date | null;
+  /** For a profile: per account id, when its latest event was received (every account event says it exists). */
+  announcedPerAccount: Map<string, Date>;
 }
+
+/** Post events after which a 404 is to be expected: Pozy takes a post's publications down as it deletes it. */
+const DELETION_HINTS = ['post.platform.deleted'];
 
 /** One event of a batch as unnest() spreads the batch's columns into rows. */
 type BatchRow = Pick<
@@ -211,20 +221,31 @@ export class PozyEventRepository {
       .where('resource_id', '=', id)
       .where((eb) => eb.not(eb.ref('test')));
     if (type === 'post') {
-      // Answered from the (resource_type, resource_id, timestamp) index alone.
-      const row = await ofResource.select((eb) => eb.fn.max('timestamp').as('latest')).executeTakeFirstOrThrow();
-      return { latest: row.latest, perAccount: new Map() };
+      // The latest event, from the (resource_type, resource_id, timestamp) index.
+      const row = await ofResource
+        .select(['timestamp', 'type', 'received_at'])
+        .orderBy('timestamp', 'desc')
+        .orderBy('received_at', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      const announcedAt = row && !DELETION_HINTS.includes(row.type) ? row.received_at : null;
+      return { latest: row?.timestamp ?? null, perAccount: new Map(), announcedAt, announcedPerAccount: new Map() };
     }
     // payload is typed `unknown`, which Kysely's JSON path builder cannot walk.
     const accountId = sql<string | null>`${sql.ref('payload')}->'account'->>'accountId'`;
     const rows = await ofResource
-      .select((eb) => [accountId.as('account_id'), eb.fn.max('timestamp').as('latest')])
+      .select((eb) => [accountId.as('account_id'), eb.fn.max('timestamp').as('latest'), eb.fn.max('received_at').as('received')])
       .groupBy(accountId)
       .execute();
     const perAccount = new Map<string, Date>();
-    for (const row of rows) if (row.account_id) perAccount.set(row.account_id, row.latest);
+    const announcedPerAccount = new Map<string, Date>();
+    for (const row of rows) {
+      if (!row.account_id) continue;
+      perAccount.set(row.account_id, row.latest);
+      announcedPerAccount.set(row.account_id, row.received);
+    }
     const latest = rows.reduce<Date | null>((max, r) => (max && max >= r.latest ? max : r.latest), null);
-    return { latest, perAccount };
+    return { latest, perAccount, announcedAt: null, announcedPerAccount };
   }
 
   /**

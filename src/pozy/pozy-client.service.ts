@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { Lane } from './budget/budget-policy';
 import { PozyBudget } from './budget/pozy-budget.service';
+import { PozyClock } from './pozy-clock.service';
 import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
@@ -63,6 +64,7 @@ export class PozyClient implements OnApplicationShutdown {
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
     private readonly budget: PozyBudget,
+    private readonly clock: PozyClock,
   ) {
     const url = new URL(config.pozy.apiUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -79,9 +81,13 @@ export class PozyClient implements OnApplicationShutdown {
     await this.pool.close();
   }
 
-  /** `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). */
-  async getPost(postId: string, lane: Lane): Promise<PostAnswer> {
-    const { status, body, sentAt } = await this.get(`/v1/posts/${encodeURIComponent(postId)}`, 'GET /v1/posts/:id', [200, 404], lane);
+  /**
+   * `GET /v1/posts/{id}`; a 404 means the post is gone (or never was). `once`: a single attempt, for a caller that
+   * waits on the answer and has a fallback (an operator's request), rather than the retries a job can afford.
+   */
+  async getPost(postId: string, lane: Lane, options: { once?: boolean } = {}): Promise<PostAnswer> {
+    const path = `/v1/posts/${encodeURIComponent(postId)}`;
+    const { status, body, sentAt } = await this.get(path, 'GET /v1/posts/:id', [200, 404], lane, options.once ? 0 : undefined);
     if (status === 404) return { found: false, sentAt };
     const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
     if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
@@ -144,8 +150,7 @@ export class PozyClient implements OnApplicationShutdown {
     };
   }
 
-  private async get(path: string, route: string, expected: number[], lane: Lane): Promise<Attempt> {
-    const { maxRetries } = this.config.pozy;
+  private async get(path: string, route: string, expected: number[], lane: Lane, maxRetries = this.config.pozy.maxRetries): Promise<Attempt> {
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
       if (attempt > 0 && lastError) await sleep(backoff(attempt));
@@ -189,6 +194,7 @@ export class PozyClient implements OnApplicationShutdown {
       headers: { authorization: `Bearer ${this.config.pozy.apiKey}`, accept: 'application/json' },
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
     });
+    this.clock.observe(sentAt, new Date(), response.headers.date);
     const text = await response.body.text();
     let body: unknown;
     try {

@@ -4,6 +4,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { BudgetRepository } from './budget/budget.repository';
 import { PozyBudget } from './budget/pozy-budget.service';
 import { PozyClient } from './pozy-client.service';
+import { PozyClock } from './pozy-clock.service';
 
 @Module({
   providers: [
@@ -37,7 +38,8 @@ import { PozyClient } from './pozy-client.service';
       },
     },
     PozyClient,
+    PozyClock,
   ],
-  exports: [PozyClient, PozyBudget],
+  exports: [PozyClient, PozyBudget, PozyClock],
 })
 export class PozyModule {}

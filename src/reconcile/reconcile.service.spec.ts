@@ -6,6 +6,7 @@ import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ReconcileService } from './reconcile.service';
 
 const SKEW_MS = 5_000;
+const GRACE_MS = 10_000;
 const at = (seconds: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, seconds));
 
 /**
@@ -16,10 +17,18 @@ function world() {
   return {
     latestEvent: null as Date | null,
     perAccount: new Map<string, Date>(),
+    /** When the latest (non-deletion) event was received, and per account. */
+    announcedAt: null as Date | null,
+    announcedPerAccount: new Map<string, Date>(),
+    /** Posts the mirror holds. */
+    held: new Set<string>(['p1']),
+    /** How far our clock is proven (by Pozy's Date headers) to run ahead of Pozy's. */
+    aheadMs: 0,
     lastReadAt: null as Date | null,
     forcedAt: null as Date | null,
     pozyAnswer: { found: true as boolean, sentAt: at(30) },
     rateLimited: null as number | null,
+    listed: [] as string[],
     pozyReads: [] as { resource: string; lane: Lane }[],
     writes: [] as { kind: string; id: string; read: unknown }[],
     writeOutcome: 'written' as 'written' | 'stale',
@@ -41,13 +50,16 @@ function build(w: World): ReconcileService {
     },
     async listAccounts(profileId: string, lane: Lane) {
       w.pozyReads.push({ resource: `profile:${profileId}`, lane });
-      return { accounts: [], sentAt: w.pozyAnswer.sentAt };
+      return { accounts: w.listed.map((_id) => ({ _id })), sentAt: w.pozyAnswer.sentAt };
     },
   };
   const posts = {
     async write(post: PozyPostDto, read: unknown) {
       w.writes.push({ kind: 'write', id: post._id, read });
       return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0 };
+    },
+    async versions(ids: string[]) {
+      return new Map(ids.filter((id) => w.held.has(id)).map((id) => [id, { pozyUpdatedAt: null, deleted: false, whole: true }]));
     },
     async markDeleted(id: string, read: unknown) {
       w.writes.push({ kind: 'markDeleted', id, read });
@@ -64,7 +76,7 @@ function build(w: World): ReconcileService {
   // The events received for the resource.
   const events = {
     async resourceEvents() {
-      return { latest: w.latestEvent, perAccount: w.perAccount };
+      return { latest: w.latestEvent, perAccount: w.perAccount, announcedAt: w.announcedAt, announcedPerAccount: w.announcedPerAccount };
     },
   };
   // Its reconcile request: the read state, and what a read records.
@@ -79,7 +91,7 @@ function build(w: World): ReconcileService {
       w.postponed.push({ key, ms });
     },
   };
-  const config = { reconcileClockSkewMs: SKEW_MS } as AppConfig;
+  const config = { reconcileClockSkewMs: SKEW_MS, readLagGraceMs: GRACE_MS } as AppConfig;
   const metrics = { apiCallsSaved: { inc: (labels: unknown) => w.saved.push(labels) } };
   type Args = ConstructorParameters<typeof ReconcileService>;
   return new ReconcileService(
@@ -90,6 +102,7 @@ function build(w: World): ReconcileService {
     requests as unknown as Args[4],
     config,
     metrics as unknown as Args[6],
+    { aheadAtLeastMs: () => w.aheadMs } as unknown as Args[7],
   );
 }
 
@@ -170,6 +183,18 @@ describe('ReconcileService: the skip rule', () => {
     expect(w.pozyReads).toEqual([{ resource: 'post:p1', lane: 'realtime' }]);
   });
 
+  it("widens the margin by how far our clock was measured to run ahead of Pozy's", async () => {
+    const w = world();
+    w.latestEvent = at(0);
+    w.lastReadAt = new Date(at(0).getTime() + SKEW_MS + 20_000);
+    w.aheadMs = 30_000;
+
+    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('written');
+
+    w.aheadMs = 14_000;
+    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('skipped');
+  });
+
   it('applies to a profile by its latest account event', async () => {
     const w = world();
     w.latestEvent = at(0);
@@ -213,6 +238,60 @@ describe('ReconcileService: a read', () => {
 
     w.writeOutcome = 'stale';
     await expect(build(w).reconcile('post', 'p1')).resolves.toBe('stale');
+  });
+
+  it('writes nothing for a post Pozy answers 404 for that the mirror never held', async () => {
+    const w = world();
+    w.held.clear();
+    w.latestEvent = at(0);
+    w.pozyAnswer = { found: false, sentAt: at(40) };
+
+    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('unknown');
+
+    expect(w.writes).toEqual([]);
+    expect(w.recordedReads).toEqual([{ key: 'post:p1', startedAt: at(40) }]);
+  });
+
+  it('reads again later, recording no read, a 404 that contradicts an event received within the grace', async () => {
+    const w = world();
+    w.latestEvent = at(0);
+    w.announcedAt = new Date(Date.now() - 1_000);
+    w.pozyAnswer = { found: false, sentAt: at(40) };
+
+    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('lagging');
+
+    expect(w.writes).toEqual([]);
+    expect(w.recordedReads).toEqual([]);
+    expect(w.postponed).toEqual([{ key: 'post:p1', ms: expect.any(Number) }]);
+    expect(w.postponed[0].ms).toBeGreaterThanOrEqual(1_000);
+    expect(w.postponed[0].ms).toBeLessThanOrEqual(GRACE_MS - 1_000);
+  });
+
+  it('believes the 404 once the grace is over', async () => {
+    const w = world();
+    w.announcedAt = new Date(Date.now() - GRACE_MS - 1);
+    w.pozyAnswer = { found: false, sentAt: at(40) };
+
+    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('deleted');
+    expect(w.postponed).toEqual([]);
+  });
+
+  it('reads a profile again later when an account a recent event announced is missing from the list', async () => {
+    const w = world();
+    w.latestEvent = at(0);
+    w.listed = ['a1'];
+    w.announcedPerAccount = new Map([
+      ['a1', new Date(Date.now() - 500)],
+      ['a2', new Date(Date.now() - 500)],
+    ]);
+
+    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('lagging');
+    expect(w.writes).toEqual([]);
+    expect(w.postponed).toEqual([{ key: 'profile:pr1', ms: expect.any(Number) }]);
+
+    w.announcedPerAccount.set('a2', new Date(Date.now() - GRACE_MS - 1));
+    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('written');
+    expect(w.writes).toHaveLength(1);
   });
 
   it("writes a profile's accounts with each account's latest event", async () => {

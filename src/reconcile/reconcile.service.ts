@@ -6,17 +6,26 @@ import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repos
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
 import { Lane } from '../pozy/budget/budget-policy';
 import { PozyClient } from '../pozy/pozy-client.service';
+import { PozyClock } from '../pozy/pozy-clock.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
-import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
+import { ReconcileRequestRepository } from './reconcile-request.repository';
+import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 
-export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'skipped' | 'postponed';
+/**
+ * `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
+ * contradicts a recent event (its reads lag its writes): the read is due again shortly.
+ */
+export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'unknown' | 'skipped' | 'postponed' | 'lagging';
+
+type ReadResult = { outcome: ReconcileOutcome; sentAt: Date; retryInMs?: number };
 
 /**
  * Events are hints: reconciling a resource reads its truth from Pozy and writes it whole, guarded, to the mirror.
  * A read is skipped when the last read of the resource began after every event received for it (less the
- * clock-skew margin, since event timestamps are Pozy's clock), since those events are then already reflected.
+ * clock-skew margin, widened by the measured skew, since event timestamps are Pozy's clock), since those events
+ * are then already reflected (reconcile-rules.ts).
  */
 @Injectable()
 export class ReconcileService {
@@ -30,21 +39,21 @@ export class ReconcileService {
     private readonly requests: ReconcileRequestRepository,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly clock: PozyClock,
   ) {}
 
   async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
     const [events, state] = await Promise.all([this.events.resourceEvents(type, id), this.requests.readState(key)]);
-    if (this.alreadyReflected(events, state)) {
+    if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtLeastMs())) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
     }
     // An operator's resync (or dead-letter replay) not yet answered by a read rides its own lane; events come first.
     const lane: Lane = state.forcedAt && (!state.lastReadAt || state.lastReadAt <= state.forcedAt) ? 'operator' : 'realtime';
-    let outcome: ReconcileOutcome;
-    let sentAt: Date;
+    let result: ReadResult;
     try {
-      ({ outcome, sentAt } = type === 'post' ? await this.reconcilePost(id, events, lane) : await this.reconcileProfile(id, events, lane));
+      result = type === 'post' ? await this.reconcilePost(id, events, lane) : await this.reconcileProfile(id, events, lane);
     } catch (error) {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
@@ -52,31 +61,52 @@ export class ReconcileService {
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
       return 'postponed';
     }
-    await this.requests.recordRead(key, sentAt);
-    this.logger.debug(`${key}: ${outcome}`);
-    return outcome;
-  }
-
-  private alreadyReflected(events: ResourceEvents, state: ReadState): boolean {
-    const { lastReadAt, forcedAt } = state;
-    if (!events.latest || !lastReadAt) return false;
-    if (forcedAt && lastReadAt <= forcedAt) return false;
-    return lastReadAt.getTime() > events.latest.getTime() + this.config.reconcileClockSkewMs;
-  }
-
-  private async reconcilePost(id: string, events: ResourceEvents, lane: Lane): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
-    const answer = await this.pozy.getPost(id, lane);
-    // The read is dated by when the answering request was sent, not when the job began (waits and retries).
-    const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: events.latest };
-    if (!answer.found) {
-      const { outcome } = await this.posts.markDeleted(id, read);
-      return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt: answer.sentAt };
+    if (result.retryInMs !== undefined) {
+      // Not recorded as a read: the next one must not be skipped.
+      await this.requests.postpone(key, result.retryInMs);
+      this.logger.debug(`${key}: Pozy's answer contradicts a recent event; read again in ${result.retryInMs} ms`);
+      return 'lagging';
     }
-    return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt: answer.sentAt };
+    await this.requests.recordRead(key, result.sentAt);
+    this.logger.debug(`${key}: ${result.outcome}`);
+    return result.outcome;
   }
 
-  private async reconcileProfile(profileId: string, events: ResourceEvents, lane: Lane): Promise<{ outcome: ReconcileOutcome; sentAt: Date }> {
+  /**
+   * Whether Pozy does not know this post, which the mirror never held either: then an operator's resync has nothing
+   * to read. False when the mirror holds (or held) it, or when Pozy knows it.
+   */
+  async unknownPost(id: string): Promise<boolean> {
+    if ((await this.posts.versions([id])).has(id)) return false;
+    return !(await this.pozy.getPost(id, 'operator', { once: true })).found;
+  }
+
+  private async reconcilePost(id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
+    const answer = await this.pozy.getPost(id, lane);
+    const { sentAt } = answer;
+    // The read is dated by when the answering request was sent, not when the job began (waits and retries).
+    const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
+    if (answer.found) return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt };
+    const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
+    if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
+    // A post the mirror never held: nothing to mark deleted, and nobody to tell.
+    if (!(await this.posts.versions([id])).has(id)) return { outcome: 'unknown', sentAt };
+    const { outcome } = await this.posts.markDeleted(id, read);
+    return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt };
+  }
+
+  private async reconcileProfile(profileId: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
     const { accounts, sentAt } = await this.pozy.listAccounts(profileId, lane);
+    // An account a recent event announced, missing from the list: Pozy's list may lag; read again before believing it.
+    const listed = new Set(accounts.map((account) => account._id));
+    const now = new Date();
+    let retryInMs: number | null = null;
+    for (const [accountId, announcedAt] of events.announcedPerAccount) {
+      if (listed.has(accountId)) continue;
+      const wait = readLagRetryMs(announcedAt, now, this.config.readLagGraceMs);
+      if (wait !== null) retryInMs = Math.min(retryInMs ?? wait, wait);
+    }
+    if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
     const written = await this.accounts.writeProfile(profileId, accounts, {
       readId: randomUUID(),
       startedAt: sentAt,

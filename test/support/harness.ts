@@ -27,7 +27,7 @@ export async function startHarness(
     seed?: number;
     deliver?: boolean;
     /** Pozy's own settings (its rate limit, its window), beside the test's defaults. */
-    simulator?: Partial<Pick<SimulatorOptions, 'rateLimitPerMinute' | 'rateLimitWindowMs' | 'otherClientPerMinute'>>;
+    simulator?: Partial<Pick<SimulatorOptions, 'rateLimitPerMinute' | 'rateLimitWindowMs' | 'otherClientPerMinute' | 'clockOffsetMs'>>;
     /** Runs once the simulator is up, before the service starts: a workspace that exists before the first start. */
     before?: (sim: PozySimulator) => void;
   } = {},
@@ -51,6 +51,8 @@ export async function startHarness(
     RECONCILE_COALESCE_WINDOW_MS: '1000',
     // The simulator's clock is this machine's: no skew to allow for.
     RECONCILE_CLOCK_SKEW_MS: '0',
+    // Nor do its reads lag its writes unless a test makes them (apiReadLagMs): a 404 is believed at once.
+    READ_LAG_GRACE_MS: '0',
     // Generous, so that a fault switched off by a test is always met by one of the client's own retries.
     POZY_MAX_RETRIES: '8',
     ADMIN_TOKEN: HARNESS_ADMIN_TOKEN,
