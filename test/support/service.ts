@@ -21,6 +21,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
   const config = AppConfig.fromEnvironment({
     DATABASE_URL: databaseUrl,
     POZY_API_KEY: 'sk_test_key',
+    // A test that gives no Pozy never reaches the real one: a closed loopback port refuses at once.
+    POZY_API_URL: 'http://127.0.0.1:9',
     POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     DATABASE_POOL_SIZE: '10',
     // Failures only: the tests' output is their own.
