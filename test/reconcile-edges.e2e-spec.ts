@@ -24,11 +24,14 @@ async function profileWithAccount(harness: Harness): Promise<{ profileId: string
   return { profileId: profile._id, account };
 }
 
-/** What the mirror stored about a post id: its row, its feed entries, its queued notifications. */
+/**
+ * What the mirror answers or tells about a post id: its row as a post (one with a Pozy version; a 404 for a post never
+ * held leaves only a tombstone that no endpoint answers), its feed entries, its queued notifications.
+ */
 async function storedAbout(harness: Harness, postId: string): Promise<{ posts: number; changes: number; notifications: number }> {
   const count = async (sql: string) => Number((await harness.service.pool.query<{ n: string }>(sql, [postId])).rows[0].n);
   return {
-    posts: await count('SELECT count(*) AS n FROM post WHERE id = $1'),
+    posts: await count('SELECT count(*) AS n FROM post WHERE id = $1 AND pozy_updated_at IS NOT NULL'),
     changes: await count('SELECT count(*) AS n FROM change WHERE resource_id = $1'),
     notifications: await count(`SELECT count(*) AS n FROM notification WHERE resource_key = 'post:' || $1`),
   };

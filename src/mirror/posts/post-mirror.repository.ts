@@ -178,29 +178,50 @@ export class PostMirrorRepository {
   /**
    * Pozy answered 404: the post is marked deleted (kept, not dropped). A 404 has no Pozy version: it is dated by
    * the read's start, and only a read that started later may replace it. It wins a tie with a read that found the
-   * post: deleting is the last thing that happens to a post. A post the mirror never held is left alone: a 404 for
-   * an id Pozy never had must not become a deleted post, a feed entry or a notification.
+   * post: deleting is the last thing that happens to a post.
+   *
+   * A post the mirror never held gets a tombstone: a row with no Pozy version, no sequence and no change, which no
+   * endpoint answers (they read only rows with a Pozy version), and no feed entry or notification. It is there for
+   * the guard alone: an older read still in flight (an import page listed before the post was deleted) must not bring
+   * it back as live, and the unique key makes that read wait for this one.
    */
   async markDeleted(postId: string, read: PostRead): Promise<PostWriteResult> {
     const db = this.database.db;
     const written = db
-      .updateTable('post')
-      .set((eb) => {
-        const wasLive = eb('post.deleted_at', 'is', null);
-        return {
-          deleted_at: eb.fn.coalesce('post.deleted_at', eb.fn<Date>('now')),
-          last_event_at: eb.fn('greatest', ['post.last_event_at', eb.cast<Date | null>(eb.val(read.lastEventAt), 'timestamptz')]),
-          synced_at: eb.fn('now'),
-          read_started_at: read.startedAt,
-          read_id: read.readId,
-          sequence: eb('post.sequence', '+', eb.case().when(wasLive).then(1).else(0).end()),
-          changed_by: eb.case().when(wasLive).then(eb.val(read.readId)).else(eb.ref('post.changed_by')).end(),
-        };
-      })
-      .where('post.id', '=', postId)
-      .where('post.read_started_at', '<=', read.startedAt)
+      .insertInto('post')
+      .values((eb) => ({
+        id: postId,
+        status: 'deleted',
+        platforms: JSON.stringify([]),
+        account_ids: [],
+        platform_names: [],
+        last_event_at: read.lastEventAt,
+        synced_at: eb.fn('now'),
+        read_started_at: read.startedAt,
+        read_id: read.readId,
+        deleted_at: eb.fn('now'),
+        sequence: 0,
+        changed_by: null,
+      }))
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => {
+            const wasLive = eb('post.deleted_at', 'is', null);
+            return {
+              deleted_at: eb.fn.coalesce('post.deleted_at', eb.fn<Date>('now')),
+              last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
+              synced_at: eb.fn('now'),
+              read_started_at: eb.ref('excluded.read_started_at'),
+              read_id: eb.ref('excluded.read_id'),
+              sequence: eb('post.sequence', '+', eb.case().when(wasLive).then(1).else(0).end()),
+              changed_by: eb.case().when(wasLive).then(eb.ref('excluded.read_id')).else(eb.ref('post.changed_by')).end(),
+            };
+          })
+          .where('excluded.read_started_at', '>=', (eb) => eb.ref('post.read_started_at')),
+      )
       .returningAll()
-      .returning(sql<boolean>`false`.as('inserted'));
+      .returning(inserted);
     return this.afterCommit(await this.fanOut(db, written));
   }
 

@@ -78,7 +78,7 @@ export class PostsQuery {
   }
 
   async get(id: string, fields?: string[], db: Db = this.database.db): Promise<MirroredPost | undefined> {
-    const rows = await this.selectRows(this.from(db).where('post.id', '=', id)).execute();
+    const rows = await this.selectRows(this.from(db).where('post.id', '=', id).where('post.pozy_updated_at', 'is not', null)).execute();
     return (await this.answer(db, rows, fields))[0];
   }
 
@@ -231,5 +231,7 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, dates, among }: 
   if (dates.publishedTo !== undefined) where.push(eb('post.published_at', '<=', dates.publishedTo));
   if (deletedOnly) where.push(eb('post.deleted_at', 'is not', null));
   else if (!withDeleted) where.push(eb('post.deleted_at', 'is', null));
+  // A tombstone (a 404 for a post the mirror never held: no Pozy version) is never answered; live posts always have one.
+  if (withDeleted) where.push(eb('post.pozy_updated_at', 'is not', null));
   return where;
 }
