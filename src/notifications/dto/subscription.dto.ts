@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions, OmitType, PartialType } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
@@ -24,6 +25,14 @@ import { NOTIFICATION_TYPES, NotificationType } from '../outbox-sql';
 
 // Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes.
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** An optional signing secret in a body: creation and rotation take the same form. */
+const SecretParam = (description: string) =>
+  applyDecorators(
+    ApiPropertyOptional({ description, pattern: SECRET.source, example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
+    IsOptional(),
+    IsString(),
+    Matches(SECRET, { message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes' }),
+  );
 const URL_OPTIONS = { protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true };
 const URL_MESSAGE = 'url must be an http:// or https:// URL';
 
@@ -88,14 +97,7 @@ export class CreateSubscriptionDto {
   url!: string;
 
   /** The signing secret (`whsec_` + base64 of 24 to 64 bytes). Generated when not given; answered once. */
-  @ApiPropertyOptional({
-    description: 'The signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once, on creation.',
-    pattern: SECRET.source,
-    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(SECRET, { message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes' })
+  @SecretParam('The signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once, on creation.')
   secret?: string;
 
   @ApiProperty(DOC.eventTypes)
@@ -160,14 +162,7 @@ export class RotateSecretDto {
   overlapHours?: number;
 
   /** The new secret; generated when not given. */
-  @ApiPropertyOptional({
-    description: 'The new signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once.',
-    pattern: SECRET.source,
-    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(SECRET, { message: 'secret must be whsec_ followed by the base64 of 24 to 64 bytes' })
+  @SecretParam('The new signing secret: `whsec_` and the base64 of 24 to 64 bytes. Generated when absent; answered once.')
   secret?: string;
 }
 
