@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { Expression, ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
@@ -289,17 +289,7 @@ export class PostMirrorRepository {
             .selectFrom('written as w')
             // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
             // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
-            .crossJoinLateral((eb) =>
-              eb
-                .selectFrom(sql<{ id: string }>`unnest(${eb.ref('w.account_ids')})`.as<'u'>(sql`u(id)`))
-                .innerJoin('account as a', 'a.id', 'u.id')
-                .select((eb) =>
-                  eb.fn
-                    .coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`)
-                    .as('ids'),
-                )
-                .as('profiles'),
-            )
+            .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.account_ids')).as('profiles'))
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
             .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
             .select((eb) => [
@@ -348,14 +338,7 @@ export class PostMirrorRepository {
           eb.and([
             eb('post.id', '=', eb.fn.any(eb.val(row.unmirrored_posts))),
             eb(
-              eb
-                .selectFrom(sql<{ id: string }>`unnest(${eb.ref('post.account_ids')})`.as<'u'>(sql`u(id)`))
-                .innerJoin('account as a', 'a.id', 'u.id')
-                .select((eb) =>
-                  eb.fn
-                    .coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`)
-                    .as('ids'),
-                ),
+              profilesOf(trx, eb.ref('post.account_ids')),
               'is distinct from',
               eb
                 .selectFrom('change as c')
@@ -373,6 +356,19 @@ export class PostMirrorRepository {
     this.result(rechecked, true);
     return { ...result, changed: result.changed + rechecked.changed, notified: result.notified + rechecked.notified };
   }
+}
+
+/**
+ * A post's profiles, as `profileIds` answers them: those of its mirrored accounts, distinct and sorted (its entries
+ * keep this, and the recheck compares with it). Each account is found by its key.
+ */
+function profilesOf(db: Db, accountIds: Expression<string[]>) {
+  return db
+    .selectFrom(sql<{ id: string }>`unnest(${accountIds})`.as<'u'>(sql`u(id)`))
+    .innerJoin('account as a', 'a.id', 'u.id')
+    .select((eb) =>
+      eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`).as('ids'),
+    );
 }
 
 /** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), in one order. */
