@@ -157,6 +157,25 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       },
     );
 
+    it.each(
+      ['/changes?limit=1000', '/changes/head'].flatMap((endpoint) =>
+        CASES.map(([name, headers, status, error]) => [endpoint, name, headers, status, error] as const),
+      ),
+    )('GET %s (the change feed) with %s', async (endpoint, _name, headers, status, error) => {
+      const response = await get(service, endpoint, headers);
+      const body = JSON.parse(response.text) as Json;
+
+      expect(response.status).toBe(status);
+      if (error !== null) {
+        expect(body).toMatchObject({ statusCode: status, error });
+        expect(response.text).not.toContain(known.post);
+      } else if (endpoint === '/changes/head') {
+        expect(body.cursor).toMatch(/^[1-9]\d*$/);
+      } else {
+        expect((body as { data: Array<{ id: string }> }).data.map((change) => change.id)).toContain(known.post);
+      }
+    });
+
     it('refuses a request without a token before it validates its query', async () => {
       expect(await getJson(service, '/posts?limit=0')).toMatchObject({ status: 401, body: { error: 'missing_token' } });
       expect(await getJson(service, '/posts?limit=0', READ_OLD)).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
