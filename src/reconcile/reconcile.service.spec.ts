@@ -63,6 +63,8 @@ function build(w: World): ReconcileService {
     },
     async markDeleted(id: string, read: unknown) {
       w.writes.push({ kind: 'markDeleted', id, read });
+      // As the repository: a post the mirror never held gets a tombstone (created, nothing changed).
+      if (!w.held.has(id)) return { outcome: 'written' as const, created: 1, changed: 0, notified: 0 };
       return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0 };
     },
   };
@@ -240,7 +242,7 @@ describe('ReconcileService: a read', () => {
     await expect(build(w).reconcile('post', 'p1')).resolves.toBe('stale');
   });
 
-  it('writes nothing for a post Pozy answers 404 for that the mirror never held', async () => {
+  it('leaves only a tombstone for a post Pozy answers 404 for that the mirror never held', async () => {
     const w = world();
     w.held.clear();
     w.latestEvent = at(0);
@@ -248,7 +250,8 @@ describe('ReconcileService: a read', () => {
 
     await expect(build(w).reconcile('post', 'p1')).resolves.toBe('unknown');
 
-    expect(w.writes).toEqual([]);
+    // The repository's tombstone: no endpoint answers it, and it feeds and notifies nothing.
+    expect(w.writes).toEqual([{ kind: 'markDeleted', id: 'p1', read: expect.objectContaining({ startedAt: at(40) }) }]);
     expect(w.recordedReads).toEqual([{ key: 'post:p1', startedAt: at(40) }]);
   });
 

@@ -90,8 +90,10 @@ export class ReconcileService {
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
     // A post the mirror never held: nothing to mark deleted, and nobody to tell.
-    if (!(await this.posts.versions([id])).has(id)) return { outcome: 'unknown', sentAt };
-    const { outcome } = await this.posts.markDeleted(id, read);
+    // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
+    // read still in flight, such as an import page, from bringing the post back as live.
+    const { outcome, created } = await this.posts.markDeleted(id, read);
+    if (created > 0) return { outcome: 'unknown', sentAt };
     return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt };
   }
 
