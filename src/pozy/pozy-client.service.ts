@@ -154,7 +154,7 @@ export class PozyClient implements OnApplicationShutdown {
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
       if (attempt > 0 && lastError) await sleep(backoff(attempt));
-      await this.budget.take(lane);
+      const grant = await this.budget.take(lane);
       let result: Attempt;
       try {
         result = await this.send(path);
@@ -163,6 +163,8 @@ export class PozyClient implements OnApplicationShutdown {
         if (!isNetworkError(error)) throw error;
         lastError = new PozyUnavailableError(`${route}: ${describeError(error)}`, true);
         continue;
+      } finally {
+        await this.budget.answered(grant);
       }
       this.count(route, result.status);
       this.budget.observe(result.headers);

@@ -5,8 +5,10 @@ import {
   effectiveLimit,
   emptyState,
   Lane,
+  lateAfterMs,
   pauseUntil,
   readState,
+  recount,
   TakeRequest,
   usedInWindow,
 } from './budget-policy';
@@ -133,6 +135,31 @@ describe('the shared Pozy budget', () => {
   });
 });
 
+describe('a request answered late', () => {
+  const small: BudgetSettings = { perWindow: 10, windowMs: 10_000, reserve: 0.2 };
+
+  it('counts from its answer on: a take after its grant left the window still finds the window full', () => {
+    // Ten a window, one a second: the window is full at 9 s; the first, granted at 0, is answered at 3 s.
+    let full = emptyState();
+    for (let i = 0; i < 10; i += 1) {
+      const decision = decide(full, take('realtime'), i * 1_000, small);
+      expect(decision.granted).toBe(1);
+      full = decision.state;
+    }
+    const late = recount(full, 0, 3_000, small);
+
+    // By its grant it would have left the window (and the margin) at 10.5 s; Pozy may count it until 13 s.
+    expect(decide(full, take('realtime'), 11_000, small).granted).toBe(1);
+    expect(decide(late, take('realtime'), 11_000, small)).toMatchObject({ granted: 0, reason: 'window' });
+    expect(usedInWindow(late, 9_999, small)).toBe(usedInWindow(full, 9_999, small));
+  });
+
+  it('is late only past half the margin the window keeps', () => {
+    expect(lateAfterMs(small)).toBe(250);
+    expect(lateAfterMs(settings)).toBe(500);
+  });
+});
+
 describe("the shared Pozy budget and Pozy's own view of the key", () => {
   const observation = (limit: number, remaining: number, at: number, resetAt?: number) => ({ limit, remaining, at, resetAt });
 
@@ -172,6 +199,37 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
 
     expect(denied).toMatchObject({ granted: 0, reason: 'paused', waitMs: 6_000 });
     expect(decide(denied.state, take('realtime'), 7_000, settings).granted).toBe(1);
+  });
+
+  it('does not pause for a window that our own grants filled: the window rule holds them back already', () => {
+    const { state, grants } = drain(emptyState(), 'realtime', 0, 59_000);
+    expect(grants).toHaveLength(600);
+    // Pozy counts all 600 as ours and says nothing remains; none is another client's use.
+    const full = decide(state, take('realtime', { observation: observation(600, 0, 59_000, 61_000) }), 59_000, settings);
+
+    expect(full.state.pausedUntil).toBe(0);
+    expect(full).toMatchObject({ granted: 0, reason: 'window' });
+  });
+
+  it("still pauses until Pozy's reset when another client's use filled the window", () => {
+    const { state } = drain(emptyState(), 'realtime', 0, 30_000);
+    const full = decide(state, take('realtime', { observation: observation(600, 0, 30_000, 31_000) }), 30_000, settings);
+
+    expect(full).toMatchObject({ granted: 0, reason: 'paused', waitMs: 1_000 });
+  });
+
+  it("sees another client's first requests at once, though our own grants fill the window and its margin", () => {
+    // A short window, where the margin is a quarter of it.
+    const short: BudgetSettings = { perWindow: 60, windowMs: 2_000, reserve: 0.2 };
+    const { state, grants } = drain(emptyState(), 'realtime', 0, 4_000, short);
+    const oursAtPozy = grants.filter((t) => t > 2_000 && t <= 4_000).length;
+    // What the window rule counts (with its margin) is well above what Pozy counts of ours.
+    expect(usedInWindow(state, 4_000, short) - oursAtPozy).toBeGreaterThanOrEqual(6);
+    // Pozy counts ours that arrived within its last two seconds, and 6 of another client's.
+    const observed = decide(state, take('realtime', { observation: observation(60, 60 - oursAtPozy - 6, 4_000) }), 4_000, short);
+
+    expect(observed.state.remote?.others).toBeGreaterThanOrEqual(5);
+    expect(effectiveLimit(observed.state, 4_000, short)).toBeLessThanOrEqual(48 - 5);
   });
 
   it('ignores an observation older than the one it holds', () => {

@@ -8,7 +8,8 @@
  * - Pozy's `X-RateLimit-*` headers tell how much of the key's limit is used: what is not ours is another client's
  *   (the team's own product). While others use the key, the deployment keeps to the advertised limit less the
  *   reserve left to them, less what they use, never below a trickle.
- * - A 429 pauses everyone until Pozy's Retry-After or Reset.
+ * - A 429 pauses everyone until Pozy's Retry-After or Reset; so do headers saying nothing remains, unless our own
+ *   grants account for all of it (the window rule then holds us back already).
  * - Lanes: a waiter denied for want of a token marks its lane as waiting; a lower lane is refused while a higher one
  *   waits, so it delays a higher one by at most the request it already holds. A lower lane waiting longer than a
  *   sixth of the window is let through once per such period, so it is never starved forever. The backfill and bulk
@@ -122,6 +123,12 @@ function countedSlots(state: BudgetState, now: number, settings: BudgetSettings)
   return state.slots.filter(([slot, count]) => count > 0 && slot >= oldest && slot * slotMs(settings) <= now);
 }
 
+/** Grants in the slots that overlap (`from`, `to`]. */
+function grantsWithin(state: BudgetState, from: number, to: number, settings: BudgetSettings): number {
+  const size = slotMs(settings);
+  return state.slots.filter(([slot]) => slot * size <= to && (slot + 1) * size > from).reduce((sum, [, count]) => sum + count, 0);
+}
+
 const marginMs = (settings: BudgetSettings) => Math.max(slotMs(settings), MIN_MARGIN_MS);
 
 /** What the deployment may use per window now: its own limit, within Pozy's, less what others use and their reserve. */
@@ -140,11 +147,14 @@ export function effectiveLimit(state: BudgetState, now: number, settings: Budget
 
 function observe(state: BudgetState, observation: Observation, settings: BudgetSettings): void {
   if (state.remote && observation.at <= state.remote.at) return;
-  // Ours are the grants counted over the window the answer describes; the rest of the use is someone else's.
-  const ours = usedInWindow(state, observation.at, settings);
+  // Ours are the grants within the window the answer describes, without the margin (counting that would hide
+  // another client's first requests behind our own); the rest of the use is someone else's.
+  const ours = grantsWithin(state, observation.at - settings.windowMs, observation.at, settings);
   const others = Math.max(0, observation.limit - observation.remaining - ours);
   state.remote = { limit: observation.limit, others, at: observation.at };
-  if (observation.remaining <= 0 && observation.resetAt !== undefined) {
+  // A window full of our own grants already holds every take back until its oldest slot leaves, to the millisecond;
+  // Pozy's Reset (whole seconds) is waited for only when someone else's use filled it.
+  if (observation.remaining <= 0 && others > 0 && observation.resetAt !== undefined) {
     state.pausedUntil = Math.max(state.pausedUntil, observation.resetAt);
   }
 }
@@ -212,6 +222,29 @@ export function decide(previous: BudgetState, request: TakeRequest, now: number,
 /** How long a denied lane stays marked as waiting past its expected turn: a couple of token intervals. */
 function demandTtl(limit: number, settings: BudgetSettings): number {
   return Math.max(100, (2 * settings.windowMs) / limit);
+}
+
+/**
+ * How long after its grant a request may be answered and still be inside what its grant slot counts: Pozy counts a
+ * request when it arrives, at the latest when it answers, and the margin covers that much. Half of it, since the
+ * grant and the answer are dated on two clocks.
+ */
+export function lateAfterMs(settings: BudgetSettings): number {
+  return marginMs(settings) / 2;
+}
+
+/**
+ * A request answered later than `lateAfterMs` (a stalled network or event loop, a slow Pozy): Pozy may have counted
+ * it as late as `answeredAt`, so from now on it counts from then instead of from its grant.
+ */
+export function recount(previous: BudgetState, grantedAt: number, answeredAt: number, settings: BudgetSettings): BudgetState {
+  const from = Math.floor(grantedAt / slotMs(settings));
+  const to = Math.floor(answeredAt / slotMs(settings));
+  const slots = previous.slots.map(([slot, count]): [number, number] => [slot, slot === from ? count - 1 : count]).filter(([, count]) => count > 0);
+  const current = slots.find(([slot]) => slot === to);
+  if (current) current[1] += 1;
+  else slots.push([to, 1]);
+  return { ...previous, slots };
 }
 
 /** A 429: nobody sends before `until`. */

@@ -1,12 +1,33 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
-import { BudgetSettings, decide, Decision, effectiveLimit, Lane, LANES, Observation, pauseUntil, TakeRequest, usedInWindow } from './budget-policy';
+import {
+  BudgetSettings,
+  decide,
+  Decision,
+  effectiveLimit,
+  Lane,
+  LANES,
+  lateAfterMs,
+  Observation,
+  pauseUntil,
+  recount,
+  TakeRequest,
+  usedInWindow,
+} from './budget-policy';
 import { BudgetRepository } from './budget.repository';
+
+/** A request the budget let through: hand it back to `answered` once Pozy answered (or it failed). */
+export interface Grant {
+  /** When it was granted, on the shared (database) clock. */
+  at: number;
+  /** The same moment on this process's clock. */
+  localAt: number;
+}
 
 interface Waiter {
   lane: number;
   since: number;
-  resolve(): void;
+  resolve(grant: Grant): void;
   reject(error: Error): void;
 }
 
@@ -70,8 +91,9 @@ export class PozyBudget implements OnApplicationShutdown {
   private wake: (() => void) | undefined;
   private sleepingFor: number | undefined;
   private observation: LocalObservation | undefined;
-  /** Tokens taken ahead, and until when they may be used. */
+  /** Tokens taken ahead, when they were granted, and until when they may be used. */
   private spare = 0;
+  private spareGrant: Grant = { at: 0, localAt: 0 };
   private spareUntil = 0;
 
   constructor(
@@ -90,23 +112,23 @@ export class PozyBudget implements OnApplicationShutdown {
     for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(new Error('The service is stopping'));
   }
 
-  /** Resolves when the caller may send one request to Pozy. */
-  take(lane: Lane): Promise<void> {
+  /** Resolves when the caller may send one request to Pozy; hand the grant to `answered` when it is done. */
+  take(lane: Lane): Promise<Grant> {
     if (this.closed) return Promise.reject(new Error('The service is stopping'));
     if (this.spare > 0 && Date.now() < this.spareUntil) {
       this.spare -= 1;
       this.options.waited?.(lane, 0);
-      return Promise.resolve();
+      return Promise.resolve(this.spareGrant);
     }
     const index = this.options.lanes ? LANES.indexOf(lane) : 0;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Grant>((resolve, reject) => {
       const started = Date.now();
       this.queues[index].push({
         lane: index,
         since: started,
-        resolve: () => {
+        resolve: (grant) => {
           this.options.waited?.(lane, Date.now() - started);
-          resolve();
+          resolve(grant);
         },
         reject,
       });
@@ -139,6 +161,25 @@ export class PozyBudget implements OnApplicationShutdown {
     };
   }
 
+  /**
+   * The request of `grant` is over. One answered late may have reached Pozy later than its grant's slot counts for:
+   * it is counted from its answer instead, so that no replica spends its place in Pozy's window twice.
+   */
+  async answered(grant: Grant): Promise<void> {
+    const elapsed = Date.now() - grant.localAt;
+    if (elapsed <= lateAfterMs(this.settings)) return;
+    try {
+      for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
+        const stored = await this.repository.read();
+        const state = recount(stored.state, grant.at, Math.min(stored.now, grant.at + elapsed), this.settings);
+        if (await this.repository.write(state, stored.version)) return;
+      }
+    } catch (error) {
+      // The answer is in hand; a Pozy that counts the request later than we do answers 429, which pauses everyone.
+      this.logger.warn(`Counting a late answer against the Pozy budget failed: ${(error as Error).message}`);
+    }
+  }
+
   /** Pozy answered 429: every replica waits `ms` before its next request. */
   async pause(ms: number): Promise<void> {
     for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
@@ -165,9 +206,10 @@ export class PozyBudget implements OnApplicationShutdown {
     try {
       for (let head = this.head(); head && !this.closed; head = this.head()) {
         let decision: Decision;
+        let grant: Grant;
         const want = this.maxBatch >= LEASE_AHEAD_FROM_BATCH ? this.maxBatch : Math.min(this.waiting(), this.maxBatch);
         try {
-          decision = await this.takeShared({ lane: LANES[head.lane], want, waitedMs: Date.now() - head.since });
+          ({ decision, grant } = await this.takeShared({ lane: LANES[head.lane], want, waitedMs: Date.now() - head.since }));
         } catch (error) {
           // Without the database there is no budget: these callers fail (their jobs retry), later ones try again.
           for (const queue of this.queues) for (const waiter of queue.splice(0)) waiter.reject(error as Error);
@@ -176,11 +218,12 @@ export class PozyBudget implements OnApplicationShutdown {
         }
         let left = decision.granted;
         for (let waiter = left > 0 ? this.next() : undefined; waiter; waiter = left > 0 ? this.next() : undefined) {
-          waiter.resolve();
+          waiter.resolve(grant);
           left -= 1;
         }
         if (left > 0) {
           this.spare = left;
+          this.spareGrant = grant;
           this.spareUntil = Date.now() + LEASE_MS;
         }
         if (decision.granted === 0) await this.sleep(head.lane, Math.min(decision.waitMs, MAX_SLEEP_MS));
@@ -210,7 +253,7 @@ export class PozyBudget implements OnApplicationShutdown {
   }
 
   /** One decision against the shared state, read and written again if another replica wrote it meanwhile. */
-  private async takeShared(request: Omit<TakeRequest, 'observation'>): Promise<Decision> {
+  private async takeShared(request: Omit<TakeRequest, 'observation'>): Promise<{ decision: Decision; grant: Grant }> {
     for (let conflict = 0; ; conflict += 1) {
       const stored = await this.repository.read();
       const told = this.observation;
@@ -219,7 +262,7 @@ export class PozyBudget implements OnApplicationShutdown {
       if (await this.repository.write(decision.state, stored.version)) {
         // Told once; a newer answer that came meanwhile is told next time.
         if (this.observation === told) this.observation = undefined;
-        return decision;
+        return { decision, grant: { at: stored.now, localAt: Date.now() } };
       }
       if (conflict >= MAX_CONFLICTS) throw new Error(`the shared Pozy budget was contended ${MAX_CONFLICTS} times in a row`);
     }
