@@ -13,7 +13,7 @@ import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
 
 /**
- * Change notifications: subscriptions, the outbox the mirror writes fill (outbox-sql.ts), the delivery worker, and
+ * Change notifications: subscriptions, the outbox the mirror writes fill (mirror/change-notifications.ts), the delivery worker, and
  * replay. The mirror modules import it for NotificationSignal; retention for NotificationHistoryRepository's prunes.
  */
 @Module({

@@ -6,7 +6,7 @@ import { DatabaseService } from '../database/database.service';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
 import { milliseconds, now } from './notification-expressions';
-import { NOTIFICATION_TYPES, NotificationType } from './outbox-sql';
+import { NOTIFICATION_TYPES, NotificationType } from './notification-types';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */
 export type Subscription = Pick<SubscriptionRow, 'id' | 'url' | 'description' | 'profileIds' | 'platforms' | 'active' | 'createdAt'> & {

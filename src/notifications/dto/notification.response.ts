@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { NOTIFICATION_TYPES } from '../outbox-sql';
+import { NOTIFICATION_TYPES } from '../notification-types';
 import { NOTIFICATION_STATES } from './notification.query';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;

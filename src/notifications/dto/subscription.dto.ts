@@ -21,7 +21,7 @@ import {
 } from 'class-validator';
 import { isIPv4 } from 'node:net';
 import { describeForbidden, forbiddenRange } from '../address-policy';
-import { NOTIFICATION_TYPES, NotificationType } from '../outbox-sql';
+import { NOTIFICATION_TYPES, NotificationType } from '../notification-types';
 
 // Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes.
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
