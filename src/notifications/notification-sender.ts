@@ -54,6 +54,9 @@ export const notificationBody = (notification: OutgoingNotification): string =>
  * guard allows. Redirects are never followed: the subscription's URL is where notifications go, and the guard
  * judged that one.
  */
+/** Signing objects kept for reuse: far more than the subscriptions a deployment sends to at once. */
+const MAX_SIGNERS = 1_000;
+
 @Injectable()
 export class NotificationSender implements OnModuleDestroy {
   private readonly agent: Agent;
@@ -138,12 +141,16 @@ export class NotificationSender implements OnModuleDestroy {
     }
   }
 
+  /**
+   * The signing object of a secret, least recently used ones dropped past MAX_SIGNERS: secrets rotated away or of
+   * deleted subscriptions leave memory instead of adding up for the life of the process.
+   */
   private signer(secret: string): Webhook {
     let signer = this.signers.get(secret);
-    if (!signer) {
-      signer = new Webhook(secret);
-      this.signers.set(secret, signer);
-    }
+    if (signer) this.signers.delete(secret);
+    else signer = new Webhook(secret);
+    this.signers.set(secret, signer);
+    if (this.signers.size > MAX_SIGNERS) this.signers.delete(this.signers.keys().next().value!);
     return signer;
   }
 }
