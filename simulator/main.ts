@@ -11,7 +11,11 @@
  *   SIMULATOR_OTHER_CLIENT_PER_MINUTE (0: another client of the same key, the team's own product, spending that many
  *     requests a minute of the same budget),
  *   SIMULATOR_UNKNOWN_FIELDS (false; true: every post, target and account the API serves also carries a field
- *     pozy-sync has never seen: pozyLabsInsights, pozyLabsReach, pozyLabsVerified)
+ *     pozy-sync has never seen: pozyLabsInsights, pozyLabsReach, pozyLabsVerified),
+ *   SIMULATOR_CLOCK_OFFSET_MS (0: Pozy's clock lags this host's by that many ms, negative: runs ahead; its event
+ *     timestamps, updatedAt and Date headers all come from it),
+ *   SIMULATOR_API_READ_LAG_MS (0: for that long after a post or account changed, the API answers as a lagging read
+ *     replica would: 404 for the post, the account left out of lists)
  */
 /* eslint-disable no-console -- a command-line tool's output */
 import { PozySimulator } from './simulator';
@@ -41,6 +45,8 @@ async function main(): Promise<void> {
   );
   const rateLimitPerMinute = numberFromEnv('SIMULATOR_RATE_LIMIT_PER_MINUTE', 600, (n) => Number.isSafeInteger(n) && n >= 1);
   const otherClientPerMinute = numberFromEnv('SIMULATOR_OTHER_CLIENT_PER_MINUTE', 0, (n) => Number.isSafeInteger(n) && n >= 0);
+  const clockOffsetMs = numberFromEnv('SIMULATOR_CLOCK_OFFSET_MS', 0, Number.isSafeInteger);
+  const apiReadLagMs = numberFromEnv('SIMULATOR_API_READ_LAG_MS', 0, (n) => Number.isSafeInteger(n) && n >= 0);
   const unknownFieldsRaw = process.env.SIMULATOR_UNKNOWN_FIELDS ?? '';
   if (!['', 'true', 'false'].includes(unknownFieldsRaw)) {
     console.error(`SIMULATOR_UNKNOWN_FIELDS=${unknownFieldsRaw} is not valid (true or false)`);
@@ -60,6 +66,8 @@ async function main(): Promise<void> {
     timeScale,
     rateLimitPerMinute,
     otherClientPerMinute,
+    clockOffsetMs,
+    faults: { apiReadLagMs },
     webhook: url ? { url, secret } : undefined,
   });
   simulator.world.setUnknownFields(unknownFields);
@@ -82,6 +90,8 @@ async function main(): Promise<void> {
   }
   console.log(`  rate limit  ${rateLimitPerMinute}/min${otherClientPerMinute > 0 ? `, of which another client spends ${otherClientPerMinute}` : ''}`);
   if (unknownFields) console.log('  unknown fields on: pozyLabsInsights, pozyLabsReach, pozyLabsVerified');
+  if (clockOffsetMs !== 0) console.log(`  clock       ${Math.abs(clockOffsetMs)} ms ${clockOffsetMs > 0 ? 'behind' : 'ahead of'} this host's`);
+  if (apiReadLagMs > 0) console.log(`  reads lag   writes by ${apiReadLagMs} ms (404s, accounts left out)`);
   if (activity) console.log(`  one random change every ${activityMs} ms`);
 
   let stopping = false;
