@@ -46,7 +46,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   private stopping = false;
   private cron: ScheduledJob | undefined;
   /** Per table, run in this order; each answers how many rows it deleted. */
-  private readonly pruners: Record<keyof PruneCounts, (cutoff: Date, limit: number) => Promise<number>>;
+  private readonly pruners: Record<keyof PruneCounts, { days: number; prune: (cutoff: Date, limit: number) => Promise<number> }>;
 
   constructor(
     private readonly config: AppConfig,
@@ -60,14 +60,16 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
+    // Each names the window it keeps: the history EVENT_RETENTION_DAYS, the change feed CHANGE_RETENTION_DAYS.
+    const { eventRetentionDays: history, changeRetentionDays: feed } = this.config.retention;
     this.pruners = {
-      events: (cutoff, limit) => this.events.pruneBefore(cutoff, limit),
-      notificationAttempts: (cutoff, limit) => this.notifications.pruneAttemptsBefore(cutoff, limit),
-      notifications: (cutoff, limit) => this.notifications.pruneBefore(cutoff, limit),
-      backfillRuns: (cutoff, limit) => this.backfillRuns.pruneBefore(cutoff, limit),
-      deadLetters: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit),
-      failedJobs: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit),
-      changes: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit),
+      events: { days: history, prune: (cutoff, limit) => this.events.pruneBefore(cutoff, limit) },
+      notificationAttempts: { days: history, prune: (cutoff, limit) => this.notifications.pruneAttemptsBefore(cutoff, limit) },
+      notifications: { days: history, prune: (cutoff, limit) => this.notifications.pruneBefore(cutoff, limit) },
+      backfillRuns: { days: history, prune: (cutoff, limit) => this.backfillRuns.pruneBefore(cutoff, limit) },
+      deadLetters: { days: history, prune: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit) },
+      failedJobs: { days: history, prune: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit) },
+      changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit) },
     };
   }
 
@@ -108,11 +110,13 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   /** Deletes what is older than the retention window before `now`; answers how many rows, per table. */
   async prune(now = new Date()): Promise<PruneResult> {
     const started = Date.now();
-    const cutoff = new Date(now.getTime() - this.config.retention.eventRetentionDays * DAY_MS);
-    const changeCutoff = new Date(now.getTime() - this.config.retention.changeRetentionDays * DAY_MS);
+    const before = (days: number) => new Date(now.getTime() - days * DAY_MS);
+    const cutoff = before(this.config.retention.eventRetentionDays);
+    const changeCutoff = before(this.config.retention.changeRetentionDays);
     const deleted: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0, changes: 0 };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
-      deleted[table] = await this.inBatches(this.pruners[table], table === 'changes' ? changeCutoff : cutoff);
+      const { days, prune } = this.pruners[table];
+      deleted[table] = await this.inBatches(prune, before(days));
     }
     const result: PruneResult = { cutoff, changeCutoff, deleted, durationMs: Date.now() - started };
     this.logger.log(
