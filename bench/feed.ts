@@ -32,8 +32,8 @@ import { join } from 'node:path';
 import { Pool } from 'pg';
 import { Rng } from '../simulator/faults';
 import { PozySimulator } from '../simulator/simulator';
-import { freePort, waitForHttp } from './net';
-import { BUILT_SERVICE, cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { waitForHttp } from './net';
+import { cell, percentile, sleep, startBuiltService, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -205,21 +205,11 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
   });
   try {
     await withDatabase(serverUrl, 'pozy_bench_feed', async (databaseUrl) => {
-      const port = await freePort();
-      const serviceUrl = `http://127.0.0.1:${port}`;
-      const child = startProcess(BUILT_SERVICE, {
-        DATABASE_URL: databaseUrl,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        ROLE: 'all',
-        POZY_API_URL: sim.url,
-        POZY_API_KEY: API_KEY,
-        POZY_WEBHOOK_SECRET: SECRET,
-        POZY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT_PER_MINUTE),
-        BACKFILL_CRON: 'off',
-        SPOOL_DIR: join('.data', 'bench-spool'),
-      });
+      const { child, url: serviceUrl } = await startBuiltService(
+        databaseUrl,
+        { url: sim.url, apiKey: API_KEY, webhookSecret: SECRET, ratePerMinute: RATE_LIMIT_PER_MINUTE },
+        { SPOOL_DIR: join('.data', 'bench-spool') },
+      );
       const db = new Pool({ connectionString: databaseUrl, max: 4 });
       try {
         await waitForHttp(`${serviceUrl}/health/ready`, 60_000);

@@ -19,8 +19,8 @@ import { BudgetRepository } from '../src/pozy/budget/budget.repository';
 import { PozyBudget } from '../src/pozy/budget/pozy-budget.service';
 import { POSTS_PAGE_LIMIT } from '../src/pozy/pozy-client.service';
 import { PozySimulator } from '../simulator/simulator';
-import { freePort, waitForHttp } from './net';
-import { BUILT_SERVICE, cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { waitForHttp } from './net';
+import { cell, percentile, sleep, startBuiltService, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -104,21 +104,14 @@ export async function runImportScenario(serverUrl: string): Promise<void> {
 
 /** The service's own import of the simulated workspace, timed; returns the end-to-end figure of an event's read. */
 async function importOnce(sim: PozySimulator, databaseUrl: string, boundS: number): Promise<string> {
-  const port = await freePort();
-  const service = startProcess(BUILT_SERVICE, {
-    DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    POZY_API_URL: sim.url,
-    POZY_API_KEY: API_KEY,
-    POZY_WEBHOOK_SECRET: SECRET,
-    POZY_RATE_LIMIT_PER_MINUTE: String(settings.budgetPerMinute),
-    BACKFILL_CRON: 'off',
-    LOG_LEVEL: 'warn',
+  const { child: service, url: baseUrl } = await startBuiltService(databaseUrl, {
+    url: sim.url,
+    apiKey: API_KEY,
+    webhookSecret: SECRET,
+    ratePerMinute: settings.budgetPerMinute,
   });
   const db = new Client({ connectionString: databaseUrl });
   try {
-    const baseUrl = `http://127.0.0.1:${port}`;
     await waitForHttp(`${baseUrl}/health/ready`, 60_000);
     await db.connect();
     sim.setWebhookUrl(`${baseUrl}/webhooks/pozy`);

@@ -19,8 +19,8 @@ import { join } from 'node:path';
 import { Pool } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { PozySimulator } from '../simulator/simulator';
-import { freePort, waitForHttp } from './net';
-import { BUILT_SERVICE, cell, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { waitForHttp } from './net';
+import { cell, percentile, sleep, startBuiltService, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -114,24 +114,16 @@ export async function runNotifyScenario(serverUrl: string): Promise<void> {
   const receiver = await startReceiver(SUBSCRIPTION_SECRET);
   try {
     await withDatabase(serverUrl, 'pozy_bench_notify', async (databaseUrl) => {
-      const port = await freePort();
-      const serviceUrl = `http://127.0.0.1:${port}`;
-      const child = startProcess(BUILT_SERVICE, {
-        DATABASE_URL: databaseUrl,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        ROLE: 'all',
-        POZY_API_URL: sim.url,
-        POZY_API_KEY: API_KEY,
-        POZY_WEBHOOK_SECRET: SECRET,
-        POZY_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT_PER_MINUTE),
-        ADMIN_TOKEN,
-        BACKFILL_CRON: 'off',
-        SPOOL_DIR: join('.data', 'bench-spool'),
-        // The receiver listens on loopback, which is refused unless allowed.
-        NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
-      });
+      const { child, url: serviceUrl } = await startBuiltService(
+        databaseUrl,
+        { url: sim.url, apiKey: API_KEY, webhookSecret: SECRET, ratePerMinute: RATE_LIMIT_PER_MINUTE },
+        {
+          ADMIN_TOKEN,
+          SPOOL_DIR: join('.data', 'bench-spool'),
+          // The receiver listens on loopback, which is refused unless allowed.
+          NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
+        },
+      );
       const db = new Pool({ connectionString: databaseUrl, max: 4 });
       let relay: ReturnType<typeof startProcess> | undefined;
       try {

@@ -3,6 +3,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Client, Pool } from 'pg';
+import { freePort } from './net';
 
 /** The built service, `npm run build`'s dist/main.js, seen from this file built into dist-tools/bench/. */
 export const BUILT_SERVICE = join(__dirname, '..', '..', 'dist', 'main.js');
@@ -13,6 +14,40 @@ export function startProcess(script: string, env: Record<string, string>): Child
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+}
+
+/** The bench's simulated Pozy, as the service is pointed at it. */
+export interface BenchPozy {
+  url: string;
+  apiKey: string;
+  webhookSecret: string;
+  ratePerMinute: number;
+}
+
+/**
+ * The built service (ROLE=all) on a free loopback port against the bench's simulated Pozy, with what every scenario
+ * wants: warnings only, no scheduled backfill. `env` adds to that or overrides it.
+ */
+export async function startBuiltService(
+  databaseUrl: string,
+  pozy: BenchPozy,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = startProcess(BUILT_SERVICE, {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ROLE: 'all',
+    POZY_API_URL: pozy.url,
+    POZY_API_KEY: pozy.apiKey,
+    POZY_WEBHOOK_SECRET: pozy.webhookSecret,
+    POZY_RATE_LIMIT_PER_MINUTE: String(pozy.ratePerMinute),
+    BACKFILL_CRON: 'off',
+    ...env,
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
 }
 
 export async function stopProcess(child: ChildProcess): Promise<void> {
