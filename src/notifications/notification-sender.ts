@@ -47,6 +47,9 @@ const RETRYABLE_4XX = new Set([408, 425, 429]);
 export const notificationBody = (notification: OutgoingNotification): string =>
   JSON.stringify({ type: notification.type, timestamp: notification.createdAt.toISOString(), data: notification.data });
 
+/** Signing objects kept for reuse: far more than the subscriptions a deployment sends to at once. */
+const MAX_SIGNERS = 1_000;
+
 /**
  * POSTs one notification, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`, `webhook-signature`),
  * with the id also as `Idempotency-Key`, and says what came of it. It never throws: every outcome is an attempt
@@ -54,9 +57,6 @@ export const notificationBody = (notification: OutgoingNotification): string =>
  * guard allows. Redirects are never followed: the subscription's URL is where notifications go, and the guard
  * judged that one.
  */
-/** Signing objects kept for reuse: far more than the subscriptions a deployment sends to at once. */
-const MAX_SIGNERS = 1_000;
-
 @Injectable()
 export class NotificationSender implements OnModuleDestroy {
   private readonly agent: Agent;
