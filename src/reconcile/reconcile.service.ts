@@ -89,7 +89,6 @@ export class ReconcileService {
     if (answer.found) return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt };
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
-    // A post the mirror never held: nothing to mark deleted, and nobody to tell.
     // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
     // read still in flight, such as an import page, from bringing the post back as live.
     const { outcome, created } = await this.posts.markDeleted(id, read);
