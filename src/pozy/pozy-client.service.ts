@@ -167,7 +167,7 @@ export class PozyClient implements OnApplicationShutdown {
         await this.budget.answered(grant);
       }
       this.count(route, result.status);
-      this.budget.observe(result.headers);
+      this.budget.observe(result.headers, grant);
       if (expected.includes(result.status)) return result;
       if (result.status === 429) {
         const wait = result.retryAfterMs ?? resetMs(result.headers) ?? backoff(attempt + 1);

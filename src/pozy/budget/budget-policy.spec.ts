@@ -232,6 +232,26 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
     expect(effectiveLimit(observed.state, 4_000, short)).toBeLessThanOrEqual(48 - 5);
   });
 
+  it('does not take its own requests for another client when the answer that tells came back slowly', () => {
+    const wide: BudgetSettings = { perWindow: 600, windowMs: 2_000, reserve: 0.2 };
+    // A burst of 20 at 1.9 s, then one request granted at 3.85 s that Pozy answers at 4.05 s: it counted its window
+    // when that request reached it, so all 21 are in it, and nobody else used the key.
+    const burst = decide(emptyState(), take('bulk', { want: 20 }), 1_900, wide);
+    expect(burst.granted).toBe(20);
+    const last = decide(burst.state, take('realtime'), 3_850, wide);
+    const told = observation(600, 600 - 21, 4_050);
+
+    // Dated at the answer, Pozy's window would hold only one of ours, and the burst would look like another client.
+    const unaware = decide(last.state, take('realtime', { observation: told }), 4_050, wide);
+    expect(unaware.state.remote?.others).toBe(20);
+    expect(effectiveLimit(unaware.state, 4_050, wide)).toBe(600 * 0.8 - 20);
+
+    const aware = decide(last.state, take('realtime', { observation: { ...told, grantedAt: 3_850 } }), 4_050, wide);
+
+    expect(aware.state.remote?.others).toBe(0);
+    expect(effectiveLimit(aware.state, 4_050, wide)).toBe(600);
+  });
+
   it('ignores an observation older than the one it holds', () => {
     const newer = decide(emptyState(), take('realtime', { observation: observation(600, 100, 5_000) }), 5_000, settings).state;
 

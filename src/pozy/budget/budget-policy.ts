@@ -36,6 +36,8 @@ export interface Observation {
   at: number;
   /** When Pozy said its next slot frees up (`X-RateLimit-Reset`), if it said. */
   resetAt?: number;
+  /** When the request that Pozy answered with these headers was granted, if known. */
+  grantedAt?: number;
 }
 
 export interface BudgetState {
@@ -148,8 +150,13 @@ export function effectiveLimit(state: BudgetState, now: number, settings: Budget
 function observe(state: BudgetState, observation: Observation, settings: BudgetSettings): void {
   if (state.remote && observation.at <= state.remote.at) return;
   // Ours are the grants within the window the answer describes, without the margin (counting that would hide
-  // another client's first requests behind our own); the rest of the use is someone else's.
-  const ours = grantsWithin(state, observation.at - settings.windowMs, observation.at, settings);
+  // another client's first requests behind our own); the rest of the use is someone else's. Pozy counted its window
+  // when the answered request reached it: the grants that reached it by then are those granted up to that request's
+  // own grant, if they took as long on the way. Dated at the answer instead, a slow round trip would count grants
+  // still on their way as ours and leave out as many that Pozy did count, and a machine slowed down (a busy event
+  // loop, a long answer) would take its own requests for another client's and keep the reserve from itself.
+  const end = Math.min(observation.grantedAt ?? observation.at, observation.at);
+  const ours = grantsWithin(state, end - settings.windowMs, end, settings);
   const others = Math.max(0, observation.limit - observation.remaining - ours);
   state.remote = { limit: observation.limit, others, at: observation.at };
   // A window full of our own grants already holds every take back until its oldest slot leaves, to the millisecond;

@@ -37,6 +37,8 @@ interface LocalObservation {
   remaining: number;
   resetAtMs: number | undefined;
   receivedAt: number;
+  /** On the shared clock already. */
+  grantedAt: number;
 }
 
 /**
@@ -138,13 +140,13 @@ export class PozyBudget implements OnApplicationShutdown {
     });
   }
 
-  /** Reads an answer's `X-RateLimit-*` headers: the next take tells the shared state. */
-  observe(headers: Dispatcher.ResponseData['headers']): void {
+  /** Reads the `X-RateLimit-*` headers of the answer to the request of `grant`: the next take tells the shared state. */
+  observe(headers: Dispatcher.ResponseData['headers'], grant: Grant): void {
     const limit = numberHeader(headers['x-ratelimit-limit']);
     const remaining = numberHeader(headers['x-ratelimit-remaining']);
     if (limit === undefined || remaining === undefined || limit <= 0) return;
     const reset = numberHeader(headers['x-ratelimit-reset']);
-    this.observation = { limit, remaining, resetAtMs: reset === undefined ? undefined : reset * 1000, receivedAt: Date.now() };
+    this.observation = { limit, remaining, resetAtMs: reset === undefined ? undefined : reset * 1000, receivedAt: Date.now(), grantedAt: grant.at };
   }
 
   async status(): Promise<BudgetStatus> {
@@ -277,6 +279,7 @@ function toSharedClock(local: LocalObservation, sharedNow: number): Observation 
     remaining: local.remaining,
     at: sharedNow - (localNow - local.receivedAt),
     resetAt: local.resetAtMs === undefined ? undefined : sharedNow + (local.resetAtMs - localNow),
+    grantedAt: local.grantedAt,
   };
 }
 
