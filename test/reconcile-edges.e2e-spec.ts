@@ -37,6 +37,13 @@ async function storedAbout(harness: Harness, postId: string): Promise<{ posts: n
   };
 }
 
+/** The post figures of GET /sync/status. */
+async function mirrorFigures(harness: Harness): Promise<{ posts: number; deletedPosts: number }> {
+  const { body } = await getJson(harness, '/sync/status');
+  const { posts, deletedPosts } = (body as { mirror: { posts: number; deletedPosts: number } }).mirror;
+  return { posts, deletedPosts };
+}
+
 describe('a post Pozy never had', () => {
   let db: TestDatabase;
   let harness: Harness;
@@ -94,6 +101,7 @@ describe('a post Pozy never had', () => {
 
   it('writes nothing for an event naming a post Pozy answers 404 for, once the grace is over', async () => {
     const id = 'abcdef0123456789abcdef02';
+    const figuresBefore = await mirrorFigures(harness);
 
     expect((await deliver(harness.service.baseUrl, postEvent(id, 'post.published'))).body).toMatchObject({ reconcile: `post:${id}` });
     await settled(harness);
@@ -103,6 +111,10 @@ describe('a post Pozy never had', () => {
     expect((await getJson(harness, `/posts/${id}`)).status).toBe(404);
     expect(await storedAbout(harness, id)).toEqual({ posts: 0, changes: 0, notifications: 0 });
     expect(subscriber.received.filter((r) => r.json.data.id === id)).toEqual([]);
+    // The tombstone the guard keeps is neither a post nor a deleted post of the status figures.
+    const { rows: kept } = await harness.service.pool.query('SELECT pozy_updated_at, deleted_at FROM post WHERE id = $1', [id]);
+    expect(kept).toEqual([{ pozy_updated_at: null, deleted_at: expect.any(Date) }]);
+    expect(await mirrorFigures(harness)).toEqual(figuresBefore);
   });
 
   it('still marks deleted, and notifies, a post the mirror held that Pozy then deleted', async () => {

@@ -9,6 +9,8 @@ import { RunningService, startService, waitFor } from './support/service';
 const POSTS = 1_000_000;
 /** Every tenth post is deleted. */
 const DELETED_POSTS = POSTS / 10;
+// Of those, rows a 404 for a post never held left (no Pozy version): no post of the mirror's, deleted or not.
+const TOMBSTONES = 100;
 const ACCOUNTS = 300;
 const REMOVED_ACCOUNTS = 30;
 /** Received over 30 days up to two hours before the load. */
@@ -128,7 +130,8 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
                     CASE WHEN i % 10 = 0 THEN '[]'::jsonb
                          ELSE jsonb_build_array(jsonb_build_object('platform', 'instagram', 'accountId', 'acc_' || (1 + i % ${ACCOUNTS}),
                                                                    'status', 'published', 'platformPostId', 'ig_' || i)) END,
-                    ARRAY['acc_' || (1 + i % ${ACCOUNTS})], ARRAY['instagram'], t - interval '1 day', t, t, t, t,
+                    ARRAY['acc_' || (1 + i % ${ACCOUNTS})], ARRAY['instagram'], t - interval '1 day',
+                    CASE WHEN i % 10 = 0 AND i <= ${TOMBSTONES * 10} THEN NULL ELSE t END, t, t, t,
                     '00000000-0000-4000-8000-000000000000', CASE WHEN i % 10 = 0 THEN t END, 1, NULL
                FROM (SELECT i, $1::timestamptz - interval '2 days' + i * interval '100 milliseconds' AS t
                        FROM generate_series(1, ${POSTS}) i) s`,
@@ -258,11 +261,11 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
   it("answers GET /sync/status exactly where it counts, and PostgreSQL's estimates where it says so", async () => {
     const body = await status();
 
-    // Deleted posts are counted exactly through their own index, live ones are the estimated rest of the table.
+    // Deleted posts are counted exactly through their own index, tombstones left out through theirs, and live ones
+    // are the estimated rest of the table.
     expect(body.estimated.sort()).toEqual(['events.received', 'mirror.posts']);
-    expect(body.mirror.deletedPosts).toBe(DELETED_POSTS);
+    expect(body.mirror.deletedPosts).toBe(DELETED_POSTS - TOMBSTONES);
     within(body.mirror.posts, POSTS - DELETED_POSTS, POSTS);
-    within(body.mirror.deletedPosts, DELETED_POSTS, POSTS);
     within(body.events.received, EVENTS, EVENTS);
     expect(body.mirror).toMatchObject({
       accounts: ACCOUNTS - REMOVED_ACCOUNTS,

@@ -198,17 +198,29 @@ interface TableShape {
   everyRow: CompiledQuery;
   /** The subset's rows: to ask the planner about, and counted up to the cap. */
   subsetRows?: { rows: CompiledQuery; upTo: CompiledQuery<{ n: number }> };
-  /** The table's rows and its subset's, counted in one pass (`subset` 0 without one). */
-  counts: CompiledQuery<{ rows: number; subset: number }>;
+  /** Rows of the subset that are no resource at all, left out of both figures: counted up to the cap. */
+  unseenUpTo?: CompiledQuery<{ n: number }>;
+  /** The table's rows, its subset's and its unseen rows', counted in one pass (0 for what it lacks). */
+  counts: CompiledQuery<{ rows: number; subset: number; unseen: number }>;
 }
 
-function statements(everyRow: Rows, subsetRows: Rows | null, counts: Compilable<{ rows: number; subset: number }>) {
+function statements(
+  everyRow: Rows,
+  subsetRows: Rows | null,
+  counts: Compilable<{ rows: number; subset: number; unseen: number }>,
+  unseenRows?: Rows,
+) {
   return {
     everyRow: everyRow.compile(),
     ...(subsetRows ? { subsetRows: { rows: subsetRows.compile(), upTo: countUpTo(subsetRows).compile() } } : {}),
+    ...(unseenRows ? { unseenUpTo: countUpTo(unseenRows).compile() } : {}),
     counts: counts.compile(),
   };
 }
+
+// A tombstone (a 404 for a post the mirror never held) is a deleted row with no Pozy version: no endpoint answers it,
+// so it is neither a post nor a deleted post. Counted through its own partial index (post_tombstone_idx).
+const tombstone = <Q extends Rows>(rows: Q) => rows.where('deleted_at', 'is not', null).where('pozy_updated_at', 'is', null);
 
 const TABLE_SHAPES: readonly TableShape[] = [
   {
@@ -220,7 +232,12 @@ const TABLE_SHAPES: readonly TableShape[] = [
       compiler.selectFrom('post').select(ONE).where('deleted_at', 'is not', null),
       compiler
         .selectFrom('post')
-        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('deleted_at', 'is not', null)).as('subset')]),
+        .select((eb) => [
+          asInt(eb.fn.countAll()).as('rows'),
+          asInt(eb.fn.countAll().filterWhere('deleted_at', 'is not', null)).as('subset'),
+          asInt(eb.fn.countAll().filterWhere((f) => f.and([f('deleted_at', 'is not', null), f('pozy_updated_at', 'is', null)]))).as('unseen'),
+        ]),
+      tombstone(compiler.selectFrom('post').select(ONE)),
     ),
   },
   {
@@ -232,7 +249,11 @@ const TABLE_SHAPES: readonly TableShape[] = [
       compiler.selectFrom('account').select(ONE).where('removed_at', 'is not', null),
       compiler
         .selectFrom('account')
-        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('removed_at', 'is not', null)).as('subset')]),
+        .select((eb) => [
+          asInt(eb.fn.countAll()).as('rows'),
+          asInt(eb.fn.countAll().filterWhere('removed_at', 'is not', null)).as('subset'),
+          eb.lit(0).as('unseen'),
+        ]),
     ),
   },
   {
@@ -241,7 +262,7 @@ const TABLE_SHAPES: readonly TableShape[] = [
     ...statements(
       compiler.selectFrom('pozy_event').select(ONE),
       null,
-      compiler.selectFrom('pozy_event').select((eb) => [asInt(eb.fn.countAll()).as('rows'), eb.lit(0).as('subset')]),
+      compiler.selectFrom('pozy_event').select((eb) => [asInt(eb.fn.countAll()).as('rows'), eb.lit(0).as('subset'), eb.lit(0).as('unseen')]),
     ),
   },
   // graphile-worker deletes the jobs that succeed: normally few, but a stalled worker lets them pile up.
@@ -254,7 +275,11 @@ const TABLE_SHAPES: readonly TableShape[] = [
       compiler.selectFrom('graphile_worker._private_jobs').select(ONE).where('last_error', 'is not', null),
       compiler
         .selectFrom('graphile_worker._private_jobs')
-        .select((eb) => [asInt(eb.fn.countAll()).as('rows'), asInt(eb.fn.countAll().filterWhere('last_error', 'is not', null)).as('subset')]),
+        .select((eb) => [
+          asInt(eb.fn.countAll()).as('rows'),
+          asInt(eb.fn.countAll().filterWhere('last_error', 'is not', null)).as('subset'),
+          eb.lit(0).as('unseen'),
+        ]),
     ),
   },
 ];
@@ -490,7 +515,7 @@ export class SyncFiguresRepository {
         const counted = await first(db, shape.counts);
         if (shape.all) figures[shape.all] = exact(counted.rows);
         if (shape.rest) figures[shape.rest] = exact(counted.rows - counted.subset);
-        if (shape.subset) figures[shape.subset.name] = exact(counted.subset);
+        if (shape.subset) figures[shape.subset.name] = exact(counted.subset - counted.unseen);
         continue;
       }
       const tableRows = rows ?? (await plannedRows());
@@ -503,7 +528,9 @@ export class SyncFiguresRepository {
           capped <= EXACT_COUNT_LIMIT
             ? exact(capped)
             : { value: Math.max(capped, Math.round((plannedSubset * tableRows) / Math.max(1, await plannedRows()))), estimated: true };
-        figures[shape.subset.name] = subset;
+        // Few (one per 404 for an id never held), and read through their own index.
+        const unseen = shape.unseenUpTo ? (await first(db, shape.unseenUpTo)).n : 0;
+        figures[shape.subset.name] = { ...subset, value: Math.max(0, subset.value - unseen) };
       }
       if (shape.all) figures[shape.all] = { value: tableRows, estimated: true };
       if (shape.rest) figures[shape.rest] = { value: Math.max(0, tableRows - subset.value), estimated: true };
