@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
@@ -21,7 +21,7 @@ describe('SIGKILL in the middle of a load of webhooks', () => {
   beforeAll(async () => {
     db = await createTestDatabase('crash');
     sim = await PozySimulator.start({ apiKey: 'sk_sim_crash', seed: 5, rateLimitPerMinute: 100_000 });
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
     spoolDir = mkdtempSync(join(tmpdir(), 'pozy-crash-spool-'));
     chmodSync(spoolDir, 0o755);
   });

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from './support/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
@@ -182,7 +182,7 @@ describe('the service killed (SIGKILL) in the middle of the import', () => {
     db = await createTestDatabase('import_crash');
     sim = await PozySimulator.start({ apiKey: 'sk_sim_import_crash', seed: 9, rateLimitPerMinute: 100_000, faults: { apiLatencyMs: 150 } });
     sim.world.seedExisting({ posts: 20_000, accounts: 100 });
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
   }, 60_000);
 
   afterAll(async () => {

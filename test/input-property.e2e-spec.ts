@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { createTestDatabase, TestDatabase } from './support/database';
@@ -182,7 +182,7 @@ describe('property: generated strings in every parameter never answer 5xx, and a
 
   beforeAll(async () => {
     db = await createTestDatabase('input_property');
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
     // api-only: no worker reads Pozy or moves rows, so every change to the tables is the request's own.
     service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN, POZY_API_URL: 'http://127.0.0.1:9' });
     const created = await fetch(`${service.baseUrl}/admin/subscriptions`, {

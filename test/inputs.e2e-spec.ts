@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
@@ -40,7 +40,7 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
     db = await createTestDatabase('inputs');
     const url = new URL(db.url);
     proxy = await TcpProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
     // api-only: nothing reads Pozy, so what a request stored stays as it left it.
     service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN });
     // The spool retries after 10 min: what was spooled stays there for the test to see.

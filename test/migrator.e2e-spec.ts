@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { createApp } from '../src/app.factory';
 import { AppConfig } from '../src/config/app-config';
 import { MIGRATIONS_DIR } from '../src/database/database.service';
@@ -32,7 +32,7 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
 
   beforeEach(async () => {
     db = await createTestDatabase('migrator');
-    pool = new Pool({ connectionString: db.url, max: 4 });
+    pool = db.pool(4);
     copy = mkdtempSync(join(tmpdir(), 'pozy-migrations-'));
     cpSync(MIGRATIONS_DIR, copy, { recursive: true });
   });

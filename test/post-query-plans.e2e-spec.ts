@@ -1,5 +1,5 @@
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
-import { Client, Pool } from 'pg';
+import { Client, type Pool } from 'pg';
 import type { DatabaseService } from '../src/database/database.service';
 import type { DB } from '../src/generated/kysely/database';
 import type { ListPostsQuery } from '../src/mirror/posts/dto/list-posts.query';
@@ -99,7 +99,7 @@ describe('GET /posts on 500,000 whole posts: every filter and every order is ser
     } finally {
       await client.end();
     }
-    pool = new Pool({ connectionString: db.url, max: 2 });
+    pool = db.pool(2);
     statements = [];
     const kysely = new Kysely<DB>({
       dialect: new PostgresDialect({ pool }),

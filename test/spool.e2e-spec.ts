@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
@@ -24,7 +24,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     db = await createTestDatabase('spool');
     const url = new URL(db.url);
     proxy = await TcpProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
     // Shortened for the test: acknowledgment 500 ms (2 s), retries after 300 ms (10 s) then 1.5 s (20 min),
     // dead-lettered once timeouts have lasted over 1 s (60 s).
     service = await startService(proxy.url(db.url), {
@@ -187,7 +187,7 @@ describe('ACK_TIMEOUT_MS above three seconds', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('spool_ack_timeout');
-    direct = new Pool({ connectionString: db.url, max: 2 });
+    direct = db.pool(2);
     service = await startService(db.url, { ROLE: 'api', ACK_TIMEOUT_MS: '4500' });
   });
 

@@ -1,9 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 
 export interface TestDatabase {
   url: string;
   name: string;
+  /**
+   * A pool of the test's own (to look at rows directly), ended by the test before `drop`. A connection it holds idle
+   * that the server ends is logged, not thrown: without a listener, pg throws it in whatever test runs then.
+   */
+  pool(max: number): Pool;
   drop(): Promise<void>;
 }
 
@@ -32,6 +37,11 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
   return {
     url: url.toString(),
     name,
+    pool: (max) => {
+      const pool = new Pool({ connectionString: url.toString(), max });
+      pool.on('error', (error) => process.stderr.write(`${name}: an idle connection of the test's own pool failed: ${error.message}\n`));
+      return pool;
+    },
     drop: () => admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }
