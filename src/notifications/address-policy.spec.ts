@@ -63,6 +63,17 @@ describe('AddressPolicy', () => {
     expect(allowing.refusalOf('192.168.0.1')).toMatch(/private/);
   });
 
+  it('judges a name by the first of its addresses that is refused, unless the name itself is allowed', () => {
+    const judging = policy('receiver.internal');
+    const answers = [{ address: '93.184.215.14' }, { address: '169.254.169.254' }, { address: '10.0.0.1' }];
+    expect(judging.refusalOfAnswers('hooks.example.com', answers)).toEqual({
+      address: '169.254.169.254',
+      why: '169.254.169.254 is in 169.254.169.254/32 (cloud metadata)',
+    });
+    expect(judging.refusalOfAnswers('hooks.example.com', [{ address: '93.184.215.14' }])).toBeUndefined();
+    expect(judging.refusalOfAnswers('Receiver.Internal.', answers)).toBeUndefined();
+  });
+
   it('judges a host as written in a URL: literals and loopback names at once, other names by their addresses', () => {
     const judging = policy('receiver.internal,localhost');
     expect(judging.judgeHost('[::1]')).toEqual({ verdict: 'refused', why: '::1 is in ::1/128 (loopback)' });

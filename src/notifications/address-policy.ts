@@ -138,6 +138,19 @@ export class AddressPolicy {
   }
 
   /**
+   * Why a name may not be used, from the addresses it resolves to: the first refused one (`{ address, why }`), or
+   * undefined when the name is allowed as such or every address is.
+   */
+  refusalOfAnswers(host: string, answers: ReadonlyArray<{ address: string }>): { address: string; why: string } | undefined {
+    if (this.allowsName(host)) return undefined;
+    for (const { address } of answers) {
+      const why = this.refusalOf(address);
+      if (why) return { address, why };
+    }
+    return undefined;
+  }
+
+  /**
    * What can be said of a host without resolving it: `refused` with why (a loopback name, a refused address),
    * `allowed` (an allowed name, an allowed or public address), or `resolve` (a name: its addresses decide).
    */

@@ -53,12 +53,8 @@ export class SubscriberAddressGuard {
     const judged = this.policy.judgeHost(parsed.hostname);
     if (judged.verdict === 'refused') return `url must not point inside: ${judged.why} (${ALLOW_HINT})`;
     if (judged.verdict === 'allowed') return undefined;
-    const addresses = await this.resolve(parsed.hostname);
-    for (const { address } of addresses) {
-      const why = this.policy.refusalOf(address);
-      if (why) return `url must not point inside: ${parsed.hostname} resolves to ${address}, and ${why} (${ALLOW_HINT})`;
-    }
-    return undefined;
+    const refused = this.policy.refusalOfAnswers(parsed.hostname, await this.resolve(parsed.hostname));
+    return refused && `url must not point inside: ${parsed.hostname} resolves to ${refused.address}, and ${refused.why} (${ALLOW_HINT})`;
   }
 
   /**
@@ -86,11 +82,8 @@ export class SubscriberAddressGuard {
   private readonly lookup: LookupFunction = (hostname, options, callback) => {
     this.resolver.lookup(hostname).then(
       (answers) => {
-        const allowedName = this.policy.allowsName(hostname);
-        for (const { address } of answers) {
-          const why = allowedName ? undefined : this.policy.refusalOf(address);
-          if (why) return callback(new ForbiddenAddressError(`${hostname} resolves to ${address}, and ${why}`), '', 0);
-        }
+        const refused = this.policy.refusalOfAnswers(hostname, answers);
+        if (refused) return callback(new ForbiddenAddressError(`${hostname} resolves to ${refused.address}, and ${refused.why}`), '', 0);
         const wanted = answers.filter((a) => !options.family || a.family === options.family || options.family === `IPv${a.family}`);
         if (wanted.length === 0) {
           const error: NodeJS.ErrnoException = new Error(`${hostname} has no address of the family asked for`);
