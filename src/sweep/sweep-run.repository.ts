@@ -303,12 +303,25 @@ export class SweepRunRepository {
 
   /** Which of `ids` the run has already seen listed. */
   async seen(runId: string, resource: SweepResource, ids: string[]): Promise<Set<string>> {
-    // One probe of the primary key per id. Written as `id = ANY(ids)`, the planner, trusting statistics from when the
-    // run had seen little, read every id the run had seen and filtered them: a page's lookup grew with the run.
+    // One probe of the primary key per id, whatever the statistics say: a LATERAL subquery with a LIMIT is never
+    // turned into a join. The planner takes a new run for an empty one, so as `id = ANY(ids)` or as a join it read
+    // every id the run had seen (to filter or hash them): a page's lookup grew with the run, an import's with the
+    // square of the workspace.
     const rows = await this.database.db
       .selectFrom(sql<{ id: string }>`unnest(${ids}::text[])`.as<'listed'>(sql`listed(id)`))
-      .innerJoin('sweep_seen as s', (join) => join.onRef('s.id', '=', 'listed.id').on('s.run_id', '=', runId).on('s.resource', '=', resource))
-      .select('s.id')
+      .innerJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('sweep_seen as s')
+            .select(eb.lit(1).as('one'))
+            .where('s.run_id', '=', runId)
+            .where('s.resource', '=', resource)
+            .whereRef('s.id', '=', 'listed.id')
+            .limit(1)
+            .as('found'),
+        (join) => join.onTrue(),
+      )
+      .select('listed.id')
       .execute();
     return new Set(rows.map((r) => r.id));
   }
