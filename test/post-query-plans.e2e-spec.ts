@@ -1,11 +1,9 @@
-import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import { Client, type Pool } from 'pg';
-import type { DatabaseService } from '../src/database/database.service';
-import type { DB } from '../src/generated/kysely/database';
 import type { ListPostsQuery } from '../src/mirror/posts/dto/list-posts.query';
 import { PostsQuery } from '../src/mirror/posts/posts.query';
 import { withIndexesDeferred } from './support/bulk-load';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { explainAnalyzed, planNodes, recordingDatabase, SentStatement } from './support/explain';
 import { startService } from './support/service';
 
 const POSTS = 500_000;
@@ -41,17 +39,6 @@ const LOAD = `
          now(), now(), gen_random_uuid(), 1
     FROM generate_series(1, ${POSTS}) AS i`;
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
 /** Every shape of GET /posts the query endpoint offers: each filter, each order both ways, and a page deep in the walk. */
 // Every row has three items: jest takes a callback parameter a row does not fill for a `done` callback.
 const SHAPES: Array<[string, Partial<ListPostsQuery>, string | null]> = [
@@ -82,7 +69,7 @@ const SHAPES: Array<[string, Partial<ListPostsQuery>, string | null]> = [
 describe('GET /posts on 500,000 whole posts: every filter and every order is served by an index', () => {
   let db: TestDatabase;
   let pool: Pool;
-  let statements: CompiledQuery[];
+  let sent: () => SentStatement[];
   let posts: PostsQuery;
 
   beforeAll(async () => {
@@ -100,15 +87,10 @@ describe('GET /posts on 500,000 whole posts: every filter and every order is ser
       await client.end();
     }
     pool = db.pool(2);
-    statements = [];
-    const kysely = new Kysely<DB>({
-      dialect: new PostgresDialect({ pool }),
-      log: (event) => {
-        if (event.level === 'query') statements.push(event.query);
-      },
-    });
     // The endpoint's own query builder, on a database of its own: what it sends is what is explained.
-    posts = new PostsQuery({ db: kysely } as unknown as DatabaseService);
+    const recording = recordingDatabase(pool);
+    sent = recording.sent;
+    posts = new PostsQuery(recording.database);
   }, 600_000);
 
   afterAll(async () => {
@@ -122,34 +104,13 @@ describe('GET /posts on 500,000 whole posts: every filter and every order is ser
     const pages = [first];
     if (first.nextCursor) pages.push(await posts.list({ limit: 50, ...shape, cursor: first.nextCursor }));
     // Each statement is explained under the settings its transaction set before it (SET LOCAL), as it ran.
-    const sent: Array<{ statement: CompiledQuery; settings: string[] }> = [];
-    let settings: string[] = [];
-    for (const statement of statements.splice(0)) {
-      if (/^set local /i.test(statement.sql)) settings.push(statement.sql);
-      else {
-        if (/from "post"/i.test(statement.sql)) sent.push({ statement, settings });
-        settings = [];
-      }
-    }
-    expect(sent.length).toBeGreaterThan(0);
+    const statements = sent().filter(({ statement }) => /from "post"/i.test(statement.sql));
+    expect(statements.length).toBeGreaterThan(0);
     const report: string[] = [];
     const used: string[] = [];
-    for (const { statement, settings: local } of sent) {
-      const client = await pool.connect();
-      let rows: Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }>;
-      try {
-        await client.query('BEGIN');
-        for (const setting of local) await client.query(setting);
-        ({ rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
-          [...statement.parameters],
-        ));
-      } finally {
-        await client.query('ROLLBACK');
-        client.release();
-      }
-      const [{ Plan: plan, 'Execution Time': ms }] = rows[0]['QUERY PLAN'];
-      const all = nodes(plan);
+    for (const statement of statements) {
+      const { plan, ms } = await explainAnalyzed(pool, statement);
+      const all = planNodes(plan);
       expect(all.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'post')).toEqual([]);
       const indexes = [...new Set(all.map((node) => node['Index Name']).filter((name): name is string => name !== undefined))];
       expect(indexes.length).toBeGreaterThan(0);
