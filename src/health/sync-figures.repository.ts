@@ -4,6 +4,7 @@ import {
   type CompiledQuery,
   DummyDriver,
   type Expression,
+  type ExpressionBuilder,
   expressionBuilder,
   type InferResult,
   Kysely,
@@ -220,7 +221,7 @@ function statements(
 
 // A tombstone (a 404 for a post the mirror never held) is a deleted row with no Pozy version: no endpoint answers it,
 // so it is neither a post nor a deleted post. Counted through its own partial index (post_tombstone_idx).
-const tombstone = <Q extends Rows>(rows: Q) => rows.where('deleted_at', 'is not', null).where('pozy_updated_at', 'is', null);
+const isTombstone = (eb: ExpressionBuilder<Tables, 'post'>) => eb.and([eb('deleted_at', 'is not', null), eb('pozy_updated_at', 'is', null)]);
 
 const TABLE_SHAPES: readonly TableShape[] = [
   {
@@ -235,9 +236,9 @@ const TABLE_SHAPES: readonly TableShape[] = [
         .select((eb) => [
           asInt(eb.fn.countAll()).as('rows'),
           asInt(eb.fn.countAll().filterWhere('deleted_at', 'is not', null)).as('subset'),
-          asInt(eb.fn.countAll().filterWhere((f) => f.and([f('deleted_at', 'is not', null), f('pozy_updated_at', 'is', null)]))).as('unseen'),
+          asInt(eb.fn.countAll().filterWhere(isTombstone)).as('unseen'),
         ]),
-      tombstone(compiler.selectFrom('post').select(ONE)),
+      compiler.selectFrom('post').select(ONE).where(isTombstone),
     ),
   },
   {
