@@ -60,7 +60,7 @@ export function recordingDatabase(pool: Pool): { database: DatabaseService; sent
         if (/^set local /i.test(statement.sql)) settings.push(statement.sql);
         else {
           sent.push({ statement, settings });
-          if (!/^(begin|start transaction)/i.test(statement.sql)) settings = [];
+          settings = [];
         }
       }
       return sent;
