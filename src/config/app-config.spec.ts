@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppConfig } from './app-config';
 import { ConfigError, VARIABLES } from './environment';
+import { KNOWN_EXAMPLE_SECRETS } from './known-examples';
 
 const minimal = { POZY_API_KEY: 'sk_live_x' };
 /** Everything NODE_ENV=production asks for; a test unsets (undefined) what it looks at. */
@@ -328,6 +329,87 @@ describe('AppConfig.fromEnvironment', () => {
         /entry 2 is not <key id>:<base64 of 32 bytes>.*entry 3 \(key \\"c\\"\) is not the base64 of 32 bytes.*entry 4 repeats key id \\"a\\" of entry 1.*entry 5 is empty.*entry 6's key id must be/,
       );
       for (const key of [KEY_A, KEY_B, short]) expect(described).not.toContain(key);
+    });
+  });
+
+  describe("the repository's own example secrets (KNOWN_EXAMPLE_SECRETS), refused in production", () => {
+    const published = (what: string): unknown =>
+      expect.stringMatching(new RegExp(`^${what} is an example this repository publishes .*NODE_ENV=production refuses it`));
+    const PUBLISHED_KEY = 'compose-default:R7eJBfmLk1iI6g0jr0xLz7jxo/oFMallut9ptXYU3sE=';
+    const OWN_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
+
+    it.each([
+      ['POZY_API_KEY', (value: string) => ({ POZY_API_KEY: value }), 'POZY_API_KEY'],
+      ['POZY_WEBHOOK_SECRET', (value: string) => ({ POZY_WEBHOOK_SECRET: value }), 'POZY_WEBHOOK_SECRET'],
+      [
+        'POZY_WEBHOOK_SECRET, while rotating',
+        (value: string) => ({ POZY_WEBHOOK_SECRET: `whsec_own_secret,${value}` }),
+        'POZY_WEBHOOK_SECRET entry 2',
+      ],
+      ['ADMIN_TOKEN', (value: string) => ({ ADMIN_TOKEN: value }), 'ADMIN_TOKEN'],
+      ['API_TOKENS', (value: string) => ({ API_TOKENS: `read_token_production_1,${value}` }), 'API_TOKENS entry 2'],
+      [
+        "DATABASE_URL's password",
+        (value: string) => ({ DATABASE_URL: `postgresql://pozy:${encodeURIComponent(value)}@db:5432/pozy` }),
+        "DATABASE_URL's password",
+      ],
+      [
+        "DATABASE_READ_URL's password",
+        (value: string) => ({ DATABASE_READ_URL: `postgresql://pozy:${encodeURIComponent(value)}@replica:5432/pozy` }),
+        "DATABASE_READ_URL's password",
+      ],
+    ])('refuses each of them as %s, naming it and never the value', (_case, env, what) => {
+      for (const value of KNOWN_EXAMPLE_SECRETS) {
+        const found = problems({ ...production, ...env(value) });
+        expect(found).toContainEqual(published(what));
+        expect(JSON.stringify(found)).not.toContain(value);
+      }
+    });
+
+    it('takes them outside production: the simulator profile and the demo run with them', () => {
+      expect(
+        AppConfig.fromEnvironment({
+          DATABASE_URL: 'postgresql://pozy:pozy@postgres:5432/pozy_sync',
+          POZY_API_KEY: 'sk_sim_local',
+          POZY_WEBHOOK_SECRET: 'whsec_simulator_secret',
+          ADMIN_TOKEN: 'simulator-admin-token',
+          SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY,
+        }).adminToken,
+      ).toBe('simulator-admin-token');
+    });
+
+    it('refuses a published encryption key as the one that encrypts, under any key id, but lets it follow your own to re-encrypt', () => {
+      expect(problems({ ...production, SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY })).toEqual([
+        expect.stringMatching(
+          /^SECRETS_ENCRYPTION_KEY entry 1 \(key "compose-default"\) is an example this repository publishes .*npm run secrets:reencrypt/,
+        ),
+      ]);
+      const renamed = PUBLISHED_KEY.replace('compose-default:', 'k7:');
+      expect(problems({ ...production, SECRETS_ENCRYPTION_KEY: `${renamed},${OWN_KEY}` })).toEqual([
+        expect.stringMatching(/^SECRETS_ENCRYPTION_KEY entry 1 \(key "k7"\) is an example/),
+      ]);
+      expect(AppConfig.fromEnvironment({ ...production, SECRETS_ENCRYPTION_KEY: `${OWN_KEY},${PUBLISHED_KEY}` }).secretsEncryptionKeys).toHaveLength(
+        2,
+      );
+    });
+
+    it('names every published value at once', () => {
+      expect(
+        problems({
+          ...production,
+          POZY_API_KEY: 'sk_sim_local',
+          POZY_WEBHOOK_SECRET: 'whsec_simulator_secret',
+          ADMIN_TOKEN: 'simulator-admin-token',
+          SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY,
+          DATABASE_URL: 'postgresql://pozy:pozy@postgres:5432/pozy_sync',
+        }),
+      ).toEqual([
+        published('POZY_API_KEY'),
+        published('POZY_WEBHOOK_SECRET'),
+        published('ADMIN_TOKEN'),
+        published("DATABASE_URL's password"),
+        expect.stringMatching(/^SECRETS_ENCRYPTION_KEY entry 1/),
+      ]);
     });
   });
 

@@ -18,6 +18,7 @@ import {
 } from 'class-validator';
 import { validateCronExpression } from 'cron';
 import { readAllowedHosts } from './allowed-hosts';
+import { isKnownExample, isKnownKey } from './known-examples';
 
 /** Nest's levels, least to most verbose; each includes those before it. */
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -554,6 +555,43 @@ function describe(errors: ValidationError[]): string[] {
   );
 }
 
+const PUBLISHED =
+  "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
+
+/** A database URL's password, decoded; undefined when it has none (or is no URL). */
+function passwordOf(url: string | undefined): string | undefined {
+  try {
+    const password = url === undefined ? '' : new URL(url).password;
+    return password === '' ? undefined : decodeURIComponent(password);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The variables holding a secret the repository publishes (KNOWN_EXAMPLE_SECRETS), by name and entry, never by value. */
+function knownExampleProblems(env: EnvironmentVariables): string[] {
+  const entries = (name: string, value: string | undefined) =>
+    (value?.split(',') ?? []).map((entry, i, all) => ({ entry, what: all.length > 1 ? `${name} entry ${i + 1}` : name }));
+  const problems = [
+    ...entries('POZY_API_KEY', env.POZY_API_KEY),
+    ...entries('POZY_WEBHOOK_SECRET', env.POZY_WEBHOOK_SECRET),
+    ...entries('ADMIN_TOKEN', env.ADMIN_TOKEN),
+    ...entries('API_TOKENS', env.API_TOKENS),
+    ...entries("DATABASE_URL's password", passwordOf(env.DATABASE_URL)),
+    ...entries("DATABASE_READ_URL's password", passwordOf(env.DATABASE_READ_URL)),
+  ]
+    .filter(({ entry }) => isKnownExample(entry))
+    .map(({ what }) => `${what} ${PUBLISHED}`);
+  // Only as the key that encrypts: after it, a published key still decrypts while secrets:reencrypt moves what it sealed.
+  const [newest] = parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY);
+  if (newest && isKnownKey(newest.key)) {
+    problems.push(
+      `SECRETS_ENCRYPTION_KEY entry 1 (key "${newest.id}") ${PUBLISHED}. A published key may only follow your own (k1:<yours>,<published>) while npm run secrets:reencrypt moves the secrets it encrypted`,
+    );
+  }
+  return problems;
+}
+
 /** API_TOKENS as a list: none when unset or `none`. */
 export function readTokensOf(env: Pick<EnvironmentVariables, 'API_TOKENS'>): string[] {
   return env.API_TOKENS === undefined || env.API_TOKENS === OPEN_READS ? [] : env.API_TOKENS.split(',');
@@ -578,6 +616,7 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
       'DATABASE_URL is required when NODE_ENV=production (unset, production data would live in an embedded PostgreSQL under .data/postgres); set EMBEDDED_DATABASE=allow to choose that',
     );
   }
+  if (parsed.NODE_ENV === 'production') problems.push(...knownExampleProblems(parsed));
   if (parsed.NODE_ENV === 'production' && !parsed.API_TOKENS) {
     problems.push(
       `API_TOKENS is required when NODE_ENV=production (unset, the query endpoints are open to anyone who reaches the port); set read tokens, or API_TOKENS=${OPEN_READS} to leave them open`,
