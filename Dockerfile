@@ -46,8 +46,9 @@ COPY --from=build --chown=node:node /app/dist ./dist
 COPY --from=build --chown=node:node /app/prisma ./prisma
 # The example receiver of README's change notifications, runnable in the image.
 COPY --from=build --chown=node:node /app/examples ./examples
-# The acknowledgment spool's volume (docker-compose.yml); a named volume takes this directory's owner.
-RUN mkdir -p /var/lib/pozy-sync/spool && chown -R node:node /var/lib/pozy-sync
+# The acknowledgment spool's volume (docker-compose.yml); a named volume takes this directory's owner and mode. The
+# spool holds whole payloads: its directory is the service's alone (the service also makes it so at start).
+RUN mkdir -p /var/lib/pozy-sync/spool && chown -R node:node /var/lib/pozy-sync && chmod 0700 /var/lib/pozy-sync/spool
 USER node
 EXPOSE 3000
 # Every role answers /health/ready on PORT (a worker serves only health and metrics there).

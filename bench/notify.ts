@@ -24,7 +24,7 @@ import { cell, percentile, sleep, startBuiltService, startProcess, stopProcess, 
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
-const ADMIN_TOKEN = 'bench_admin';
+const ADMIN_TOKEN = 'bench_admin_token';
 const RATE_LIMIT_PER_MINUTE = 100_000;
 /** The subscription's signing secret, given rather than generated so the receiver can verify from the start. */
 const SUBSCRIPTION_SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;

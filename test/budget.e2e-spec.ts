@@ -33,7 +33,7 @@ describe('one Pozy budget for two replicas', () => {
       simulator: { rateLimitPerMinute: LIMIT, rateLimitWindowMs: WINDOW_MS },
       before: (sim) => sim.world.seedExisting({ posts: 2_000, accounts: 60 }),
     });
-    second = await startService(db.url, { ...env, POZY_API_URL: harness.sim.url, POZY_API_KEY: harness.sim.apiKey, ADMIN_TOKEN: 'x' });
+    second = await startService(db.url, { ...env, POZY_API_URL: harness.sim.url, POZY_API_KEY: harness.sim.apiKey });
   }, 60_000);
 
   afterAll(async () => {

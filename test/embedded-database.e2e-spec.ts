@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { freePort } from './support/ports';
 import { deliver, postEvent } from './support/pozy-events';
 import { BUILT_DEMO, ServiceProcess, spawnService } from './support/process';
@@ -65,6 +66,26 @@ async function stopLeftovers(dataDir: string, ...services: (ServiceProcess | und
 // One directory for the file: its cluster is initialised once (initdb takes seconds), then reused by every start.
 const cwd = workingDirectory();
 const dataDir = join(cwd, '.data', 'postgres');
+const passwordFile = join(cwd, '.data', 'postgres.password');
+/** What every data directory's superuser had before each got its own. */
+const FIXED_PASSWORD = 'pozy-sync';
+
+/** Signs in to the embedded PostgreSQL as its superuser: the server's answer to `SELECT 1`, or its error's SQLSTATE. */
+async function signIn(port: string, password: string): Promise<string> {
+  const client = new Client({ host: 'localhost', port: Number(port), user: 'postgres', password, database: 'postgres' });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ one: number }>('SELECT 1 AS one');
+    return `answered ${rows[0].one}`;
+  } catch (error) {
+    return `refused ${(error as { code?: string }).code}`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
+const passwordInFile = () => readFileSync(passwordFile, 'utf8').trim();
 
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
@@ -73,6 +94,8 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
   let firstPort: number;
   let first: ServiceProcess | undefined;
   let second: ServiceProcess | undefined;
+  let third: ServiceProcess | undefined;
+  let firstPassword: string;
   const stored = postEvent('post-survives-kill');
 
   const start = async (port: number): Promise<ServiceProcess> => {
@@ -100,7 +123,15 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
     first = await start(firstPort);
   }, 90_000);
 
-  afterAll(() => stopLeftovers(dataDir, first, second));
+  afterAll(() => stopLeftovers(dataDir, first, second, third));
+
+  it("gives a new data directory a generated superuser password, kept beside it in a file only the service's user reads", async () => {
+    firstPassword = passwordInFile();
+    expect(firstPassword).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(modeOf(passwordFile)).toBe('600');
+    expect(await signIn(env.EMBEDDED_DATABASE_PORT, firstPassword)).toBe('answered 1');
+    expect(await signIn(env.EMBEDDED_DATABASE_PORT, FIXED_PASSWORD)).toBe('refused 28P01');
+  });
 
   it('refuses a second start on the same data directory while the first uses it, naming the first', async () => {
     if (!first) throw new Error('the first service did not start');
@@ -134,15 +165,50 @@ describe('the embedded PostgreSQL across crashes and a second start', () => {
     await waitFor('the orphan to be gone', async () => (isAlive(orphan) ? undefined : true), 10_000, 100);
     // Pozy redelivering the event stored before the crash finds it there.
     expect(await deliver(`http://127.0.0.1:${port}`, stored)).toMatchObject({ status: 200, body: { eventId: stored.id, duplicate: true } });
+    // A later start reuses the directory's password.
+    expect(passwordInFile()).toBe(firstPassword);
+  });
+
+  it("starts on an older version's data directory (the fixed password, no file), and gives it a password of its own", async () => {
+    if (!second) throw new Error('the service of the previous test did not start');
+    // Made as an older version left it: the superuser's fixed password, and no file beside the directory.
+    const client = new Client({
+      host: 'localhost',
+      port: Number(env.EMBEDDED_DATABASE_PORT),
+      user: 'postgres',
+      password: firstPassword,
+      database: 'postgres',
+    });
+    await client.connect();
+    await client.query(`ALTER ROLE postgres PASSWORD '${FIXED_PASSWORD}'`);
+    await client.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    rmSync(passwordFile);
+
+    const port = await freePort();
+    third = await start(port);
+
+    expect(third.output()).toMatch(
+      new RegExp(`on ${escape(dataDir)} had the fixed password of older versions; it now has its own, kept in ${escape(passwordFile)}`),
+    );
+    const generated = passwordInFile();
+    expect(generated).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(generated).not.toBe(firstPassword);
+    expect(modeOf(passwordFile)).toBe('600');
+    expect(await signIn(env.EMBEDDED_DATABASE_PORT, generated)).toBe('answered 1');
+    expect(await signIn(env.EMBEDDED_DATABASE_PORT, FIXED_PASSWORD)).toBe('refused 28P01');
+    // The same data: the event stored before is still there.
+    expect(await deliver(`http://127.0.0.1:${port}`, stored)).toMatchObject({ status: 200, body: { eventId: stored.id, duplicate: true } });
   });
 
   it('stops its PostgreSQL on SIGTERM, leaving none running on the data directory', async () => {
-    if (!second) throw new Error('the service of the previous test did not start');
+    if (!third) throw new Error('the service of the previous test did not start');
     expect(postmastersOn(dataDir)).toHaveLength(1);
 
-    second.child.kill('SIGTERM');
+    third.child.kill('SIGTERM');
 
-    expect(await second.exited).toBe(0);
+    expect(await third.exited).toBe(0);
     expect(postmastersOn(dataDir)).toEqual([]);
   });
 });

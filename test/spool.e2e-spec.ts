@@ -8,7 +8,7 @@ import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TcpProxy } from './support/tcp-proxy';
 
-const ADMIN = { authorization: 'Bearer spool-admin' };
+const ADMIN = { authorization: 'Bearer spool-admin-token' };
 
 describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', () => {
   let db: TestDatabase;
@@ -29,7 +29,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     // dead-lettered once timeouts have lasted over 1 s (60 s).
     service = await startService(proxy.url(db.url), {
       ROLE: 'api',
-      ADMIN_TOKEN: 'spool-admin',
+      ADMIN_TOKEN: 'spool-admin-token',
       ACK_TIMEOUT_MS: '500',
       SPOOL_RETRY_FIRST_MS: '300',
       SPOOL_RETRY_SECOND_MS: '1500',

@@ -70,10 +70,12 @@ export class OpenReadsWarning implements OnModuleInit {
   constructor(private readonly config: AppConfig) {}
 
   onModuleInit(): void {
-    if (this.config.servesHttp && this.config.readTokens.length === 0) {
-      this.logger.warn(
-        'API_TOKENS is not set: the query endpoints (/posts, /accounts, /changes) and the full status are open to anyone who can reach this port. Set API_TOKENS to require a token.',
-      );
-    }
+    if (!this.config.servesHttp || this.config.readTokens.length > 0) return;
+    const what = 'the query endpoints (/posts, /accounts, /changes) and the full status are open to anyone who can reach this port';
+    this.logger.warn(
+      this.config.openReadsChosen
+        ? `API_TOKENS=none: ${what}, as chosen.`
+        : `API_TOKENS is not set: ${what}. Set API_TOKENS to require a token (or API_TOKENS=none to say you mean it).`,
+    );
   }
 }

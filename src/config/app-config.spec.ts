@@ -2,8 +2,18 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppConfig } from './app-config';
 import { ConfigError, VARIABLES } from './environment';
+import { KNOWN_EXAMPLE_SECRETS } from './known-examples';
 
 const minimal = { POZY_API_KEY: 'sk_live_x' };
+/** Everything NODE_ENV=production asks for; a test unsets (undefined) what it looks at. */
+const production: Record<string, string | undefined> = {
+  ...minimal,
+  NODE_ENV: 'production',
+  DATABASE_URL: 'postgresql://u:p@db:5432/pozy',
+  POZY_WEBHOOK_SECRET: 'whsec_live_x',
+  SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+  API_TOKENS: 'read_token_production_1',
+};
 
 function problems(env: Record<string, string | undefined>): string[] {
   try {
@@ -40,7 +50,7 @@ describe('AppConfig.fromEnvironment', () => {
       DATABASE_URL: 'postgresql://u:p@db:5432/pozy',
       POZY_API_URL: 'http://127.0.0.1:4010/',
       POZY_WEBHOOK_SECRET: 'whsec',
-      ADMIN_TOKEN: 'admin',
+      ADMIN_TOKEN: 'admin_token_0123456789',
       BACKFILL_CRON: '*/5 * * * *',
       SPOOL_DIR: '/var/lib/pozy/spool',
       LOG_LEVEL: 'debug',
@@ -50,7 +60,7 @@ describe('AppConfig.fromEnvironment', () => {
       port: 8080,
       databaseUrl: 'postgresql://u:p@db:5432/pozy',
       pozy: { apiUrl: 'http://127.0.0.1:4010', webhookSecrets: ['whsec'] },
-      adminToken: 'admin',
+      adminToken: 'admin_token_0123456789',
       backfillCron: '*/5 * * * *',
       spoolDir: '/var/lib/pozy/spool',
       logLevels: ['error', 'warn', 'log', 'debug'],
@@ -189,9 +199,29 @@ describe('AppConfig.fromEnvironment', () => {
     });
 
     it('refuses STATUS_PUBLIC=false without API_TOKENS: reads, the status included, would be open anyway', () => {
-      expect(problems({ ...minimal, ADMIN_TOKEN: 'admin', STATUS_PUBLIC: 'false' })).toEqual([
+      expect(problems({ ...minimal, ADMIN_TOKEN: 'admin_token_0123456789', STATUS_PUBLIC: 'false' })).toEqual([
         expect.stringMatching(/^STATUS_PUBLIC=false needs API_TOKENS/),
       ]);
+      expect(problems({ ...minimal, API_TOKENS: 'none', STATUS_PUBLIC: 'false' })).toEqual([
+        expect.stringMatching(/^STATUS_PUBLIC=false needs API_TOKENS/),
+      ]);
+    });
+
+    it('takes API_TOKENS=none for open reads chosen, in any environment', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: 'none' })).toMatchObject({ readTokens: [], openReadsChosen: true });
+      expect(AppConfig.fromEnvironment(minimal)).toMatchObject({ readTokens: [], openReadsChosen: false });
+      expect(AppConfig.fromEnvironment({ ...minimal, API_TOKENS: READ_A }).openReadsChosen).toBe(false);
+      expect(problems({ ...minimal, API_TOKENS: `none,${READ_A}` })).toEqual([expect.stringMatching(/^API_TOKENS must be .*: entry 1 is shorter/)]);
+    });
+
+    it('requires API_TOKENS in production, or API_TOKENS=none to leave reads open', () => {
+      const required = [
+        expect.stringMatching(/^API_TOKENS is required when NODE_ENV=production .*set read tokens, or API_TOKENS=none to leave them open$/),
+      ];
+      expect(problems({ ...production, API_TOKENS: undefined })).toEqual(required);
+      expect(problems({ ...production, API_TOKENS: '' })).toEqual(required);
+      expect(AppConfig.fromEnvironment({ ...production, API_TOKENS: 'none' })).toMatchObject({ readTokens: [], openReadsChosen: true });
+      expect(AppConfig.fromEnvironment(production).readTokens).toEqual(['read_token_production_1']);
     });
 
     it('never echoes a read token in its description', () => {
@@ -229,10 +259,33 @@ describe('AppConfig.fromEnvironment', () => {
   });
 
   it('requires POZY_WEBHOOK_SECRET and SECRETS_ENCRYPTION_KEY in production', () => {
-    expect(problems({ ...minimal, NODE_ENV: 'production', DATABASE_URL: 'postgresql://u:p@db:5432/pozy' })).toEqual([
+    expect(AppConfig.fromEnvironment(production).nodeEnv).toBe('production');
+    expect(problems({ ...production, POZY_WEBHOOK_SECRET: undefined, SECRETS_ENCRYPTION_KEY: undefined })).toEqual([
       expect.stringMatching(/^POZY_WEBHOOK_SECRET is required when NODE_ENV=production/),
       expect.stringMatching(/^SECRETS_ENCRYPTION_KEY is required when NODE_ENV=production \(subscription secrets would be stored in plaintext\)/),
     ]);
+  });
+
+  describe('ADMIN_TOKEN: one token, held to the rule of a read token, in every environment', () => {
+    it('takes one of at least 16 characters of letters, digits and -._~+/', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, ADMIN_TOKEN: 'aB3+/_-.~xyzQRSTUV==' }).adminToken).toBe('aB3+/_-.~xyzQRSTUV==');
+      expect(AppConfig.fromEnvironment({ ...minimal, ADMIN_TOKEN: '' }).adminToken).toBeUndefined();
+    });
+
+    it.each([
+      ['one character', 'Q', /: it is shorter than 16 characters$/],
+      ['15 characters', 'admin_token_15c', /: it is shorter than 16 characters$/],
+      ['a space', 'admin token 0123456789', /: it holds a space or a character a Bearer token cannot carry/],
+      ['a comma', 'admin_token_0123,456789', /: it holds a space or a character/],
+      ['a newline at the end', 'admin_token_0123456789\n', /: it holds a space or a character/],
+    ])('refuses %s, naming ADMIN_TOKEN and never echoing it', (_case, value, message) => {
+      for (const env of [minimal, production]) {
+        const found = problems({ ...env, ADMIN_TOKEN: value });
+        expect(found).toEqual([expect.stringMatching(/^ADMIN_TOKEN must be one token of at least 16 characters/)]);
+        expect(found).toEqual([expect.stringMatching(message)]);
+        expect(JSON.stringify(found)).not.toContain(value.trim());
+      }
+    });
   });
 
   describe('POZY_WEBHOOK_SECRET', () => {
@@ -279,24 +332,98 @@ describe('AppConfig.fromEnvironment', () => {
     });
   });
 
-  it('refuses production data on the embedded PostgreSQL unless EMBEDDED_DATABASE=allow chooses it', () => {
-    const production = {
-      ...minimal,
-      NODE_ENV: 'production',
-      POZY_WEBHOOK_SECRET: 'whsec',
-      SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32).toString('base64')}`,
-    };
+  describe("the repository's own example secrets (KNOWN_EXAMPLE_SECRETS), refused in production", () => {
+    const published = (what: string): unknown =>
+      expect.stringMatching(new RegExp(`^${what} is an example this repository publishes .*NODE_ENV=production refuses it`));
+    const PUBLISHED_KEY = 'compose-default:R7eJBfmLk1iI6g0jr0xLz7jxo/oFMallut9ptXYU3sE=';
+    const OWN_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
 
-    expect(problems(production)).toEqual([expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/)]);
-    expect(AppConfig.fromEnvironment({ ...production, EMBEDDED_DATABASE: 'allow' }).databaseUrl).toBeUndefined();
-    expect(AppConfig.fromEnvironment({ ...production, DATABASE_URL: 'postgresql://u:p@db:5432/pozy' }).databaseUrl).toBe(
+    it.each([
+      ['POZY_API_KEY', (value: string) => ({ POZY_API_KEY: value }), 'POZY_API_KEY'],
+      ['POZY_WEBHOOK_SECRET', (value: string) => ({ POZY_WEBHOOK_SECRET: value }), 'POZY_WEBHOOK_SECRET'],
+      [
+        'POZY_WEBHOOK_SECRET, while rotating',
+        (value: string) => ({ POZY_WEBHOOK_SECRET: `whsec_own_secret,${value}` }),
+        'POZY_WEBHOOK_SECRET entry 2',
+      ],
+      ['ADMIN_TOKEN', (value: string) => ({ ADMIN_TOKEN: value }), 'ADMIN_TOKEN'],
+      ['API_TOKENS', (value: string) => ({ API_TOKENS: `read_token_production_1,${value}` }), 'API_TOKENS entry 2'],
+      [
+        "DATABASE_URL's password",
+        (value: string) => ({ DATABASE_URL: `postgresql://pozy:${encodeURIComponent(value)}@db:5432/pozy` }),
+        "DATABASE_URL's password",
+      ],
+      [
+        "DATABASE_READ_URL's password",
+        (value: string) => ({ DATABASE_READ_URL: `postgresql://pozy:${encodeURIComponent(value)}@replica:5432/pozy` }),
+        "DATABASE_READ_URL's password",
+      ],
+    ])('refuses each of them as %s, naming it and never the value', (_case, env, what) => {
+      for (const value of KNOWN_EXAMPLE_SECRETS) {
+        const found = problems({ ...production, ...env(value) });
+        expect(found).toContainEqual(published(what));
+        expect(JSON.stringify(found)).not.toContain(value);
+      }
+    });
+
+    it('takes them outside production: the simulator profile and the demo run with them', () => {
+      expect(
+        AppConfig.fromEnvironment({
+          DATABASE_URL: 'postgresql://pozy:pozy@postgres:5432/pozy_sync',
+          POZY_API_KEY: 'sk_sim_local',
+          POZY_WEBHOOK_SECRET: 'whsec_simulator_secret',
+          ADMIN_TOKEN: 'simulator-admin-token',
+          SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY,
+        }).adminToken,
+      ).toBe('simulator-admin-token');
+    });
+
+    it('refuses a published encryption key as the one that encrypts, under any key id, but lets it follow your own to re-encrypt', () => {
+      expect(problems({ ...production, SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY })).toEqual([
+        expect.stringMatching(
+          /^SECRETS_ENCRYPTION_KEY entry 1 \(key "compose-default"\) is an example this repository publishes .*npm run secrets:reencrypt/,
+        ),
+      ]);
+      const renamed = PUBLISHED_KEY.replace('compose-default:', 'k7:');
+      expect(problems({ ...production, SECRETS_ENCRYPTION_KEY: `${renamed},${OWN_KEY}` })).toEqual([
+        expect.stringMatching(/^SECRETS_ENCRYPTION_KEY entry 1 \(key "k7"\) is an example/),
+      ]);
+      expect(AppConfig.fromEnvironment({ ...production, SECRETS_ENCRYPTION_KEY: `${OWN_KEY},${PUBLISHED_KEY}` }).secretsEncryptionKeys).toHaveLength(
+        2,
+      );
+    });
+
+    it('names every published value at once', () => {
+      expect(
+        problems({
+          ...production,
+          POZY_API_KEY: 'sk_sim_local',
+          POZY_WEBHOOK_SECRET: 'whsec_simulator_secret',
+          ADMIN_TOKEN: 'simulator-admin-token',
+          SECRETS_ENCRYPTION_KEY: PUBLISHED_KEY,
+          DATABASE_URL: 'postgresql://pozy:pozy@postgres:5432/pozy_sync',
+        }),
+      ).toEqual([
+        published('POZY_API_KEY'),
+        published('POZY_WEBHOOK_SECRET'),
+        published('ADMIN_TOKEN'),
+        published("DATABASE_URL's password"),
+        expect.stringMatching(/^SECRETS_ENCRYPTION_KEY entry 1/),
+      ]);
+    });
+  });
+
+  it('refuses production data on the embedded PostgreSQL unless EMBEDDED_DATABASE=allow chooses it', () => {
+    const embedded = { ...production, DATABASE_URL: undefined };
+
+    expect(problems(embedded)).toEqual([expect.stringMatching(/^DATABASE_URL is required when NODE_ENV=production .*set EMBEDDED_DATABASE=allow/)]);
+    expect(AppConfig.fromEnvironment({ ...embedded, EMBEDDED_DATABASE: 'allow' }).databaseUrl).toBeUndefined();
+    expect(AppConfig.fromEnvironment({ ...embedded, DATABASE_URL: 'postgresql://u:p@db:5432/pozy' }).databaseUrl).toBe(
       'postgresql://u:p@db:5432/pozy',
     );
     // Outside production the embedded PostgreSQL needs no choice.
     expect(AppConfig.fromEnvironment(minimal).databaseUrl).toBeUndefined();
-    expect(problems({ ...production, EMBEDDED_DATABASE: 'yes' })).toContainEqual(
-      expect.stringMatching(/^EMBEDDED_DATABASE must be "allow" or unset/),
-    );
+    expect(problems({ ...embedded, EMBEDDED_DATABASE: 'yes' })).toContainEqual(expect.stringMatching(/^EMBEDDED_DATABASE must be "allow" or unset/));
   });
 
   it('never echoes values it was not asked about', () => {

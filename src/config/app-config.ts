@@ -6,7 +6,9 @@ import {
   LOG_LEVELS,
   LogFormat,
   LogLevelName,
+  OPEN_READS,
   parseEncryptionKeys,
+  readTokensOf,
   reserveShare,
   RoleName,
   validateEnvironment,
@@ -65,8 +67,10 @@ export class AppConfig {
   /** SECRETS_ENCRYPTION_KEY: the newest (first) encrypts subscription secrets, every one decrypts; empty: stored in plaintext. */
   readonly secretsEncryptionKeys: readonly EncryptionKey[];
   readonly adminToken: string | undefined;
-  /** API_TOKENS: any of them (or ADMIN_TOKEN) reads; none (the default) leaves the query endpoints open. */
+  /** API_TOKENS: any of them (or ADMIN_TOKEN) reads; none (unset, or `none`) leaves the query endpoints open. */
   readonly readTokens: readonly string[];
+  /** `API_TOKENS=none`: the query endpoints are open by the operator's choice, not for want of a setting. */
+  readonly openReadsChosen: boolean;
   /** The status page and /sync/status answer anonymous requests too, without resource ids or error texts. */
   readonly statusPublic: boolean;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
@@ -144,7 +148,8 @@ export class AppConfig {
     this.deadLetterAfterMs = env.DEAD_LETTER_AFTER_MS;
     this.secretsEncryptionKeys = Object.freeze(parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY));
     this.adminToken = env.ADMIN_TOKEN;
-    this.readTokens = Object.freeze(env.API_TOKENS?.split(',') ?? []);
+    this.readTokens = Object.freeze(readTokensOf(env));
+    this.openReadsChosen = env.API_TOKENS === OPEN_READS;
     this.statusPublic = env.STATUS_PUBLIC === 'true';
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;

@@ -18,6 +18,7 @@ import {
 } from 'class-validator';
 import { validateCronExpression } from 'cron';
 import { readAllowedHosts } from './allowed-hosts';
+import { isKnownExample, isKnownKey } from './known-examples';
 
 /** Nest's levels, least to most verbose; each includes those before it. */
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -64,18 +65,28 @@ const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 /** Shorter tokens could be guessed; 16 random characters are far beyond that. */
 export const MIN_TOKEN_LENGTH = 16;
 
+/** What is wrong with one token (`it` names it in the answer), or undefined; the token is never echoed. */
+function tokenProblem(token: string, it: string): string | undefined {
+  if (!BEARER_TOKEN.test(token)) return `${it} holds a space or a character a Bearer token cannot carry (letters, digits and -._~+/ only)`;
+  if (token.length < MIN_TOKEN_LENGTH) return `${it} is shorter than ${MIN_TOKEN_LENGTH} characters`;
+  return undefined;
+}
+
 /** The problems of a comma-separated token list, each naming the entry by position (a token is never echoed). */
 export function tokenListProblems(value: string): string[] {
   const tokens = value.split(',');
   return tokens.flatMap((token, i) => {
     const entry = `entry ${i + 1}`;
     if (token.trim() === '') return [`${entry} is empty (a stray comma?)`];
-    if (!BEARER_TOKEN.test(token)) return [`${entry} holds a space or a character a Bearer token cannot carry (letters, digits and -._~+/ only)`];
-    if (token.length < MIN_TOKEN_LENGTH) return [`${entry} is shorter than ${MIN_TOKEN_LENGTH} characters`];
+    const problem = tokenProblem(token, entry);
+    if (problem) return [problem];
     const first = tokens.indexOf(token);
     return first < i ? [`${entry} repeats entry ${first + 1}`] : [];
   });
 }
+
+/** `API_TOKENS=none`: the query endpoints open to anyone, chosen (production refuses API_TOKENS unset). */
+export const OPEN_READS = 'none';
 
 /** Two at most: the secret in use and, while a rotation in Pozy is under way, the other one. */
 export const MAX_WEBHOOK_SECRETS = 2;
@@ -157,12 +168,25 @@ class EncryptionKeys implements ValidatorConstraintInterface {
 @ValidatorConstraint({ name: 'tokenList' })
 class TokenList implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    return typeof value === 'string' && tokenListProblems(value).length === 0;
+    return value === OPEN_READS || (typeof value === 'string' && tokenListProblems(value).length === 0);
   }
 
   defaultMessage(args: ValidationArguments): string {
     const problems = typeof args.value === 'string' ? tokenListProblems(args.value) : ['it is not a string'];
-    return `${args.property} must be comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters: ${problems.join('; ')}`;
+    return `${args.property} must be comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters, or "${OPEN_READS}": ${problems.join('; ')}`;
+  }
+}
+
+/** ADMIN_TOKEN is held to the rule of a read token: it opens more. */
+@ValidatorConstraint({ name: 'adminToken' })
+class AdminToken implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && tokenProblem(value, 'it') === undefined;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problem = typeof args.value === 'string' ? tokenProblem(args.value, 'it') : 'it is not a string';
+    return `${args.property} must be one token of at least ${MIN_TOKEN_LENGTH} characters of letters, digits and -._~+/ (e.g. openssl rand -hex 24): ${problem}`;
   }
 }
 
@@ -314,10 +338,10 @@ export class EnvironmentVariables {
 
   @IsOptional()
   @emptyAsUnset()
-  @IsString()
+  @Validate(AdminToken)
   ADMIN_TOKEN?: string;
 
-  /** Comma-separated read tokens; two at once let a team rotate. Unset: the query endpoints are open. */
+  /** Comma-separated read tokens; two at once let a team rotate. Unset or `none`: the query endpoints are open. */
   @IsOptional()
   @emptyAsUnset()
   @Validate(TokenList)
@@ -531,6 +555,48 @@ function describe(errors: ValidationError[]): string[] {
   );
 }
 
+const PUBLISHED =
+  "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
+
+/** A database URL's password, decoded; undefined when it has none (or is no URL). */
+function passwordOf(url: string | undefined): string | undefined {
+  try {
+    const password = url === undefined ? '' : new URL(url).password;
+    return password === '' ? undefined : decodeURIComponent(password);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The variables holding a secret the repository publishes (KNOWN_EXAMPLE_SECRETS), by name and entry, never by value. */
+function knownExampleProblems(env: EnvironmentVariables): string[] {
+  const entries = (name: string, value: string | undefined) =>
+    (value?.split(',') ?? []).map((entry, i, all) => ({ entry, what: all.length > 1 ? `${name} entry ${i + 1}` : name }));
+  const problems = [
+    ...entries('POZY_API_KEY', env.POZY_API_KEY),
+    ...entries('POZY_WEBHOOK_SECRET', env.POZY_WEBHOOK_SECRET),
+    ...entries('ADMIN_TOKEN', env.ADMIN_TOKEN),
+    ...entries('API_TOKENS', env.API_TOKENS),
+    ...entries("DATABASE_URL's password", passwordOf(env.DATABASE_URL)),
+    ...entries("DATABASE_READ_URL's password", passwordOf(env.DATABASE_READ_URL)),
+  ]
+    .filter(({ entry }) => isKnownExample(entry))
+    .map(({ what }) => `${what} ${PUBLISHED}`);
+  // Only as the key that encrypts: after it, a published key still decrypts while secrets:reencrypt moves what it sealed.
+  const [newest] = parseEncryptionKeys(env.SECRETS_ENCRYPTION_KEY);
+  if (newest && isKnownKey(newest.key)) {
+    problems.push(
+      `SECRETS_ENCRYPTION_KEY entry 1 (key "${newest.id}") ${PUBLISHED}. A published key may only follow your own (k1:<yours>,<published>) while npm run secrets:reencrypt moves the secrets it encrypted`,
+    );
+  }
+  return problems;
+}
+
+/** API_TOKENS as a list: none when unset or `none`. */
+export function readTokensOf(env: Pick<EnvironmentVariables, 'API_TOKENS'>): string[] {
+  return env.API_TOKENS === undefined || env.API_TOKENS === OPEN_READS ? [] : env.API_TOKENS.split(',');
+}
+
 /** Validates the raw environment; throws a ConfigError naming every bad variable. */
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
   // Only our own keys: the rest of the environment is none of our business (and may hold secrets).
@@ -550,11 +616,17 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
       'DATABASE_URL is required when NODE_ENV=production (unset, production data would live in an embedded PostgreSQL under .data/postgres); set EMBEDDED_DATABASE=allow to choose that',
     );
   }
-  const readTokens = parsed.API_TOKENS?.split(',') ?? [];
+  if (parsed.NODE_ENV === 'production') problems.push(...knownExampleProblems(parsed));
+  if (parsed.NODE_ENV === 'production' && !parsed.API_TOKENS) {
+    problems.push(
+      `API_TOKENS is required when NODE_ENV=production (unset, the query endpoints are open to anyone who reaches the port); set read tokens, or API_TOKENS=${OPEN_READS} to leave them open`,
+    );
+  }
+  const readTokens = readTokensOf(parsed);
   if (parsed.ADMIN_TOKEN && readTokens.includes(parsed.ADMIN_TOKEN)) {
     problems.push('API_TOKENS must not hold ADMIN_TOKEN: every client given that read token could also use the admin endpoints');
   }
-  if (parsed.STATUS_PUBLIC === 'false' && !parsed.API_TOKENS) {
+  if (parsed.STATUS_PUBLIC === 'false' && readTokens.length === 0) {
     problems.push(
       'STATUS_PUBLIC=false needs API_TOKENS: without them every read is open, the status included; set API_TOKENS, or STATUS_PUBLIC=true',
     );

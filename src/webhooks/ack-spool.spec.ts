@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
+import Database from 'better-sqlite3';
 import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
@@ -32,8 +33,9 @@ function event(id: string): NewPozyEvent {
  * The spool in a directory of its own, over the receive statement as an in-process fake: `failWith` makes the
  * statement fail (the database still down), and every attempt is recorded with its time.
  */
-function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'pozy-sync-spool-'));
+function setup(spoolDir?: (root: string) => string) {
+  const root = mkdtempSync(join(tmpdir(), 'pozy-sync-spool-'));
+  const dir = spoolDir ? spoolDir(root) : root;
   const database = {
     stored: new Set<string>(),
     attempts: [] as { at: number; ids: string[] }[],
@@ -65,7 +67,7 @@ function setup() {
     await spool.beforeApplicationShutdown();
     spool.onApplicationShutdown();
   };
-  return { database, open, close, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, config, database, open, close, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
@@ -191,5 +193,78 @@ describe('AckSpool: when a spooled event is retried, and when it is given up on'
 
     expect(attemptTimes()).toEqual([0]);
     expect([...s.database.stored]).toEqual(['a']);
+  });
+});
+
+describe('AckSpool: its directory and files are private (0700, 0600) under a umask of 022', () => {
+  const FILES = ['spool.sqlite', 'spool.sqlite-wal', 'spool.sqlite-shm'];
+  let umask: number;
+  let warnings: string[];
+  let s: ReturnType<typeof setup>;
+
+  /** The permission bits of the spool directory and of each of its files, as `ls -l` would show them. */
+  const modes = () =>
+    Object.fromEntries(
+      [['dir', s.dir], ...FILES.map((file) => [file, join(s.dir, file)])].map(([name, path]) => [name, (statSync(path).mode & 0o777).toString(8)]),
+    );
+
+  beforeEach(() => {
+    umask = process.umask(0o022);
+    warnings = [];
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+  });
+
+  afterEach(() => {
+    process.umask(umask);
+    jest.restoreAllMocks();
+    s.remove();
+  });
+
+  it('creates a new spool private, its -wal and -shm files too', async () => {
+    s = setup((root) => join(root, 'data', 'spool'));
+    const spool = s.open();
+    spool.add([event('a')], timeout());
+
+    expect(modes()).toEqual({ dir: '700', 'spool.sqlite': '600', 'spool.sqlite-wal': '600', 'spool.sqlite-shm': '600' });
+    // The parent stays as the umask makes it: another user (PostgreSQL's, for .data/postgres) may need to traverse it.
+    expect((statSync(join(s.dir, '..')).mode & 0o777).toString(8)).toBe('755');
+    await s.close(spool);
+  });
+
+  it("makes an older version's spool private at start, saying so, and keeps what it holds", async () => {
+    s = setup((root) => join(root, 'spool'));
+    let spool = s.open();
+    s.database.failWith = timeout;
+    spool.add([event('a')], timeout());
+    await s.close(spool);
+    // As an older version left it: the directory 0755, the files 0644, a -wal and -shm beside them (a run still open).
+    chmodSync(s.dir, 0o755);
+    chmodSync(join(s.dir, 'spool.sqlite'), 0o644);
+    const older = new Database(join(s.dir, 'spool.sqlite'));
+    older.pragma('journal_mode = WAL');
+    older.exec('CREATE TABLE IF NOT EXISTS older_run (n INTEGER)');
+    expect(modes()).toEqual({ dir: '755', 'spool.sqlite': '644', 'spool.sqlite-wal': '644', 'spool.sqlite-shm': '644' });
+    warnings = [];
+
+    spool = new AckSpool(s.config, s.database as unknown as PozyEventRepository, { nudge() {} } as unknown as ReconcileDispatcher);
+    spool.onModuleInit();
+
+    expect(modes()).toEqual({ dir: '700', 'spool.sqlite': '600', 'spool.sqlite-wal': '600', 'spool.sqlite-shm': '600' });
+    expect(warnings).toEqual([
+      `Made ${s.dir} private (0755 to 0700): the spool holds whole event payloads`,
+      ...FILES.map((file) => `Made ${join(s.dir, file)} private (0644 to 0600): the spool holds whole event payloads`),
+    ]);
+    expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+    older.close();
+    spool.onApplicationShutdown();
+  });
+
+  it('leaves a spool already private as it is, without a word', async () => {
+    s = setup((root) => join(root, 'spool'));
+    mkdirSync(s.dir, { mode: 0o700 });
+    await s.close(s.open());
+    await s.close(s.open());
+
+    expect(warnings).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
@@ -44,6 +44,12 @@ interface Row {
 }
 
 const BATCH = 200;
+/** The spool holds whole event payloads: its directory and files are its owner's alone, whatever the umask. */
+const PRIVATE_DIRECTORY = 0o700;
+const PRIVATE_FILE = 0o600;
+const DATABASE_FILE = 'spool.sqlite';
+/** SQLite's own files beside the database in WAL mode. */
+const WAL_FILES = [`${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`];
 const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 
 /**
@@ -76,8 +82,16 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   }
 
   onModuleInit(): void {
-    mkdirSync(this.config.spoolDir, { recursive: true });
-    this.db = new Database(join(this.config.spoolDir, 'spool.sqlite'));
+    const dir = this.config.spoolDir;
+    // Parents as the umask makes them (another user may need to traverse them); the spool directory private.
+    mkdirSync(dirname(dir), { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIRECTORY });
+    this.makePrivate(dir, PRIVATE_DIRECTORY);
+    const file = join(dir, DATABASE_FILE);
+    // SQLite creates its -wal and -shm files with the database file's mode: that one is created private first.
+    closeSync(openSync(file, 'a', PRIVATE_FILE));
+    for (const name of [DATABASE_FILE, ...WAL_FILES]) this.makePrivate(join(dir, name), PRIVATE_FILE);
+    this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     // FULL: a commit is on disk before the webhook is answered.
     this.db.pragma('synchronous = FULL');
@@ -85,6 +99,27 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       id TEXT PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
       attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
       state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
+    for (const name of WAL_FILES) this.makePrivate(join(dir, name), PRIVATE_FILE);
+  }
+
+  /** Takes group and other access away from a spool path an older version (or a looser umask) left open, saying so. */
+  private makePrivate(path: string, mode: number): void {
+    let current: number;
+    try {
+      current = statSync(path).mode & 0o777;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    if ((current & ~mode) === 0) return;
+    const octal = (bits: number) => bits.toString(8).padStart(4, '0');
+    try {
+      chmodSync(path, mode);
+      this.logger.warn(`Made ${path} private (${octal(current)} to ${octal(mode)}): the spool holds whole event payloads`);
+    } catch (error) {
+      // Refusing to start would refuse Pozy's deliveries too; the operator is told instead.
+      this.logger.error(`Could not make ${path} private (${octal(current)}): ${(error as Error).message}; other users can read its event payloads`);
+    }
   }
 
   /** Drains what an earlier run left here at once (not at its next retry), then keeps retrying on schedule. */
