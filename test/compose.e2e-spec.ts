@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { load } from 'js-yaml';
 import { AppConfig } from '../src/config/app-config';
 import { ConfigError } from '../src/config/environment';
-
-// js-yaml (the YAML parser ESLint's own config loader uses) ships no types; compose files need only load().
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const yaml = require('js-yaml') as { load(text: string): unknown };
 
 const ROOT = join(__dirname, '..');
 
@@ -16,7 +13,7 @@ interface Service {
 }
 
 /** docker-compose.yml as compose reads it before interpolation: anchors and `<<` merges resolved. */
-const compose = yaml.load(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service> };
+const compose = load(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service> };
 const services = Object.entries(compose.services);
 /** What runs without a profile: a plain `docker compose up`, against Pozy. */
 const production = services.filter(([, service]) => !service.profiles?.length);
