@@ -5,6 +5,7 @@ import { parseInstant } from '../common/instant';
 import { findUnstorable, unstorableJsonNumber } from '../common/storable-text';
 import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
+import { decodeJsonBody } from '../http/body-parser';
 import { MetricsService } from '../metrics/metrics.service';
 import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
@@ -64,7 +65,8 @@ export class WebhooksService implements OnModuleInit {
       code: 'invalid_headers',
       what: 'delivery headers',
     });
-    const text = rawBody.toString('utf8');
+    // After the signature: a body that is not UTF-8 is still 401 unless signed with the secret.
+    const text = decodeJsonBody(rawBody);
     const body = parseJson(text);
     if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
     const envelope = this.validateEvent(body, text, 'event');
