@@ -33,6 +33,14 @@ export interface WebhookReceipt {
 
 type RawHeaders = Record<string, string | string[] | undefined>;
 
+/**
+ * What became of a logged event the backfill sent: `stored` (new), `duplicate` (stored already), `spooled` (safe in
+ * the spool), or `refused`: the event itself is not one we can store (`invalid_event`: malformed, or data PostgreSQL
+ * refuses), so no later run could store it either. Anything else (overloaded, the database) is thrown: the
+ * event was not stored, and the run must not go past it.
+ */
+export type RecoveredOutcome = { outcome: 'stored' | 'duplicate' | 'spooled' } | { outcome: 'refused'; reason: string };
+
 @Injectable()
 export class WebhooksService implements OnModuleInit {
   private readonly logger = new Logger(WebhooksService.name);
@@ -85,13 +93,19 @@ export class WebhooksService implements OnModuleInit {
 
   /**
    * An event Pozy logged but never delivered to us, from `GET /v1/webhooks/logs` (read with our API key, so no
-   * signature): validated and stored exactly like a delivery. Resolves false when it was stored already.
+   * signature): validated and stored exactly like a delivery. A refusal of the event itself resolves `refused`;
+   * every other failure rejects.
    */
-  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<boolean> {
-    const text = JSON.stringify(payload);
-    const envelope = this.validateEvent(payload, text, 'logged event');
-    const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
-    return !receipt.duplicate && !receipt.spooled;
+  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<RecoveredOutcome> {
+    try {
+      const text = JSON.stringify(payload);
+      const envelope = this.validateEvent(payload, text, 'logged event');
+      const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
+      return { outcome: receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : 'stored' };
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'invalid_event') return { outcome: 'refused', reason: error.message };
+      throw error;
+    }
   }
 
   /**
