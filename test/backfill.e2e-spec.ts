@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { ApiError } from '../src/common/api-error';
 import { EventIngester } from '../src/webhooks/event-ingester';
@@ -166,6 +167,29 @@ describe("backfill from Pozy's delivery logs", () => {
     const retried = await finished((await startRun()).body.runId!);
     expect(retried.scanFrom).toBe(failed.scanFrom);
     expect(retried).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length, eventsSkipped: 0 });
+  });
+
+  it('skips a logged event older than EVENT_RETENTION_DAYS less a day, counted, and recovers the others', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const stale: PozyEvent = {
+      id: randomUUID(),
+      event: 'post.published',
+      timestamp: '2020-01-01T00:00:00.000Z',
+      post: { id: '66aa01f3c2b1e4d5f6a70001', content: 'captured long ago', status: 'published', platforms: [] },
+    };
+    const lost = await losingDeliveries(() => {
+      world.createPost({ content: 'lost beside a stale one', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+      harness.sim.sendEvent(stale);
+    });
+
+    const run = await finished((await startRun()).body.runId!);
+
+    expect(run).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length, eventsSkipped: 1, error: null });
+    const { rows } = await harness.service.pool.query<{ id: string }>('SELECT id FROM pozy_event WHERE id = ANY($1)', [
+      [stale.id, ...lost.map((e) => e.id)],
+    ]);
+    expect(rows.map((r) => r.id).sort()).toEqual(lost.map((e) => e.id).sort());
   });
 
   it.each([

@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import type { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TcpProxy } from './support/tcp-proxy';
@@ -333,6 +334,50 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
 
       expect(await deliver(service.baseUrl, event)).toMatchObject({ status: 200, body: { duplicate: false } });
       expect(await storedEvents([event.id])).toBe(1);
+    });
+  });
+
+  describe('event timestamps older than events are kept', () => {
+    const DAY = 86_400_000;
+    const rejectedInvalidEvents = async () => {
+      const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+      return parseMetrics(text).get('pozy_sync_webhooks_received_total{outcome="rejected",reason="invalid_event"}') ?? 0;
+    };
+
+    it('refuses a signed delivery dated 2020-01-01, or a day short of EVENT_RETENTION_DAYS (30) ago, with 400 naming timestamp; stores nothing', async () => {
+      const captured = postEvent(POST_ID, 'post.published', { timestamp: '2020-01-01T00:00:00.000Z' });
+      const justPast = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 29 * DAY - 60_000).toISOString() });
+      const before = await rejectedInvalidEvents();
+
+      for (const stale of [captured, justPast]) {
+        const answer = await deliver(service.baseUrl, stale);
+        expect(answer).toMatchObject({
+          status: 400,
+          body: {
+            statusCode: 400,
+            error: 'invalid_event',
+            details: [
+              {
+                field: 'timestamp',
+                problems: [
+                  expect.stringMatching(/^timestamp is [\d.]+ days old: events older than EVENT_RETENTION_DAYS \(30\) less 1 day are refused/),
+                ],
+              },
+            ],
+          },
+        });
+      }
+      expect(await storedEvents([captured.id, justPast.id])).toBe(0);
+      // Counted as what they are: refusals, not accepted events.
+      expect(await rejectedInvalidEvents()).toBe(before + 2);
+    });
+
+    it('accepts one inside the window (a delivery Pozy retried for a day and a half, and older still)', async () => {
+      const retried = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 33 * 3_600_000).toISOString() });
+      const old = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 28 * DAY).toISOString() });
+
+      for (const event of [retried, old]) expect(await deliver(service.baseUrl, event)).toMatchObject({ status: 200, body: { duplicate: false } });
+      expect(await storedEvents([retried.id, old.id])).toBe(2);
     });
   });
 

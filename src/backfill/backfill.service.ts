@@ -56,7 +56,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     });
     this.skipped = metrics.counter({
       name: 'pozy_sync_backfill_events_skipped_total',
-      help: "Events found in Pozy's delivery logs that had never reached us and are refused as events (malformed, or data PostgreSQL refuses): never stored",
+      help: "Events found in Pozy's delivery logs that had never reached us and are refused as events (malformed, data PostgreSQL refuses, or older than events are kept): never stored",
     });
   }
 
@@ -157,9 +157,9 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
 
   /**
    * Stores the logged events we never received, counting the new ones and the ones skipped. Only a refusal of the
-   * event itself (malformed, or data PostgreSQL refuses) is skipped, since no later run could store it; any other
-   * failure (the receiver overloaded, the database) fails the run once the page's other events are settled, and the
-   * checkpoint stays where it was, so the next run reads this window again.
+   * event itself (malformed, data PostgreSQL refuses, or too old to keep) is skipped, since no later run could store
+   * it; any other failure (the receiver overloaded, the database) fails the run once the page's other events are
+   * settled, and the checkpoint stays where it was, so the next run reads this window again.
    */
   private async recover(runId: string, rows: PozyWebhookLogDto[], seen: Set<string>, progress: Progress): Promise<void> {
     const fresh = new Map<string, PozyWebhookLogDto>();

@@ -35,11 +35,19 @@ type RawHeaders = Record<string, string | string[] | undefined>;
 
 /**
  * What became of a logged event the backfill sent: `stored` (new), `duplicate` (stored already), `spooled` (safe in
- * the spool), or `refused`: the event itself is not one we can store (`invalid_event`: malformed, or data PostgreSQL
- * refuses), so no later run could store it either. Anything else (overloaded, the database) is thrown: the
+ * the spool), or `refused`: the event itself is not one we can store (`invalid_event`: malformed, data PostgreSQL refuses,
+ * or older than events are kept), so no later run could store it either. Anything else (overloaded, the database) is thrown: the
  * event was not stored, and the run must not go past it.
  */
 export type RecoveredOutcome = { outcome: 'stored' | 'duplicate' | 'spooled' } | { outcome: 'refused'; reason: string };
+
+const DAY_MS = 86_400_000;
+/**
+ * An event is refused once older than EVENT_RETENTION_DAYS less this: a copy of it received then may be pruned
+ * already, and it would be stored (and read) again as new. The day covers a clock of Pozy's running ahead of ours
+ * (the event's timestamp is Pozy's, retention counts from when we received it) and the prune's hourly cadence.
+ */
+export const STALE_EVENT_MARGIN_DAYS = 1;
 
 @Injectable()
 export class WebhooksService implements OnModuleInit {
@@ -125,6 +133,17 @@ export class WebhooksService implements OnModuleInit {
         what,
         'timestamp',
         `timestamp is ${Math.round(ahead / 1000)} s ahead of this server's clock (at most EVENT_MAX_FUTURE_MS = ${this.config.eventMaxFutureMs} ms)`,
+      );
+    }
+    // Older than events are kept: its first copy may be pruned already, and it would be stored again as new.
+    const age = -ahead;
+    const maxAgeMs = (this.config.retention.eventRetentionDays - STALE_EVENT_MARGIN_DAYS) * DAY_MS;
+    if (age > maxAgeMs) {
+      throw invalidEvent(
+        what,
+        'timestamp',
+        `timestamp is ${(age / DAY_MS).toFixed(1)} days old: events older than EVENT_RETENTION_DAYS (${this.config.retention.eventRetentionDays}) ` +
+          `less ${STALE_EVENT_MARGIN_DAYS} day are refused, since their first copy may be pruned already and they would be stored again as new`,
       );
     }
     return envelope;

@@ -40,7 +40,7 @@ export class BackfillRunResponse {
   @ApiProperty({
     type: 'integer',
     description:
-      'Logged events refused as events (malformed, or data PostgreSQL refuses), never stored: no run could store them. ' +
+      'Logged events refused as events (malformed, data PostgreSQL refuses, or older than EVENT_RETENTION_DAYS less a day), never stored: no run could store them. ' +
       'Any other failure to store one fails the run.',
     example: 0,
   })
