@@ -6,6 +6,7 @@ import { FaultConfig, mergeFaults, NO_FAULTS, rngStreams } from './faults';
 import { ApiStats, SimulatorServer } from './simulator-server';
 import { SenderStats, WebhookSender } from './webhook-sender';
 import { PozyWorld } from './world';
+import type { PozyEvent } from './world/pozy-shapes';
 
 export interface SimulatorOptions {
   /** 0 or absent: any free port. */
@@ -121,6 +122,14 @@ export class PozySimulator {
   /** Points the subscription elsewhere (undefined: events stop being delivered). Retries go to the new URL. */
   setWebhookUrl(url: string | undefined): void {
     this.sender.setUrl(url);
+  }
+
+  /**
+   * Sends this envelope as one of the world's events is sent (delivered or dropped as the faults say, retried,
+   * logged), though the world never made it: an event dated long ago, a delivery captured and sent again.
+   */
+  sendEvent(event: PozyEvent): void {
+    this.sender.enqueue(event);
   }
 
   /** Resolves once no webhook delivery is waiting, in flight or scheduled for a retry. */

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
+import { ApiError } from '../src/common/api-error';
+import { EventIngester } from '../src/webhooks/event-ingester';
 import { mirrorDifferences } from './support/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
@@ -9,7 +12,9 @@ interface Run {
   status: string;
   rowsScanned: number;
   eventsRecovered: number;
+  eventsSkipped: number;
   scanFrom: string | null;
+  newestLogAt: string | null;
   error: string | null;
 }
 
@@ -129,6 +134,62 @@ describe("backfill from Pozy's delivery logs", () => {
     expect(failed.error).toMatch(/HTTP 500/);
     const retried = await finished((await startRun()).body.runId!);
     expect(retried).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length });
+  });
+
+  it('fails, moving no checkpoint, when a logged event is not stored for a reason other than itself; the next run recovers it', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const before = await finished((await startRun()).body.runId!);
+    const lost = await losingDeliveries(() => {
+      world.createPost({ content: 'lost while the receiver is overloaded', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+    });
+    // The receiver sheds load (503 overloaded, past 10,000 deliveries waiting for the database) for the run's events.
+    const ingester = harness.service.app.get(EventIngester);
+    const store = ingester.store.bind(ingester);
+    const overloaded = jest
+      .spyOn(ingester, 'store')
+      .mockImplementation((event) =>
+        event.recoveredBy ? Promise.reject(new ApiError(503, 'overloaded', 'Too many webhooks waiting for the database; retry later')) : store(event),
+      );
+    let failed: Run;
+    try {
+      failed = await finished((await startRun()).body.runId!);
+    } finally {
+      overloaded.mockRestore();
+    }
+
+    expect(failed).toMatchObject({ status: 'failed', eventsRecovered: 0, eventsSkipped: 0 });
+    expect(failed.error).toMatch(/was not stored \(ApiError: Too many webhooks waiting for the database/);
+    const { rows } = await harness.service.pool.query('SELECT id FROM pozy_event WHERE id = ANY($1)', [lost.map((e) => e.id)]);
+    expect(rows).toEqual([]);
+    // The checkpoint is still the last successful run's newest row: the next run reads the same window again.
+    expect(new Date(failed.scanFrom!).getTime()).toBe(new Date(before.newestLogAt!).getTime() - 60_000);
+    const retried = await finished((await startRun()).body.runId!);
+    expect(retried.scanFrom).toBe(failed.scanFrom);
+    expect(retried).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length, eventsSkipped: 0 });
+  });
+
+  it('skips a logged event older than EVENT_RETENTION_DAYS less a day, counted, and recovers the others', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const stale: PozyEvent = {
+      id: randomUUID(),
+      event: 'post.published',
+      timestamp: '2020-01-01T00:00:00.000Z',
+      post: { id: '66aa01f3c2b1e4d5f6a70001', content: 'captured long ago', status: 'published', platforms: [] },
+    };
+    const lost = await losingDeliveries(() => {
+      world.createPost({ content: 'lost beside a stale one', accountIds: [account._id], scheduledFor: Date.now() + 60_000 });
+      harness.sim.sendEvent(stale);
+    });
+
+    const run = await finished((await startRun()).body.runId!);
+
+    expect(run).toMatchObject({ status: 'succeeded', eventsRecovered: lost.length, eventsSkipped: 1, error: null });
+    const { rows } = await harness.service.pool.query<{ id: string }>('SELECT id FROM pozy_event WHERE id = ANY($1)', [
+      [stale.id, ...lost.map((e) => e.id)],
+    ]);
+    expect(rows.map((r) => r.id).sort()).toEqual(lost.map((e) => e.id).sort());
   });
 
   it.each([

@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import type { Pool } from 'pg';
 import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TcpProxy } from './support/tcp-proxy';
@@ -216,6 +217,100 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
     });
   });
 
+  describe('bodies that are not UTF-8: 400 invalid_encoding naming where, nothing stored', () => {
+    /** A signed event whose post.content holds these bytes as they are, between two plain words. */
+    const eventWith = (bytes: number[]) => {
+      const event = postEvent(POST_ID, 'post.published', { post: { id: POST_ID, content: 'sale SPLIT here' } });
+      const [before, after] = JSON.stringify(event).split('SPLIT');
+      return { event, body: Buffer.concat([Buffer.from(before), Buffer.from(bytes), Buffer.from(after)]) };
+    };
+
+    it.each([
+      ['a lone continuation byte', [0x80], /at byte \d+: a continuation byte \(0x80\) without a lead byte/],
+      ['an overlong encoding of "/" (C0 AF)', [0xc0, 0xaf], /an overlong encoding \(lead byte 0xC0\)/],
+      ['an overlong three-byte encoding (E0 80 AF)', [0xe0, 0x80, 0xaf], /an overlong encoding \(0xE0 0x80\)/],
+      ['a surrogate code point encoded in UTF-8 (ED A0 80)', [0xed, 0xa0, 0x80], /a UTF-16 surrogate encoded as UTF-8 \(0xED 0xA0\)/],
+      ['a truncated sequence (E2 82, then a space)', [0xe2, 0x82], /a 3-byte sequence cut short \(0x20 is not a continuation byte\)/],
+      ['a code point past U+10FFFF (F4 90 80 80)', [0xf4, 0x90, 0x80, 0x80], /a code point past U\+10FFFF/],
+      ['a byte UTF-8 never uses (FF)', [0xff], /a byte that never occurs in UTF-8 \(0xFF\)/],
+    ])('signed, with %s', async (_name, bytes, problem) => {
+      const { event, body } = eventWith(bytes);
+
+      const answer = await deliver(service.baseUrl, event, { body });
+
+      expect(answer).toMatchObject({
+        status: 400,
+        body: { statusCode: 400, error: 'invalid_encoding', details: [{ field: 'body', problems: [expect.stringMatching(problem)] }] },
+      });
+      expect(answer.body.message).toMatch(/^JSON must be UTF-8: the body is not valid UTF-8 at byte \d+: /);
+      expect(await storedEvents([event.id])).toBe(0);
+    });
+
+    it('a body cut short inside a sequence, at its very end', async () => {
+      const event = postEvent(POST_ID);
+      const body = Buffer.concat([Buffer.from(JSON.stringify(event)), Buffer.from([0xf0, 0x9f, 0x98])]);
+
+      const answer = await deliver(service.baseUrl, event, { body });
+
+      expect(answer).toMatchObject({
+        status: 400,
+        body: { error: 'invalid_encoding', message: expect.stringMatching(/4-byte sequence cut short by the end/) },
+      });
+      expect(await storedEvents([event.id])).toBe(0);
+    });
+
+    it('a byte order mark before the JSON', async () => {
+      const event = postEvent(POST_ID);
+      const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(event))]);
+
+      const answer = await deliver(service.baseUrl, event, { body });
+
+      expect(answer).toMatchObject({ status: 400, body: { error: 'invalid_encoding', message: expect.stringMatching(/byte order mark/) } });
+      expect(await storedEvents([event.id])).toBe(0);
+    });
+
+    it('the signature comes first: invalid UTF-8 signed with another secret is 401', async () => {
+      const { event, body } = eventWith([0xed, 0xa0, 0x80]);
+
+      const answer = await deliver(service.baseUrl, event, { body, secret: 'whsec_someone_else' });
+
+      expect(answer).toMatchObject({ status: 401, body: { error: 'invalid_signature' } });
+      expect(await storedEvents([event.id])).toBe(0);
+    });
+
+    it('valid multi-byte UTF-8 (2, 3 and 4 bytes, the last code point, U+FFFD itself) is stored as it was signed', async () => {
+      const content = 'Frühling распродажа 春 😀 \u{10ffff} \ud7ff \ue000 \ufffd';
+      const event = postEvent(POST_ID, 'post.published', { post: { id: POST_ID, content } });
+
+      expect(await deliver(service.baseUrl, event, { body: Buffer.from(JSON.stringify(event), 'utf8') })).toMatchObject({ status: 200 });
+      const { rows } = await direct.query<{ content: string }>("SELECT payload -> 'post' ->> 'content' AS content FROM pozy_event WHERE id = $1", [
+        event.id,
+      ]);
+      expect(rows).toEqual([{ content }]);
+    });
+
+    it('every JSON body: an admin request that is not UTF-8 is refused too, and one that is keeps its text', async () => {
+      const before = await count('subscription');
+      const [head, tail] = JSON.stringify({ ...SUBSCRIPTION, description: 'cafSPLIT', active: false }).split('SPLIT');
+      const bad = Buffer.concat([Buffer.from(head), Buffer.from([0xe9]), Buffer.from(tail)]); // Latin-1 é
+
+      const refused = await fetch(`${service.baseUrl}/admin/subscriptions`, { method: 'POST', headers: JSON_ADMIN, body: bad });
+
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        statusCode: 400,
+        error: 'invalid_encoding',
+        details: [{ field: 'body', problems: [expect.stringMatching(/a 3-byte sequence cut short \(0x22 is not a continuation byte\)/)] }],
+      });
+      expect(await count('subscription')).toBe(before);
+
+      const good = Buffer.from(JSON.stringify({ ...SUBSCRIPTION, description: 'café 春 😀', active: false }), 'utf8');
+      const created = await fetch(`${service.baseUrl}/admin/subscriptions`, { method: 'POST', headers: JSON_ADMIN, body: good });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ description: 'café 春 😀' });
+    });
+  });
+
   describe('event timestamps in the future', () => {
     it('refuses one more than EVENT_MAX_FUTURE_MS (10 min) ahead with 400 naming timestamp, and stores nothing', async () => {
       const event = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() + 11 * 60_000).toISOString() });
@@ -239,6 +334,50 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
 
       expect(await deliver(service.baseUrl, event)).toMatchObject({ status: 200, body: { duplicate: false } });
       expect(await storedEvents([event.id])).toBe(1);
+    });
+  });
+
+  describe('event timestamps older than events are kept', () => {
+    const DAY = 86_400_000;
+    const rejectedInvalidEvents = async () => {
+      const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+      return parseMetrics(text).get('pozy_sync_webhooks_received_total{outcome="rejected",reason="invalid_event"}') ?? 0;
+    };
+
+    it('refuses a signed delivery dated 2020-01-01, or a day short of EVENT_RETENTION_DAYS (30) ago, with 400 naming timestamp; stores nothing', async () => {
+      const captured = postEvent(POST_ID, 'post.published', { timestamp: '2020-01-01T00:00:00.000Z' });
+      const justPast = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 29 * DAY - 60_000).toISOString() });
+      const before = await rejectedInvalidEvents();
+
+      for (const stale of [captured, justPast]) {
+        const answer = await deliver(service.baseUrl, stale);
+        expect(answer).toMatchObject({
+          status: 400,
+          body: {
+            statusCode: 400,
+            error: 'invalid_event',
+            details: [
+              {
+                field: 'timestamp',
+                problems: [
+                  expect.stringMatching(/^timestamp is [\d.]+ days old: events older than EVENT_RETENTION_DAYS \(30\) less 1 day are refused/),
+                ],
+              },
+            ],
+          },
+        });
+      }
+      expect(await storedEvents([captured.id, justPast.id])).toBe(0);
+      // Counted as what they are: refusals, not accepted events.
+      expect(await rejectedInvalidEvents()).toBe(before + 2);
+    });
+
+    it('accepts one inside the window (a delivery Pozy retried for a day and a half, and older still)', async () => {
+      const retried = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 33 * 3_600_000).toISOString() });
+      const old = postEvent(POST_ID, 'post.published', { timestamp: new Date(Date.now() - 28 * DAY).toISOString() });
+
+      for (const event of [retried, old]) expect(await deliver(service.baseUrl, event)).toMatchObject({ status: 200, body: { duplicate: false } });
+      expect(await storedEvents([retried.id, old.id])).toBe(2);
     });
   });
 

@@ -46,6 +46,12 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
 
   afterEach(() => proxy.set('pass'));
 
+  const finishedReplay = (runId: string) =>
+    waitFor(`replay ${runId} to finish`, async () => {
+      const run = (await (await fetch(`${service.baseUrl}/admin/dead-letters/replay/${runId}`, { headers: ADMIN })).json()) as { status: string };
+      return run.status === 'running' ? undefined : run;
+    });
+
   it('answers 2xx within 5 s while the database is cut, then stores every event once after the 10 s retry', async () => {
     proxy.set('blackhole');
     const events = Array.from({ length: 10 }, (_, i) => postEvent(`66aa01f3c2b1e4d5f6a7${String(i).padStart(4, '0')}`));
@@ -86,12 +92,15 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     const dry = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack&dryRun=true`, { method: 'POST', headers: ADMIN });
     expect(await dry.json()).toEqual({ queue: 'ack', count: 3, replayed: false });
     const replay = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
-    expect(await replay.json()).toEqual({ queue: 'ack', count: 3, replayed: true });
+    const { runId } = (await replay.json()) as { runId: string };
+    expect(await finishedReplay(runId)).toMatchObject({ queue: 'ack', status: 'succeeded', total: 3, replayed: 3, skipped: 0 });
 
     expect(await stored(events.map((e) => e.id))).toEqual(events.map((e) => e.id).sort());
     expect(spool().counts()).toEqual({ pending: 0, dead: 0 });
     const again = await fetch(`${service.baseUrl}/admin/dead-letters/replay?queue=ack`, { method: 'POST', headers: ADMIN });
-    expect(await again.json()).toEqual({ queue: 'ack', count: 0, replayed: true });
+    const second = (await again.json()) as { runId: string; count: number };
+    expect(second.count).toBe(0);
+    expect(await finishedReplay(second.runId)).toMatchObject({ status: 'succeeded', total: 0, replayed: 0 });
   });
 
   it('drains at start-up what a service that stopped during an outage left in its spool', async () => {

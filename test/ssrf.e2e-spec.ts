@@ -129,6 +129,16 @@ describe('subscriber addresses: the SSRF guard', () => {
     ['IPv6 link-local', 'http://[fe80::1]/hook', /: fe80::1 is in fe80::\/10 \(link-local\)/],
     ['IPv6 unique local', 'http://[fc00::1]/hook', /: fc00::1 is in fc00::\/7 \(unique local \(private\)\)/],
     ['IPv4-mapped IPv6', 'http://[::ffff:127.0.0.1]/hook', /: ::ffff:7f00:1 carries 127\.0\.0\.1, which is in 127\.0\.0\.0\/8 \(loopback\)/],
+    [
+      'IPv4-translated IPv6 (SIIT)',
+      'http://[::ffff:0:127.0.0.1]/hook',
+      /: ::ffff:0:7f00:1 carries 127\.0\.0\.1, which is in 127\.0\.0\.0\/8 \(loopback\)/,
+    ],
+    [
+      'IPv4-translated IPv6 (SIIT), in full',
+      'http://[0:0:0:0:FFFF:0:A9FE:A9FE]/latest/meta-data/',
+      /: ::ffff:0:a9fe:a9fe carries 169\.254\.169\.254, which is in 169\.254\.169\.254\/32 \(cloud metadata\)/,
+    ],
     ['hex', 'http://0x7f000001/hook', /: 127\.0\.0\.1 is in 127\.0\.0\.0\/8 \(loopback\)/],
     ['the unspecified address', 'http://0.0.0.0:8080/hook', /: 0\.0\.0\.0 is in 0\.0\.0\.0\/8 \(unspecified/],
     ['localhost', 'http://localhost:8080/hook', /: localhost is a loopback name/],

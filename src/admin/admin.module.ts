@@ -3,6 +3,7 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
@@ -12,6 +13,6 @@ import { ResyncService } from './resync.service';
 @Module({
   imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule],
   controllers: [AdminController, DeadLettersController],
-  providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService],
+  providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns],
 })
 export class AdminModule {}

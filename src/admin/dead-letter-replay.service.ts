@@ -23,18 +23,24 @@ export class DeadLetterReplayService {
     private readonly notifications: NotificationReplayService,
   ) {}
 
-  /** Replays every letter of the queue not replayed yet; with dryRun, only says how many that would be. */
-  async replayAll(queue: DeadLetterQueue, dryRun: boolean): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
-    if (queue === 'ack') {
-      const letters = this.spool.dead(Number.MAX_SAFE_INTEGER);
-      if (!dryRun) await this.replaySpooled(letters.map((l) => l.id));
-      return { queue: 'ack', count: letters.length, replayed: !dryRun };
+  /** How many letters of the queue are not replayed yet: what a bulk replay would take. */
+  async count(queue: DeadLetterQueue): Promise<number> {
+    return queue === 'ack' ? this.spool.countDead() : this.deadLetters.countUnreplayed();
+  }
+
+  /**
+   * One letter of a bulk replay: `replayed`, or `skipped` with why when replaying it would be wrong or do nothing (a
+   * notification whose resource has a newer version since, a post neither Pozy nor the mirror knows). Any other
+   * failure is thrown, the letter left as it was.
+   */
+  async replayLetter(letter: DeadLetter): Promise<{ outcome: 'replayed' } | { outcome: 'skipped'; reason: string }> {
+    try {
+      const { skipped, reason } = await this.replay(letter);
+      return skipped ? { outcome: 'skipped', reason: reason ?? 'not replayable' } : { outcome: 'replayed' };
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'unknown_to_pozy') return { outcome: 'skipped', reason: error.message };
+      throw error;
     }
-    const letters = await this.deadLetters.unreplayed();
-    let skipped = 0;
-    if (!dryRun) for (const letter of letters) if ((await this.replay(letter)).skipped) skipped += 1;
-    // Skipped: notification letters whose resource has a newer version since (replaying would send an older state).
-    return { queue, count: letters.length, replayed: !dryRun, ...(dryRun ? {} : { skipped }) };
   }
 
   /** Replays one letter of either queue; a notification letter that cannot be sent again is a 409. */
@@ -50,6 +56,32 @@ export class DeadLetterReplayService {
     return { replayed: true, reconcile: (await this.replay(letter)).reconcile };
   }
 
+  /**
+   * A batch of acknowledgment letters of a bulk replay: inserted together, or, when PostgreSQL refuses one event's
+   * data, one by one, the refused ones skipped (they stay in the queue with their reason). Anything else (the
+   * database still not acknowledging) is thrown, the letters left in the queue.
+   */
+  async replayAckLetters(ids: readonly string[]): Promise<{ replayed: number; skipped: Array<{ id: string; reason: string }> }> {
+    try {
+      await this.spool.replay(ids);
+      return { replayed: ids.length, skipped: [] };
+    } catch (error) {
+      if (!isEventDataError(error)) throw error;
+    }
+    let replayed = 0;
+    const skipped: Array<{ id: string; reason: string }> = [];
+    for (const id of ids) {
+      try {
+        await this.spool.replay([id]);
+        replayed += 1;
+      } catch (error) {
+        if (!isEventDataError(error)) throw error;
+        skipped.push({ id, reason: `PostgreSQL refuses this event: ${(error as Error).message}` });
+      }
+    }
+    return { replayed, skipped };
+  }
+
   private async replaySpooled(ids: string[]): Promise<{ stored: number }> {
     try {
       return await this.spool.replay(ids);
@@ -59,11 +91,14 @@ export class DeadLetterReplayService {
     }
   }
 
-  /** A notification letter is marked replayed by the replay itself; one whose resource has a newer version is skipped. */
-  private async replay(letter: DeadLetter): Promise<{ reconcile?: string; skipped?: boolean }> {
+  /**
+   * A notification letter is marked replayed by the replay itself; one whose resource has a newer version is skipped.
+   * A reconcile letter is marked replayed only once its read is requested.
+   */
+  private async replay(letter: DeadLetter): Promise<{ reconcile?: string; skipped?: boolean; reason?: string }> {
     if (letter.kind === 'notification') {
-      const { replayed } = await this.notifications.replayDeadLetter(letter.payload.notificationId);
-      return { skipped: !replayed };
+      const { replayed, reason } = await this.notifications.replayDeadLetter(letter.payload.notificationId);
+      return { skipped: !replayed, reason };
     }
     const key = await this.resync.request(letter.payload.resource, letter.payload.id);
     await this.deadLetters.markReplayed(letter.id);

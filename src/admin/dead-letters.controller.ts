@@ -4,8 +4,16 @@ import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse }
 import { ApiAdminAuth } from '../http/openapi';
 import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-letter.repository';
 import { AdminTokenGuard } from '../common/admin-token.guard';
-import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery } from './dto/dead-letter.query';
-import { DeadLetterListResponse, DeadLetterReplayAllResponse, DeadLetterReplayResponse } from './dto/dead-letter.response';
+import { ApiError } from '../common/api-error';
+import { DeadLetterReplayRunRepository, ReplayRun } from '../dead-letters/dead-letter-replay-run.repository';
+import { DeadLetterIdParams, DeadLetterListQuery, DeadLetterReplayAllQuery, ReplayRunIdParams } from './dto/dead-letter.query';
+import {
+  DeadLetterListResponse,
+  DeadLetterReplayAllResponse,
+  DeadLetterReplayResponse,
+  DeadLetterReplayRunResponse,
+} from './dto/dead-letter.response';
+import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { AckSpool, SpooledEvent } from '../webhooks/ack-spool';
 
@@ -18,6 +26,8 @@ export class DeadLettersController {
     private readonly deadLetters: DeadLetterRepository,
     private readonly spool: AckSpool,
     private readonly replays: DeadLetterReplayService,
+    private readonly runs: DeadLetterReplayRuns,
+    private readonly replayRuns: DeadLetterReplayRunRepository,
   ) {}
 
   /**
@@ -33,16 +43,41 @@ export class DeadLettersController {
     return { data: query.queue === 'ack' ? this.spool.dead(limit) : await this.deadLetters.list(limit) };
   }
 
-  /** Replays every letter of the queue not replayed yet; with dryRun, only says how many that would be. */
+  /**
+   * Starts a run that replays every letter of the queue not replayed yet, in batches in the background; answers at
+   * once with its id and how many letters it takes. With dryRun, only says how many that would be.
+   */
   @Post('replay')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Replay every letter of a queue not replayed yet (or, with dryRun, count them).' })
+  @ApiOperation({
+    summary: 'Start replaying every letter of a queue not replayed yet (or, with dryRun, count them).',
+    description:
+      'The run goes on in the background, in batches; follow it with `GET /admin/dead-letters/replay/{runId}`. One run per queue at a time: ' +
+      "`delivery` across every replica, `ack` per replica (its letters are in this replica's spool).",
+  })
   @ApiAcceptedResponse({ type: DeadLetterReplayAllResponse })
   @ApiInvalidRequestResponse('`queue` is missing or not `delivery`/`ack`, or `dryRun` is not a boolean')
-  @ApiErrorResponse(422, '`invalid_event` (`queue=ack`): PostgreSQL refuses a spooled event.')
-  @ApiErrorResponse(503, '`database_unavailable` (`queue=ack`): the database still does not acknowledge.')
-  replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ queue: string; count: number; replayed: boolean; skipped?: number }> {
-    return this.replays.replayAll(query.queue, query.dryRun === true);
+  @ApiErrorResponse(409, '`replay_running`: a replay of this queue is running (`delivery`: on some replica; `ack`: here); `details.runId` names it.')
+  @ApiErrorResponse(503, '`database_unavailable` (`queue=ack`): the database does not answer. `shutting_down`: this replica is closing.')
+  async replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ runId?: string; queue: string; count: number; replayed?: false }> {
+    if (query.dryRun === true) return { queue: query.queue, count: await this.replays.count(query.queue), replayed: false };
+    const result = await this.runs.start(query.queue);
+    if (!result.started) {
+      throw new ApiError(409, 'replay_running', `A replay of the ${query.queue} dead-letter queue is running`, { runId: result.runningRunId });
+    }
+    return { runId: result.run.id, queue: result.run.queue, count: result.run.total };
+  }
+
+  /** A bulk replay's progress: letters replayed and skipped so far, batches, and how it ended. */
+  @Get('replay/:runId')
+  @ApiOperation({ summary: "A bulk replay's progress and outcome." })
+  @ApiOkResponse({ type: DeadLetterReplayRunResponse })
+  @ApiInvalidRequestResponse('`runId` is not a UUID')
+  @ApiNotFoundErrorResponse('no replay run has this id')
+  async run(@Param() params: ReplayRunIdParams): Promise<ReplayRun> {
+    const run = await this.replayRuns.get(params.runId);
+    if (!run) throw new ApiError(404, 'not_found', `No replay run ${params.runId}`);
+    return run;
   }
 
   /**

@@ -47,10 +47,19 @@ export class BackfillRunRepository {
       .execute();
   }
 
-  async progress(id: string, p: Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'narrowedTypes'>): Promise<void> {
+  async progress(
+    id: string,
+    p: Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'eventsSkipped' | 'narrowedTypes'>,
+  ): Promise<void> {
     await this.database.prisma.backfillRun.updateMany({
       where: { id },
-      data: { newestLogAt: p.newestLogAt, rowsScanned: p.rowsScanned, eventsRecovered: p.eventsRecovered, narrowedTypes: p.narrowedTypes },
+      data: {
+        newestLogAt: p.newestLogAt,
+        rowsScanned: p.rowsScanned,
+        eventsRecovered: p.eventsRecovered,
+        eventsSkipped: p.eventsSkipped,
+        narrowedTypes: p.narrowedTypes,
+      },
     });
   }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Counter } from 'prom-client';
-import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { LockKey } from '../database/advisory-lock';
@@ -20,7 +19,7 @@ const EVENT_TYPES = [...POST_EVENTS, ...ACCOUNT_EVENTS, 'webhook.test'];
 
 class WindowTooDeepError extends Error {}
 
-type Progress = Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'narrowedTypes'>;
+type Progress = Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'eventsSkipped' | 'narrowedTypes'>;
 
 export type StartResult = { started: true; runId: string } | { started: false; runningRunId: string | null };
 
@@ -36,6 +35,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   private cron: ScheduledJob | undefined;
   private readonly runsFinished: Counter<'status'>;
   private readonly recovered: Counter;
+  private readonly skipped: Counter;
 
   constructor(
     private readonly config: AppConfig,
@@ -53,6 +53,10 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     this.recovered = metrics.counter({
       name: 'pozy_sync_backfill_events_recovered_total',
       help: "Events found in Pozy's delivery logs that had never reached us, stored by a backfill",
+    });
+    this.skipped = metrics.counter({
+      name: 'pozy_sync_backfill_events_skipped_total',
+      help: "Events found in Pozy's delivery logs that had never reached us and are refused as events (malformed, data PostgreSQL refuses, or older than events are kept): never stored",
     });
   }
 
@@ -100,7 +104,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private async execute(runId: string, scanFrom: Date | null): Promise<void> {
-    const progress: Progress = { newestLogAt: null, rowsScanned: 0, eventsRecovered: 0, narrowedTypes: [] };
+    const progress: Progress = { newestLogAt: null, rowsScanned: 0, eventsRecovered: 0, eventsSkipped: 0, narrowedTypes: [] };
     const seen = new Set<string>();
     try {
       try {
@@ -127,6 +131,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     } finally {
       // Recovered events are stored as they are found, so a failed run's count too.
       this.recovered.inc(progress.eventsRecovered);
+      this.skipped.inc(progress.eventsSkipped);
     }
   }
 
@@ -144,31 +149,42 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       const newest = page.logs[0] ? new Date(page.logs[0].createdAt) : null;
       if (newest && (!progress.newestLogAt || newest > progress.newestLogAt)) progress.newestLogAt = newest;
       progress.rowsScanned += inWindow.length;
-      progress.eventsRecovered += await this.recover(runId, inWindow, seen);
+      await this.recover(runId, inWindow, seen, progress);
       await this.runs.progress(runId, progress);
       if (inWindow.length < page.logs.length || !page.hasMore || page.logs.length === 0) return;
     }
   }
 
-  /** Stores the logged events we never received; returns how many were new. */
-  private async recover(runId: string, rows: PozyWebhookLogDto[], seen: Set<string>): Promise<number> {
+  /**
+   * Stores the logged events we never received, counting the new ones and the ones skipped. Only a refusal of the
+   * event itself (malformed, data PostgreSQL refuses, or too old to keep) is skipped, since no later run could store
+   * it; any other failure (the receiver overloaded, the database) fails the run once the page's other events are
+   * settled, and the checkpoint stays where it was, so the next run reads this window again.
+   */
+  private async recover(runId: string, rows: PozyWebhookLogDto[], seen: Set<string>, progress: Progress): Promise<void> {
     const fresh = new Map<string, PozyWebhookLogDto>();
     for (const row of rows) if (!seen.has(row.eventId) && !fresh.has(row.eventId)) fresh.set(row.eventId, row);
     for (const id of fresh.keys()) seen.add(id);
-    if (fresh.size === 0) return 0;
-    const missing = await this.runs.missing([...fresh.keys()]);
-    const stored = await Promise.all(
-      [...missing].map((id) => {
+    if (fresh.size === 0) return;
+    const missing = [...(await this.runs.missing([...fresh.keys()]))];
+    const settled = await Promise.allSettled(
+      missing.map((id) => {
         const row = fresh.get(id)!;
-        return this.webhooks.receiveRecovered(row.requestPayload, runId, row.attemptNumber ?? null).catch((error: unknown) => {
-          // A logged payload that is not a valid event can never be stored: said, and the run goes on. Anything
-          // else (the database) fails the run, which must not claim success for an event it could not store.
-          if (!(error instanceof ApiError)) throw error;
-          this.logger.warn(`Backfill ${runId}: logged event ${id} is not a valid event: ${error.message}`);
-          return false;
-        });
+        return this.webhooks.receiveRecovered(row.requestPayload, runId, row.attemptNumber ?? null);
       }),
     );
-    return stored.filter(Boolean).length;
+    let failure: Error | undefined;
+    settled.forEach((result, i) => {
+      if (result.status === 'rejected') {
+        const cause = result.reason as Error;
+        failure ??= new Error(`logged event ${missing[i]} was not stored (${cause.name}: ${cause.message})`, { cause });
+      } else if (result.value.outcome === 'stored') {
+        progress.eventsRecovered += 1;
+      } else if (result.value.outcome === 'refused') {
+        progress.eventsSkipped += 1;
+        this.logger.warn(`Backfill ${runId}: skipped logged event ${missing[i]}: ${result.value.reason}`);
+      }
+    });
+    if (failure !== undefined) throw failure;
   }
 }

@@ -17,6 +17,8 @@ export enum LockKey {
    * was mirrored. Either the recheck sees the account, or the account's transaction sees the post.
    */
   AccountFirstMirrored = 7_262_005,
+  /** One bulk replay of the delivery dead-letter queue at a time across every replica. */
+  DeadLetterReplay = 7_262_006,
 }
 
 /** A held session-level advisory lock: it belongs to the connection, which is kept until `release()`. */

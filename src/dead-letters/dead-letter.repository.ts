@@ -104,11 +104,35 @@ export class DeadLetterRepository {
     return row ? typed(row) : undefined;
   }
 
-  /** Those neither replayed nor resolved: what a bulk replay takes. */
-  async unreplayed(): Promise<DeadLetter[]> {
+  /** How many letters are neither replayed nor resolved (created up to `upTo`): what a bulk replay takes. */
+  async countUnreplayed(upTo?: Date): Promise<number> {
+    return this.database.prisma.deadLetter.count({
+      where: { queue: 'delivery', replayedAt: null, resolvedAt: null, ...(upTo ? { createdAt: { lte: upTo } } : {}) },
+    });
+  }
+
+  /**
+   * The next `limit` letters neither replayed nor resolved, oldest first, after `after` in (created_at, id) order and
+   * created up to `upTo`: a bulk replay's batch, read by keyset (dead_letter_replay_idx), so a batch costs what it
+   * holds and a letter left as it is (skipped) is not met again.
+   */
+  async unreplayedPage(after: Pick<DeadLetter, 'createdAt' | 'id'> | null, upTo: Date, limit: number): Promise<DeadLetter[]> {
+    const page = await this.database.db
+      .selectFrom('dead_letter')
+      .select('id')
+      .where('queue', '=', 'delivery')
+      .where('replayed_at', 'is', null)
+      .where('resolved_at', 'is', null)
+      .where('created_at', '<=', upTo)
+      .$if(after !== null, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after!.createdAt, after!.id))))
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    if (page.length === 0) return [];
     const rows = await this.database.prisma.deadLetter.findMany({
-      where: { queue: 'delivery', replayedAt: null, resolvedAt: null },
-      orderBy: { createdAt: 'asc' },
+      where: { id: { in: page.map((r) => r.id) } },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     });
     return rows.map(typed);
   }

@@ -34,22 +34,40 @@ describe('forbiddenRange', () => {
     ['::ffff:a9fe:a9fe', '169.254.169.254', 'cloud metadata'],
     ['64:ff9b::a00:1', '10.0.0.1', 'private'],
     ['2002:c0a8:101::1', '192.168.1.1', 'private'],
+    // IPv4-translated (SIIT, ::ffff:0:0:0/96), in every spelling.
+    ['::ffff:0:127.0.0.1', '127.0.0.1', 'loopback'],
+    ['::ffff:0:7f00:1', '127.0.0.1', 'loopback'],
+    ['::FFFF:0:7F00:1', '127.0.0.1', 'loopback'],
+    ['0:0:0:0:ffff:0:7f00:1', '127.0.0.1', 'loopback'],
+    ['0000:0000:0000:0000:ffff:0000:7f00:0001', '127.0.0.1', 'loopback'],
+    ['::ffff:0:0a00:0001', '10.0.0.1', 'private'],
+    ['::ffff:0:169.254.169.254', '169.254.169.254', 'cloud metadata'],
+    ['::ffff:0:c0a8:101', '192.168.1.1', 'private'],
   ])('refuses %s, which carries %s (%s)', (address, embedded, kind) => {
     expect(forbiddenRange(address)).toMatchObject({ embedded, kind });
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '172.32.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])(
-    'lets the public address %s through',
-    (address) => {
-      expect(forbiddenRange(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '172.32.0.1',
+    '192.169.0.1',
+    '2606:4700::1111',
+    '::ffff:8.8.8.8',
+    '::ffff:0:8.8.8.8',
+    '::ffff:0:808:808',
+    '64:ff9b::808:808',
+    '2002:808:808::1',
+  ])('lets the public address %s through', (address) => {
+    expect(forbiddenRange(address)).toBeUndefined();
+  });
 });
 
 describe('AddressPolicy', () => {
   it('refuses internal addresses by default, saying which range', () => {
     expect(policy().refusalOf('10.0.0.5')).toBe('10.0.0.5 is in 10.0.0.0/8 (private)');
     expect(policy().refusalOf('::ffff:7f00:1')).toBe('::ffff:7f00:1 carries 127.0.0.1, which is in 127.0.0.0/8 (loopback)');
+    expect(policy().refusalOf('::ffff:0:7f00:1')).toBe('::ffff:0:7f00:1 carries 127.0.0.1, which is in 127.0.0.0/8 (loopback)');
     expect(policy().refusalOf('8.8.8.8')).toBeUndefined();
   });
 
@@ -58,6 +76,7 @@ describe('AddressPolicy', () => {
     expect(allowing.refusalOf('10.200.0.1')).toBeUndefined();
     expect(allowing.refusalOf('127.0.0.1')).toBeUndefined();
     expect(allowing.refusalOf('::ffff:127.0.0.1')).toBeUndefined();
+    expect(allowing.refusalOf('::ffff:0:127.0.0.1')).toBeUndefined();
     expect(allowing.refusalOf('fd12::1')).toBeUndefined();
     expect(allowing.refusalOf('127.0.0.2')).toMatch(/loopback/);
     expect(allowing.refusalOf('192.168.0.1')).toMatch(/private/);

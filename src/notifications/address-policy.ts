@@ -7,7 +7,7 @@ export interface ForbiddenRange {
   range: string;
   /** e.g. `loopback`, `private`, `cloud metadata`. */
   kind: string;
-  /** For an IPv6 address that carries an IPv4 one (mapped, NAT64, 6to4): that IPv4 address. */
+  /** For an IPv6 address that carries an IPv4 one (mapped, translated, NAT64, 6to4): that IPv4 address. */
   embedded?: string;
 }
 
@@ -73,12 +73,16 @@ function ipv6Bytes(address: string): number[] {
   return all.flatMap((g) => [g >> 8, g & 0xff]);
 }
 
-/** The IPv4 address an IPv6 one carries: IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16). */
+/**
+ * The IPv4 address an IPv6 one carries: IPv4-mapped (::ffff:0:0/96), IPv4-translated (SIIT, ::ffff:0:0:0/96, RFC 6145
+ * and 7915), NAT64 (64:ff9b::/96), 6to4 (2002::/16).
+ */
 function embeddedIpv4(address: string): string | undefined {
   const b = ipv6Bytes(address);
   const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
   const dotted = (at: number) => b.slice(at, at + 4).join('.');
   if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return dotted(12);
+  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12)) return dotted(12);
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return dotted(12);
   if (b[0] === 0x20 && b[1] === 0x02) return dotted(2);
   return undefined;

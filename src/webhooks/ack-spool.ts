@@ -30,6 +30,12 @@ export interface SpooledEvent {
   deadAt: Date | null;
 }
 
+/** Where a dead letter stands in a bulk replay's walk. */
+export interface DeadPosition {
+  id: string;
+  deadAt: number;
+}
+
 interface Row {
   id: string;
   event_id: string;
@@ -63,6 +69,8 @@ const date = (ms: number | null) => (ms === null ? null : new Date(ms));
 export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(AckSpool.name);
   private db!: Database.Database;
+  /** This spool's id, made when it was first opened and kept in it. */
+  spoolId!: string;
   private stopped = false;
   /** Retries when the earliest pending record is due; with nothing pending, nothing runs (no idle polling). */
   private readonly retries: WakeableLoop;
@@ -99,6 +107,12 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       id TEXT PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
       attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
       state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
+    // A bulk replay walks the dead letters by (dead_at, id).
+    this.db.exec(`CREATE INDEX IF NOT EXISTS spooled_dead ON spooled (dead_at, id) WHERE state = 'dead'`);
+    // The spool's own id, kept with it: which replica's spool a bulk replay of the ack queue works on.
+    this.db.exec(`CREATE TABLE IF NOT EXISTS spool_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    this.db.prepare(`INSERT OR IGNORE INTO spool_meta (key, value) VALUES ('spool_id', ?)`).run(randomUUID());
+    this.spoolId = (this.db.prepare(`SELECT value FROM spool_meta WHERE key = 'spool_id'`).get() as { value: string }).value;
     for (const name of WAL_FILES) this.makePrivate(join(dir, name), PRIVATE_FILE);
   }
 
@@ -165,6 +179,33 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   /** The acknowledgment dead-letter queue, newest first. */
   dead(limit: number): SpooledEvent[] {
     return (this.db.prepare(`SELECT * FROM spooled WHERE state = 'dead' ORDER BY dead_at DESC, id LIMIT ?`).all(limit) as Row[]).map(toSpooled);
+  }
+
+  /** How many letters the acknowledgment dead-letter queue holds (dead up to `upTo`, ms). */
+  countDead(upTo = Number.MAX_SAFE_INTEGER): number {
+    return (this.db.prepare(`SELECT count(*) AS n FROM spooled WHERE state = 'dead' AND dead_at <= ?`).get(upTo) as { n: number }).n;
+  }
+
+  /**
+   * A bulk replay's next batch of dead letters, oldest first after `after` in (dead_at, id) order and dead up to
+   * `upTo`: at most `limit` of them, and no more than `maxBytes` of events together (always at least one), so a
+   * batch of large events stays small in memory. Only ids and positions: the replay reads each event itself.
+   */
+  deadPage(after: DeadPosition | null, upTo: number, limit: number, maxBytes: number): DeadPosition[] {
+    const rows = this.db
+      .prepare(
+        `SELECT id, dead_at AS deadAt, length(CAST(event AS BLOB)) AS bytes FROM spooled
+         WHERE state = 'dead' AND dead_at <= ? AND (dead_at, id) > (?, ?) ORDER BY dead_at, id LIMIT ?`,
+      )
+      .all(upTo, after?.deadAt ?? -1, after?.id ?? '', limit) as Array<DeadPosition & { bytes: number }>;
+    const page: DeadPosition[] = [];
+    let bytes = 0;
+    for (const row of rows) {
+      if (page.length > 0 && bytes + row.bytes > maxBytes) break;
+      bytes += row.bytes;
+      page.push({ id: row.id, deadAt: row.deadAt });
+    }
+    return page;
   }
 
   getDead(id: string): SpooledEvent | undefined {

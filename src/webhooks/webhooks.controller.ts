@@ -51,8 +51,8 @@ export class WebhooksController {
   @ApiOkResponse({ type: WebhookReceiptResponse, description: 'Stored (or a duplicate, or safe in the local spool).' })
   @ApiErrorResponse(
     400,
-    '`malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp` with a zone, `post.id` (post events) or ' +
-      '`account.accountId`/`profileId` (account events); a `timestamp` more than EVENT_MAX_FUTURE_MS ahead; text PostgreSQL cannot store ' +
+    '`invalid_encoding`: the body is not UTF-8, or starts with a byte order mark (`details` says at which byte). `malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp` with a zone, `post.id` (post events) or ' +
+      '`account.accountId`/`profileId` (account events); a `timestamp` more than EVENT_MAX_FUTURE_MS ahead, or older than EVENT_RETENTION_DAYS less one day; text PostgreSQL cannot store ' +
       '(\\u0000, an unpaired surrogate), a number past its `numeric`, or nesting deeper than 100 (`details` names the field). `invalid_headers`: X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer. ' +
       "`event_id_mismatch`: X-Pozy-Event-Id differs from the body's `id`.",
   )

@@ -5,6 +5,7 @@ import { parseInstant } from '../common/instant';
 import { findUnstorable, unstorableJsonNumber } from '../common/storable-text';
 import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
+import { decodeJsonBody } from '../http/body-parser';
 import { MetricsService } from '../metrics/metrics.service';
 import { resourceJobKey } from '../queue/tasks';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
@@ -31,6 +32,22 @@ export interface WebhookReceipt {
 }
 
 type RawHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * What became of a logged event the backfill sent: `stored` (new), `duplicate` (stored already), `spooled` (safe in
+ * the spool), or `refused`: the event itself is not one we can store (`invalid_event`: malformed, data PostgreSQL refuses,
+ * or older than events are kept), so no later run could store it either. Anything else (overloaded, the database) is thrown: the
+ * event was not stored, and the run must not go past it.
+ */
+export type RecoveredOutcome = { outcome: 'stored' | 'duplicate' | 'spooled' } | { outcome: 'refused'; reason: string };
+
+const DAY_MS = 86_400_000;
+/**
+ * An event is refused once older than EVENT_RETENTION_DAYS less this: a copy of it received then may be pruned
+ * already, and it would be stored (and read) again as new. The day covers a clock of Pozy's running ahead of ours
+ * (the event's timestamp is Pozy's, retention counts from when we received it) and the prune's hourly cadence.
+ */
+export const STALE_EVENT_MARGIN_DAYS = 1;
 
 @Injectable()
 export class WebhooksService implements OnModuleInit {
@@ -64,7 +81,8 @@ export class WebhooksService implements OnModuleInit {
       code: 'invalid_headers',
       what: 'delivery headers',
     });
-    const text = rawBody.toString('utf8');
+    // After the signature: a body that is not UTF-8 is still 401 unless signed with the secret.
+    const text = decodeJsonBody(rawBody);
     const body = parseJson(text);
     if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
     const envelope = this.validateEvent(body, text, 'event');
@@ -83,13 +101,19 @@ export class WebhooksService implements OnModuleInit {
 
   /**
    * An event Pozy logged but never delivered to us, from `GET /v1/webhooks/logs` (read with our API key, so no
-   * signature): validated and stored exactly like a delivery. Resolves false when it was stored already.
+   * signature): validated and stored exactly like a delivery. A refusal of the event itself resolves `refused`;
+   * every other failure rejects.
    */
-  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<boolean> {
-    const text = JSON.stringify(payload);
-    const envelope = this.validateEvent(payload, text, 'logged event');
-    const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
-    return !receipt.duplicate && !receipt.spooled;
+  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<RecoveredOutcome> {
+    try {
+      const text = JSON.stringify(payload);
+      const envelope = this.validateEvent(payload, text, 'logged event');
+      const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
+      return { outcome: receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : 'stored' };
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'invalid_event') return { outcome: 'refused', reason: error.message };
+      throw error;
+    }
   }
 
   /**
@@ -109,6 +133,17 @@ export class WebhooksService implements OnModuleInit {
         what,
         'timestamp',
         `timestamp is ${Math.round(ahead / 1000)} s ahead of this server's clock (at most EVENT_MAX_FUTURE_MS = ${this.config.eventMaxFutureMs} ms)`,
+      );
+    }
+    // Older than events are kept: its first copy may be pruned already, and it would be stored again as new.
+    const age = -ahead;
+    const maxAgeMs = (this.config.retention.eventRetentionDays - STALE_EVENT_MARGIN_DAYS) * DAY_MS;
+    if (age > maxAgeMs) {
+      throw invalidEvent(
+        what,
+        'timestamp',
+        `timestamp is ${(age / DAY_MS).toFixed(1)} days old: events older than EVENT_RETENTION_DAYS (${this.config.retention.eventRetentionDays}) ` +
+          `less ${STALE_EVENT_MARGIN_DAYS} day are refused, since their first copy may be pruned already and they would be stored again as new`,
       );
     }
     return envelope;

@@ -24,7 +24,8 @@ export function accountEvent(accountId: string, profileId: string, event = 'acco
 }
 
 export interface Delivery {
-  body?: string;
+  /** Bytes, to send what no string can hold (invalid UTF-8). */
+  body?: string | Buffer;
   headers?: Record<string, string | undefined>;
   secret?: string | null;
 }

@@ -19,7 +19,11 @@ export class DeadLetterListQuery {
 }
 
 export class DeadLetterReplayAllQuery {
-  @ApiProperty({ enum: [...QUEUES], description: 'The queue whose letters not replayed yet are replayed.', example: 'delivery' })
+  @ApiProperty({
+    enum: [...QUEUES],
+    description: "The queue whose letters not replayed yet are replayed. `ack`: this replica's spool.",
+    example: 'delivery',
+  })
   @IsIn(QUEUES)
   queue!: (typeof QUEUES)[number];
 
@@ -29,6 +33,12 @@ export class DeadLetterReplayAllQuery {
   @BooleanParam()
   @IsBoolean()
   dryRun?: boolean;
+}
+
+export class ReplayRunIdParams {
+  @ApiProperty({ format: 'uuid', description: 'The id `POST /admin/dead-letters/replay` answered.', example: '5d1c8e0e-7d0b-4a4e-8f59-6f7a9d9e2b31' })
+  @IsUUID('4', { message: 'runId must be a replay run id (a UUID)' })
+  runId!: string;
 }
 
 export class DeadLetterIdParams {

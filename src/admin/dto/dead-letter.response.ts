@@ -105,21 +105,72 @@ export class DeadLetterListResponse {
 }
 
 export class DeadLetterReplayAllResponse {
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'The run replaying them, for `GET /admin/dead-letters/replay/{runId}`; absent for a dry run.',
+    example: '5d1c8e0e-7d0b-4a4e-8f59-6f7a9d9e2b31',
+  })
+  runId?: string;
+
   @ApiProperty({ enum: [...QUEUES] })
   queue!: string;
 
-  @ApiProperty({ type: 'integer', description: 'Letters not replayed yet: replayed now, or that would be (dry run).', example: 3 })
+  @ApiProperty({ type: 'integer', description: 'Letters not replayed yet: what the run takes, or would take (dry run).', example: 3 })
   count!: number;
 
-  @ApiProperty({ description: 'False for a dry run.' })
-  replayed!: boolean;
+  @ApiPropertyOptional({ type: Boolean, enum: [false], description: 'A dry run only: `false`, nothing was replayed.' })
+  replayed?: false;
+}
 
-  @ApiPropertyOptional({
+/** A bulk replay: its progress while it runs, then how it ended. */
+export class DeadLetterReplayRunResponse {
+  @ApiProperty({ format: 'uuid' })
+  id!: string;
+
+  @ApiProperty({ enum: [...QUEUES] })
+  queue!: string;
+
+  @ApiProperty({
+    enum: ['running', 'succeeded', 'failed', 'interrupted'],
+    description:
+      '`interrupted`: its replica stopped (or died: no heartbeat for 30 s) before the end; the letters it had not replayed are still waiting for the next run.',
+  })
+  status!: string;
+
+  @ApiProperty({ description: "The replica running it (its host name): an `ack` run replays that replica's spool.", example: 'pozy-sync-api-0' })
+  host!: string;
+
+  @ApiProperty({ type: String, format: 'uuid', nullable: true, description: '`ack`: the spool it replays.' })
+  spoolId!: string | null;
+
+  @ApiProperty(DATE_TIME)
+  startedAt!: Date;
+
+  @ApiProperty({ ...DATE_TIME, description: 'Last sign of life of the run.' })
+  heartbeatAt!: Date;
+
+  @ApiProperty({ ...DATE_TIME, nullable: true })
+  finishedAt!: Date | null;
+
+  @ApiProperty({ type: 'integer', description: 'Letters not replayed yet when it started: what it goes through.', example: 3000 })
+  total!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Letters replayed so far.', example: 1200 })
+  replayed!: number;
+
+  @ApiProperty({
     type: 'integer',
-    description: '`delivery`, not a dry run: notification letters skipped because a newer version of their resource was sent since.',
+    description:
+      'Letters left as they are: a notification whose resource has a newer version since, a post neither Pozy nor the mirror knows, an event PostgreSQL refuses.',
     example: 0,
   })
-  skipped?: number;
+  skipped!: number;
+
+  @ApiProperty({ type: 'integer', description: 'Batches done (at most 200 letters each; an `ack` batch at most 4 MiB of events).', example: 6 })
+  batches!: number;
+
+  @ApiProperty({ type: String, nullable: true, description: 'Why it failed, or was interrupted.' })
+  error!: string | null;
 }
 
 export class DeadLetterReplayResponse {

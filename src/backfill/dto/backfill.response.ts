@@ -37,6 +37,15 @@ export class BackfillRunResponse {
   @ApiProperty({ type: 'integer', description: 'Events found in the logs that had never reached us, stored now.', example: 3 })
   eventsRecovered!: number;
 
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'Logged events refused as events (malformed, data PostgreSQL refuses, or older than EVENT_RETENTION_DAYS less a day), never stored: no run could store them. ' +
+      'Any other failure to store one fails the run.',
+    example: 0,
+  })
+  eventsSkipped!: number;
+
   @ApiProperty({ type: [String], description: 'Event types the scan was narrowed to.', example: ['post.published'] })
   narrowedTypes!: string[];
 
