@@ -10,7 +10,16 @@ import { RunningService, startService } from './support/service';
 
 const ADMIN_TOKEN = 'retention-admin-token';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const none: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0, changes: 0 };
+const none: PruneCounts = {
+  events: 0,
+  notificationAttempts: 0,
+  notifications: 0,
+  backfillRuns: 0,
+  replayRuns: 0,
+  deadLetters: 0,
+  failedJobs: 0,
+  changes: 0,
+};
 
 describe('retention (POST /admin/retention, real PostgreSQL)', () => {
   let db: TestDatabase;
@@ -34,7 +43,9 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
   });
 
   beforeEach(async () => {
-    await service.pool.query('TRUNCATE pozy_event, reconcile_request, notification_attempt, notification, subscription, backfill_run, dead_letter');
+    await service.pool.query(
+      'TRUNCATE pozy_event, reconcile_request, notification_attempt, notification, subscription, backfill_run, dead_letter, dead_letter_replay_run',
+    );
     await service.pool.query('DELETE FROM graphile_worker._private_jobs');
   });
 
@@ -171,6 +182,20 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const checkpoint = await service.app.get(BackfillRunRepository).checkpoint();
     expect(checkpoint).not.toBeNull();
 
+    const replayRun = async (status: string, startedDays: number) =>
+      (
+        await service.pool.query<{ id: string }>(
+          `INSERT INTO dead_letter_replay_run (id, queue, status, host, started_at, finished_at)
+           VALUES (gen_random_uuid(), 'delivery', $1, 'replica-a', now() - $2 * interval '1 day',
+                   CASE WHEN $1 <> 'running' THEN now() - $2 * interval '1 day' END)
+           RETURNING id`,
+          [status, startedDays],
+        )
+      ).rows[0].id;
+    const oldReplayRuns = [await replayRun('succeeded', 9), await replayRun('interrupted', 20)];
+    // A run is never pruned while it runs, however long ago it started; a recent one is kept.
+    const keptReplayRuns = [await replayRun('running', 9), await replayRun('failed', 1)];
+
     const letter = async (createdDays: number, replayedDays: number | null) =>
       (
         await service.pool.query<{ id: string }>(
@@ -203,7 +228,15 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const { status, body } = await prune();
 
     expect(status).toBe(200);
-    expect(body.deleted).toEqual({ ...none, notificationAttempts: 4, notifications: 3, backfillRuns: 3, deadLetters: 1, failedJobs: 1 });
+    expect(body.deleted).toEqual({
+      ...none,
+      notificationAttempts: 4,
+      notifications: 3,
+      backfillRuns: 3,
+      replayRuns: 2,
+      deadLetters: 1,
+      failedJobs: 1,
+    });
     expect(Date.now() - new Date(body.cutoff).getTime()).toBeGreaterThanOrEqual(7 * 86_400_000);
     expect(await ids('SELECT id FROM notification')).toEqual(
       ['msg_old_pending', 'msg_old_dead', 'msg_old_newer_than_dead', 'msg_old_redelivered', 'msg_recent'].sort(),
@@ -211,10 +244,11 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const attempts = await ids('SELECT id FROM notification_attempt');
     const runs = await ids('SELECT id FROM backfill_run');
     const letters = await ids('SELECT id FROM dead_letter');
+    expect(await ids('SELECT id FROM dead_letter_replay_run')).toEqual([...keptReplayRuns].sort());
     expect(attempts).toEqual([...keptAttempts].sort());
     expect(runs).toEqual([...keptRuns].sort());
     expect(letters).toEqual([...keptLetters].sort());
-    const gone = new Set([...oldAttempts, cascaded, ...oldRuns, ...oldLetters]);
+    const gone = new Set([...oldAttempts, cascaded, ...oldRuns, ...oldLetters, ...oldReplayRuns]);
     expect([...attempts, ...runs, ...letters].filter((id) => gone.has(id))).toEqual([]);
     expect(await service.app.get(BackfillRunRepository).checkpoint()).toEqual(checkpoint);
     expect(await ids('SELECT key AS id FROM graphile_worker._private_jobs')).toEqual(

@@ -142,4 +142,23 @@ export class DeadLetterReplayRunRepository {
       .executeTakeFirst();
     return row && toRun(row);
   }
+
+  /** Deletes up to `limit` finished runs started before `cutoff` (a running one is never pruned); answers how many. */
+  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+    const db = this.database.db;
+    const { numDeletedRows } = await db
+      .deleteFrom('dead_letter_replay_run')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('dead_letter_replay_run')
+          .select('id')
+          .where('status', '<>', 'running')
+          .where('started_at', '<', cutoff)
+          .limit(limit)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .executeTakeFirst();
+    return Number(numDeletedRows);
+  }
 }

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey } from '../database/advisory-lock';
 import { BackfillRunRepository } from '../backfill/backfill-run.repository';
+import { DeadLetterReplayRunRepository } from '../dead-letters/dead-letter-replay-run.repository';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationHistoryRepository } from '../notifications/notification-history.repository';
 import { JobQueueRepository } from '../queue/job-queue.repository';
@@ -18,6 +19,8 @@ export interface PruneCounts {
   /** Their remaining attempts go with them (ON DELETE CASCADE) and are not counted in `notificationAttempts`. */
   notifications: number;
   backfillRuns: number;
+  /** Finished bulk replays of the dead-letter queues. */
+  replayRuns: number;
   deadLetters: number;
   /** Permanently failed graphile-worker jobs. */
   failedJobs: number;
@@ -35,8 +38,8 @@ export interface PruneResult {
 }
 
 /**
- * Retention: deletes the events older than EVENT_RETENTION_DAYS, and notification history, finished backfill runs,
- * replayed dead letters and permanently failed jobs older than the same window, and the change feed's entries older
+ * Retention: deletes the events older than EVENT_RETENTION_DAYS, and notification history, finished backfill runs and
+ * dead-letter replay runs, replayed dead letters and permanently failed jobs older than the same window, and the change feed's entries older
  * than CHANGE_RETENTION_DAYS, in batches of RETENTION_BATCH_SIZE.
  */
 @Injectable()
@@ -55,6 +58,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly notifications: NotificationHistoryRepository,
     private readonly backfillRuns: BackfillRunRepository,
     private readonly deadLetters: DeadLetterRepository,
+    private readonly replayRuns: DeadLetterReplayRunRepository,
     private readonly queue: JobQueueRepository,
     private readonly changes: ChangeRepository,
   ) {
@@ -67,6 +71,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       notificationAttempts: { days: history, prune: (cutoff, limit) => this.notifications.pruneAttemptsBefore(cutoff, limit) },
       notifications: { days: history, prune: (cutoff, limit) => this.notifications.pruneBefore(cutoff, limit) },
       backfillRuns: { days: history, prune: (cutoff, limit) => this.backfillRuns.pruneBefore(cutoff, limit) },
+      replayRuns: { days: history, prune: (cutoff, limit) => this.replayRuns.pruneBefore(cutoff, limit) },
       deadLetters: { days: history, prune: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit) },
       failedJobs: { days: history, prune: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit) },
       changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit) },
@@ -113,7 +118,16 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     const before = (days: number) => new Date(now.getTime() - days * DAY_MS);
     const cutoff = before(this.config.retention.eventRetentionDays);
     const changeCutoff = before(this.config.retention.changeRetentionDays);
-    const deleted: PruneCounts = { events: 0, notificationAttempts: 0, notifications: 0, backfillRuns: 0, deadLetters: 0, failedJobs: 0, changes: 0 };
+    const deleted: PruneCounts = {
+      events: 0,
+      notificationAttempts: 0,
+      notifications: 0,
+      backfillRuns: 0,
+      replayRuns: 0,
+      deadLetters: 0,
+      failedJobs: 0,
+      changes: 0,
+    };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
       const { days, prune } = this.pruners[table];
       deleted[table] = await this.inBatches(prune, before(days));
@@ -122,7 +136,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     this.logger.log(
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
-        `${deleted.backfillRuns} backfill runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ` +
+        `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ` +
         `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );

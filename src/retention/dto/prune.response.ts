@@ -13,6 +13,9 @@ export class PruneCountsResponse {
   @ApiProperty({ type: 'integer', example: 2 })
   backfillRuns!: number;
 
+  @ApiProperty({ type: 'integer', description: 'Finished bulk replays of the dead-letter queues.', example: 1 })
+  replayRuns!: number;
+
   @ApiProperty({ type: 'integer', example: 0 })
   deadLetters!: number;
 
