@@ -139,6 +139,14 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({ ...minimal, INITIAL_IMPORT: 'yes' })).toEqual([expect.stringMatching(/^INITIAL_IMPORT must be auto or off/)]);
   });
 
+  it("caps Pozy's pauses, with a default that holds its longest wait", () => {
+    expect(AppConfig.fromEnvironment(minimal).pozy).toMatchObject({ maxPauseMs: 120_000 });
+    expect(AppConfig.fromEnvironment({ ...minimal, POZY_MAX_PAUSE_MS: '5000' }).pozy).toMatchObject({ maxPauseMs: 5_000 });
+    for (const value of ['999', '3600001', '2m', '-1']) {
+      expect(problems({ ...minimal, POZY_MAX_PAUSE_MS: value })).toEqual([expect.stringMatching(/^POZY_MAX_PAUSE_MS/)]);
+    }
+  });
+
   describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     const READ_A = 'read_token_aaaaaaaaaaaa';
     const READ_B = 'read_token_bbbbbbbbbbbb';

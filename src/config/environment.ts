@@ -287,6 +287,13 @@ export class EnvironmentVariables {
   @Max(10)
   POZY_MAX_RETRIES = 4;
 
+  /** The longest pause a 429 (or headers saying the window is spent) may impose on every replica. */
+  @toInt()
+  @IsInt()
+  @Min(1_000)
+  @Max(3_600_000)
+  POZY_MAX_PAUSE_MS = 120_000;
+
   @toInt()
   @IsInt()
   @Min(0)
@@ -485,6 +492,7 @@ export const VARIABLES = [
   'POZY_RATE_LIMIT_RESERVE',
   'INITIAL_IMPORT',
   'POZY_MAX_RETRIES',
+  'POZY_MAX_PAUSE_MS',
   'RECONCILE_CLOCK_SKEW_MS',
   'EVENT_MAX_FUTURE_MS',
   'READ_LAG_GRACE_MS',

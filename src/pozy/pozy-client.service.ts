@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { Dispatcher, Pool } from 'undici';
-import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from '../common/http-retry';
+import { describeError, fullJitterBackoff, isNetworkError } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { Lane } from './budget/budget-policy';
@@ -12,6 +12,7 @@ import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
+import { rateLimitWait } from './rate-limit-headers';
 
 /** A Retry-After longer than this is not waited out in the job: the job fails and retries after it instead. */
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
@@ -43,7 +44,6 @@ interface Attempt {
   status: number;
   body: unknown;
   headers: Dispatcher.ResponseData['headers'];
-  retryAfterMs?: number;
   sentAt: Date;
 }
 
@@ -170,10 +170,10 @@ export class PozyClient implements OnApplicationShutdown {
       this.budget.observe(result.headers, grant);
       if (expected.includes(result.status)) return result;
       if (result.status === 429) {
-        const wait = result.retryAfterMs ?? resetMs(result.headers) ?? backoff(attempt + 1);
+        const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
         // Every caller of every replica waits, not just this one: the limit is the API key's.
-        await this.budget.pause(wait);
-        if (wait > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait);
+        await this.budget.pause(wait.ms, wait.adjusted ? `${wait.from}; ${wait.adjusted}` : wait.from);
+        if (wait.ms > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
         // The next take waits the pause out.
         lastError = undefined;
         continue;
@@ -206,7 +206,7 @@ export class PozyClient implements OnApplicationShutdown {
         throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
       body = text;
     }
-    return { status: response.statusCode, body, headers: response.headers, retryAfterMs: retryAfterMs(response.headers), sentAt };
+    return { status: response.statusCode, body, headers: response.headers, sentAt };
   }
 
   private count(route: string, status: number): void {
@@ -225,13 +225,6 @@ function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, w
     throw new PozyProtocolError(`Pozy answered a malformed ${what} (${detail})`);
   }
   return dto;
-}
-
-/** `X-RateLimit-Reset` (Unix seconds when Pozy's next slot frees up), as a wait from now. */
-function resetMs(headers: Dispatcher.ResponseData['headers']): number | undefined {
-  const value = headers['x-ratelimit-reset'];
-  const seconds = Number(Array.isArray(value) ? value[0] : value);
-  return value === undefined || !Number.isFinite(seconds) ? undefined : Math.max(0, seconds * 1000 - Date.now());
 }
 
 const backoff = (attempt: number) => fullJitterBackoff(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS);
