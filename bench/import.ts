@@ -190,7 +190,7 @@ async function budgetLines(databaseUrl: string): Promise<Array<{ name: string; w
       await database.pool.query(`UPDATE pozy_budget SET state = '{}'`);
       const budget = new PozyBudget(
         new BudgetRepository(database),
-        { perWindow: settings.budgetPerMinute, windowMs: 60_000, reserve: 0.2 },
+        { perWindow: settings.budgetPerMinute, windowMs: 60_000, reserve: 0.2, maxPauseMs: config.pozy.maxPauseMs },
         { lanes },
       );
       const until = Date.now() + settings.lanesSeconds * 1000;

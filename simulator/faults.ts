@@ -95,7 +95,7 @@ export function rngStreams(seed: number): { world: Rng; sender: Rng; api: Rng; i
 
 /**
  * What goes wrong, switchable at any time. Rates are probabilities in [0, 1], per delivery (webhooks) or per
- * authenticated request (API); delays are milliseconds.
+ * authenticated request (API); delays are milliseconds; header values are sent as written.
  */
 export interface FaultConfig {
   /** A delivery's first attempt is sent twice, at once, with different delivery ids. */
@@ -106,8 +106,12 @@ export interface FaultConfig {
   dropRate: number;
   /** The API answers 500. */
   api5xxRate: number;
-  /** The API answers 429 with `Retry-After: 1`, whatever the rate-limit window says. */
+  /** The API answers 429 with `Retry-After: api429RetryAfter`, whatever the rate-limit window says. */
   api429Rate: number;
+  /** The `Retry-After` of those 429s, as written, whether a client can read it or not (`86400`, `1e300`); '': none. */
+  api429RetryAfter: string;
+  /** The `X-RateLimit-Reset` of those 429s, as written, in place of the window's; '': the window's. */
+  api429RateLimitReset: string;
   /** The API answers `apiSlowMs` late. */
   apiSlowRate: number;
   apiSlowMs: number;
@@ -130,6 +134,8 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
   dropRate: 0,
   api5xxRate: 0,
   api429Rate: 0,
+  api429RetryAfter: '1',
+  api429RateLimitReset: '',
   apiSlowRate: 0,
   apiSlowMs: 0,
   apiTimeoutRate: 0,
@@ -140,19 +146,32 @@ export const NO_FAULTS: Readonly<FaultConfig> = Object.freeze({
 
 const RATES = ['duplicateRate', 'dropRate', 'api5xxRate', 'api429Rate', 'apiSlowRate', 'apiTimeoutRate', 'apiResetRate'] as const;
 const DELAYS = ['reorderMaxDelayMs', 'apiSlowMs', 'apiLatencyMs', 'apiReadLagMs'] as const;
+const HEADERS = ['api429RetryAfter', 'api429RateLimitReset'] as const;
+type HeaderFault = (typeof HEADERS)[number];
+/** What an HTTP header value can carry: visible ASCII, spaces and tabs, and not too much of it. */
+const HEADER_VALUE = /^[\t\x20-\x7e]{0,1000}$/;
 
-/** `base` with `patch` applied; throws on an unknown key, a rate outside [0, 1] or a negative delay. */
+/**
+ * `base` with `patch` applied; throws on an unknown key, a rate outside [0, 1], a negative delay or a header value
+ * HTTP cannot carry.
+ */
 export function mergeFaults(base: Readonly<FaultConfig>, patch: Partial<FaultConfig>): FaultConfig {
   const merged: FaultConfig = { ...base };
   for (const [key, value] of Object.entries(patch) as [keyof FaultConfig, unknown][]) {
     if (value === undefined) continue;
     if (!(key in NO_FAULTS)) throw new RangeError(`Unknown fault "${String(key)}"`);
+    if ((HEADERS as readonly string[]).includes(key)) {
+      if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw new RangeError(`Fault ${key} must be a header value (visible ASCII)`);
+      merged[key as HeaderFault] = value;
+      continue;
+    }
+    const numeric = key as Exclude<keyof FaultConfig, HeaderFault>;
     if (typeof value !== 'number' || !Number.isFinite(value)) throw new RangeError(`Fault ${key} must be a finite number`);
     if ((RATES as readonly string[]).includes(key) && (value < 0 || value > 1)) {
       throw new RangeError(`Fault ${key} must be within [0, 1], got ${value}`);
     }
     if ((DELAYS as readonly string[]).includes(key) && value < 0) throw new RangeError(`Fault ${key} must be >= 0, got ${value}`);
-    merged[key] = value;
+    merged[numeric] = value;
   }
   return merged;
 }

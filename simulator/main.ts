@@ -15,7 +15,9 @@
  *   SIMULATOR_CLOCK_OFFSET_MS (0: Pozy's clock lags this host's by that many ms, negative: runs ahead; its event
  *     timestamps, updatedAt and Date headers all come from it),
  *   SIMULATOR_API_READ_LAG_MS (0: for that long after a post or account changed, the API answers as a lagging read
- *     replica would: 404 for the post, the account left out of lists)
+ *     replica would: 404 for the post, the account left out of lists),
+ *   SIMULATOR_API_429_RATE (0: the share of API requests answered 429 whatever the window says, 0 to 1),
+ *   SIMULATOR_API_429_RETRY_AFTER (1: those 429s' Retry-After, sent as written, e.g. 86400 or 1e300; empty: none)
  */
 /* eslint-disable no-console -- a command-line tool's output */
 import { PozySimulator } from './simulator';
@@ -47,6 +49,8 @@ async function main(): Promise<void> {
   const otherClientPerMinute = numberFromEnv('SIMULATOR_OTHER_CLIENT_PER_MINUTE', 0, (n) => Number.isSafeInteger(n) && n >= 0);
   const clockOffsetMs = numberFromEnv('SIMULATOR_CLOCK_OFFSET_MS', 0, Number.isSafeInteger);
   const apiReadLagMs = numberFromEnv('SIMULATOR_API_READ_LAG_MS', 0, (n) => Number.isSafeInteger(n) && n >= 0);
+  const api429Rate = numberFromEnv('SIMULATOR_API_429_RATE', 0, (n) => n >= 0 && n <= 1);
+  const api429RetryAfter = process.env.SIMULATOR_API_429_RETRY_AFTER ?? '1';
   const unknownFieldsRaw = process.env.SIMULATOR_UNKNOWN_FIELDS ?? '';
   if (!['', 'true', 'false'].includes(unknownFieldsRaw)) {
     console.error(`SIMULATOR_UNKNOWN_FIELDS=${unknownFieldsRaw} is not valid (true or false)`);
@@ -67,7 +71,7 @@ async function main(): Promise<void> {
     rateLimitPerMinute,
     otherClientPerMinute,
     clockOffsetMs,
-    faults: { apiReadLagMs },
+    faults: { apiReadLagMs, api429Rate, api429RetryAfter },
     webhook: url ? { url, secret } : undefined,
   });
   simulator.world.setUnknownFields(unknownFields);
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
   if (unknownFields) console.log('  unknown fields on: pozyLabsInsights, pozyLabsReach, pozyLabsVerified');
   if (clockOffsetMs !== 0) console.log(`  clock       ${Math.abs(clockOffsetMs)} ms ${clockOffsetMs > 0 ? 'behind' : 'ahead of'} this host's`);
   if (apiReadLagMs > 0) console.log(`  reads lag   writes by ${apiReadLagMs} ms (404s, accounts left out)`);
+  if (api429Rate > 0) console.log(`  429s        ${api429Rate * 100} % of requests, Retry-After ${JSON.stringify(api429RetryAfter)}`);
   if (activity) console.log(`  one random change every ${activityMs} ms`);
 
   let stopping = false;

@@ -412,10 +412,10 @@ class Routes {
       return true;
     }
     if (throttle) {
-      await reply
-        .code(429)
-        .header('Retry-After', '1')
-        .send({ error: 'Too many requests', type: 'rate_limit_error', code: 'RATE_LIMITED', details: { retryAfter: 1 } });
+      if (faults.api429RetryAfter !== '') reply.header('Retry-After', faults.api429RetryAfter);
+      if (faults.api429RateLimitReset !== '') reply.header('X-RateLimit-Reset', faults.api429RateLimitReset);
+      const retryAfter = /^\d+$/.test(faults.api429RetryAfter) ? Number(faults.api429RetryAfter) : faults.api429RetryAfter;
+      await reply.code(429).send({ error: 'Too many requests', type: 'rate_limit_error', code: 'RATE_LIMITED', details: { retryAfter } });
       return true;
     }
     return false;

@@ -592,6 +592,21 @@ describe('Pozy simulator', () => {
       expect(sim.stats().api.byRoute['GET /v1/posts/:postId']).toEqual({ '200': 3, '500': 1, '429': 1, reset: 1, timeout: 1 });
     });
 
+    it("sends an injected 429's Retry-After and X-RateLimit-Reset as a test writes them, readable or not", async () => {
+      const sim = await start({ faults: { api429Rate: 1, api429RetryAfter: '1e300', api429RateLimitReset: '99999999999999' } });
+
+      const odd = await api(sim, '/v1/posts');
+      expect([odd.status, odd.headers.get('retry-after'), odd.headers.get('x-ratelimit-reset')]).toEqual([429, '1e300', '99999999999999']);
+
+      sim.setFaults({ api429RetryAfter: '', api429RateLimitReset: '' });
+      const plain = await api(sim, '/v1/posts');
+      expect([plain.status, plain.headers.get('retry-after')]).toEqual([429, null]);
+      // The window's own reset, in Unix seconds.
+      expect(Math.abs(Number(plain.headers.get('x-ratelimit-reset')) - Date.now() / 1000)).toBeLessThan(120);
+
+      expect(() => sim.setFaults({ api429RetryAfter: 'a\r\nSet-Cookie: x' })).toThrow(/header value/);
+    });
+
     it('stops promptly while a timeout fault holds a request open', async () => {
       const sim = await start({ faults: { apiTimeoutRate: 1 } });
       const pending = api(sim, '/v1/posts').then(

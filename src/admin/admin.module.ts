@@ -1,18 +1,20 @@
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
+import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { DeadLettersController } from './dead-letters.controller';
 import { AdminController } from './admin.controller';
+import { PozyBudgetController } from './pozy-budget.controller';
 import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ResyncService } from './resync.service';
 
 @Module({
-  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule],
-  controllers: [AdminController, DeadLettersController],
+  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule, PozyModule],
+  controllers: [AdminController, DeadLettersController, PozyBudgetController],
   providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns],
 })
 export class AdminModule {}

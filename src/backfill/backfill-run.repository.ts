@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
+import { boundedText } from '../common/bounded-text';
 import { DatabaseService, type Db } from '../database/database.service';
 import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
 
@@ -66,7 +67,7 @@ export class BackfillRunRepository {
   async finish(id: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
     await this.database.db
       .updateTable('backfill_run')
-      .set({ status, error, finished_at: sql<Date>`now()` })
+      .set({ status, error: error === null ? null : boundedText(error), finished_at: sql<Date>`now()` })
       .where('id', '=', id)
       .execute();
   }

@@ -1,4 +1,4 @@
-import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from './http-retry';
+import { describeError, fullJitterBackoff, isNetworkError, parseHttpDate, parseRetryAfter, retryAfterMs } from './http-retry';
 
 describe('fullJitterBackoff: how long a retry of Pozy waits', () => {
   afterEach(() => jest.restoreAllMocks());
@@ -41,10 +41,13 @@ describe('fullJitterBackoff: how long a retry of Pozy waits', () => {
 });
 
 describe('retryAfterMs: reading Retry-After', () => {
-  it('reads seconds', () => {
+  const NOW = Date.UTC(2026, 2, 3, 11, 20, 0);
+
+  it('reads delta-seconds', () => {
     expect(retryAfterMs({ 'retry-after': '3' })).toBe(3_000);
     expect(retryAfterMs({ 'retry-after': '0' })).toBe(0);
-    expect(retryAfterMs({ 'retry-after': '1.5' })).toBe(1_500);
+    expect(retryAfterMs({ 'retry-after': ' 120 ' })).toBe(120_000);
+    expect(retryAfterMs({ 'retry-after': '86400' })).toBe(86_400_000);
   });
 
   it('reads an HTTP date as the wait from now, never negative', () => {
@@ -57,18 +60,48 @@ describe('retryAfterMs: reading Retry-After', () => {
     expect(retryAfterMs({ 'retry-after': new Date(Date.now() - 60_000).toUTCString() })).toBe(0);
   });
 
+  it("reads each of RFC 9110's three HTTP-date forms", () => {
+    expect(retryAfterMs({ 'retry-after': 'Tue, 03 Mar 2026 11:20:30 GMT' }, NOW)).toBe(30_000);
+    expect(retryAfterMs({ 'retry-after': 'Tuesday, 03-Mar-26 11:21:00 GMT' }, NOW)).toBe(60_000);
+    expect(retryAfterMs({ 'retry-after': 'Tue Mar  3 11:20:05 2026' }, NOW)).toBe(5_000);
+    // A two-digit year more than 50 years ahead is the century before's.
+    expect(parseHttpDate('Friday, 01-Jan-99 00:00:00 GMT', NOW)).toBe(Date.UTC(1999, 0, 1));
+    // What Date.parse reads as dates is not one here.
+    for (const text of ['5', '-5', '2026', '2026-03-03', 'March 3, 2026']) expect(parseHttpDate(text, NOW)).toBeUndefined();
+  });
+
   it('takes the first of repeated headers', () => {
     expect(retryAfterMs({ 'retry-after': ['2', '30'] })).toBe(2_000);
   });
 
-  it('is undefined when absent or unreadable, so the caller falls back to its own backoff', () => {
-    expect(retryAfterMs({})).toBeUndefined();
-    expect(retryAfterMs({ 'retry-after': '' })).toBeUndefined();
-    expect(retryAfterMs({ 'retry-after': 'soon' })).toBeUndefined();
+  it.each([
+    '',
+    'soon',
+    '-5',
+    '1.5',
+    '1e300',
+    'Infinity',
+    'NaN',
+    '0x10',
+    '+3',
+    '3 s',
+    '2026-03-03T11:20:30Z',
+    'Tue, 31 Feb 2026 11:20:30 GMT',
+    'Tue, 03 Mar 2026 24:00:00 GMT',
+    'Tue, 03 Mar 2026 11:20:30 UTC',
+    'Tue, 3 Mar 2026 11:20:30 GMT',
+  ])('is undefined for %p, which is neither delta-seconds nor an HTTP-date', (value) => {
+    expect(retryAfterMs({ 'retry-after': value }, NOW)).toBeUndefined();
   });
 
-  it('never answers a negative wait', () => {
-    expect(retryAfterMs({ 'retry-after': '-5' })).toBe(0);
+  it('is undefined when absent, so the caller falls back to its own backoff', () => {
+    expect(retryAfterMs({})).toBeUndefined();
+  });
+
+  it('reads absurdly many digits as an absurdly long wait, which every caller caps', () => {
+    expect(parseRetryAfter('9'.repeat(400))).toBe(Infinity);
+    expect(parseRetryAfter('99999999999999999999')).toBeGreaterThan(1e22);
+    expect(retryAfterMs({ 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' }, NOW)).toBeGreaterThan(2.5e14);
   });
 });
 

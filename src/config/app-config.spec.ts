@@ -149,6 +149,20 @@ describe('AppConfig.fromEnvironment', () => {
     expect(problems({ ...minimal, INITIAL_IMPORT: 'yes' })).toEqual([expect.stringMatching(/^INITIAL_IMPORT must be auto or off/)]);
   });
 
+  it("caps Pozy's pauses and answers, with defaults that hold its longest wait and largest page", () => {
+    expect(AppConfig.fromEnvironment(minimal).pozy).toMatchObject({ maxPauseMs: 120_000, maxResponseBytes: 16 * 1024 * 1024 });
+    expect(AppConfig.fromEnvironment({ ...minimal, POZY_MAX_PAUSE_MS: '5000', POZY_MAX_RESPONSE_BYTES: '1048576' }).pozy).toMatchObject({
+      maxPauseMs: 5_000,
+      maxResponseBytes: 1_048_576,
+    });
+    for (const value of ['999', '3600001', '2m', '-1']) {
+      expect(problems({ ...minimal, POZY_MAX_PAUSE_MS: value })).toEqual([expect.stringMatching(/^POZY_MAX_PAUSE_MS/)]);
+    }
+    for (const value of ['65535', '268435457', '16MiB']) {
+      expect(problems({ ...minimal, POZY_MAX_RESPONSE_BYTES: value })).toEqual([expect.stringMatching(/^POZY_MAX_RESPONSE_BYTES/)]);
+    }
+  });
+
   describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     const READ_A = 'read_token_aaaaaaaaaaaa';
     const READ_B = 'read_token_bbbbbbbbbbbb';

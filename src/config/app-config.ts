@@ -49,6 +49,10 @@ export class AppConfig {
     readonly rateLimitReserve: number;
     /** Retries of one request (429, 5xx, resets, timeouts) before the job itself fails and retries later. */
     readonly maxRetries: number;
+    /** The longest a 429's Retry-After (or X-RateLimit-Reset) may pause every replica. */
+    readonly maxPauseMs: number;
+    /** Bytes of one answer read at most; past them the answer is cut off and its request fails. */
+    readonly maxResponseBytes: number;
   };
   /** An event is already reflected when the mirror's last read began this much after its timestamp. */
   readonly reconcileClockSkewMs: number;
@@ -141,6 +145,8 @@ export class AppConfig {
       rateLimitWindowMs: env.POZY_RATE_LIMIT_WINDOW_MS,
       rateLimitReserve: reserveShare(env.POZY_RATE_LIMIT_RESERVE),
       maxRetries: env.POZY_MAX_RETRIES,
+      maxPauseMs: env.POZY_MAX_PAUSE_MS,
+      maxResponseBytes: env.POZY_MAX_RESPONSE_BYTES,
     });
     this.reconcileClockSkewMs = env.RECONCILE_CLOCK_SKEW_MS;
     this.eventMaxFutureMs = env.EVENT_MAX_FUTURE_MS;

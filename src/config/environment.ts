@@ -311,6 +311,20 @@ export class EnvironmentVariables {
   @Max(10)
   POZY_MAX_RETRIES = 4;
 
+  /** The longest pause a 429 (or headers saying the window is spent) may impose on every replica. */
+  @toInt()
+  @IsInt()
+  @Min(1_000)
+  @Max(3_600_000)
+  POZY_MAX_PAUSE_MS = 120_000;
+
+  /** Pozy's answers are read up to this many bytes; a larger one is cut off, unread, and fails its request. */
+  @toInt()
+  @IsInt()
+  @Min(65_536)
+  @Max(268_435_456)
+  POZY_MAX_RESPONSE_BYTES = 16_777_216;
+
   @toInt()
   @IsInt()
   @Min(0)
@@ -509,6 +523,8 @@ export const VARIABLES = [
   'POZY_RATE_LIMIT_RESERVE',
   'INITIAL_IMPORT',
   'POZY_MAX_RETRIES',
+  'POZY_MAX_PAUSE_MS',
+  'POZY_MAX_RESPONSE_BYTES',
   'RECONCILE_CLOCK_SKEW_MS',
   'EVENT_MAX_FUTURE_MS',
   'READ_LAG_GRACE_MS',

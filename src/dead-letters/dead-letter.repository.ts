@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Expression, RawBuilder, sql } from 'kysely';
+import { boundedText } from '../common/bounded-text';
 import { DatabaseService } from '../database/database.service';
 import type { DeadLetter as DeadLetterRow } from '../generated/prisma/client';
 import { RESOURCE_TYPES, ReconcilePayload } from '../queue/tasks';
@@ -79,7 +80,7 @@ export class DeadLetterRepository {
         resource_key: letter.resourceKey,
         payload: JSON.stringify(letter.payload),
         reason: letter.reason,
-        error: letter.error,
+        error: boundedText(letter.error),
         attempts: letter.attempts,
         first_failure_at: letter.firstFailureAt,
         // The database's clock, which stamped the first failure (reconcile_request.failing_since) too.

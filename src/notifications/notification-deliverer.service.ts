@@ -12,6 +12,8 @@ import { secretsAt, SigningSecrets, SubscriptionRepository } from './subscriptio
 
 /** Look for due notifications this often; this process's own writes wake the worker at once. */
 const POLL_MS = 500;
+/** The longest a subscriber's Retry-After is honoured: past it a retry could name no date at all. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
 /**
  * Subscribers served at once by this process. Each holds one slot at most, and a slow or dead one holds it only
  * for its attempts' timeout (its retries are then scheduled later), so it cannot starve the others.
@@ -164,7 +166,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     const bound = Math.min(retryMaxMs, retryBaseMs * 2 ** notification.attempts);
     // Half fixed, half random: retries spread out yet keep growing. Never past the dead-letter deadline (+1 ms),
     // so an endpoint that stays down is given up on when the threshold passes, not a backoff step later.
-    const delay = Math.max(bound / 2 + Math.random() * (bound / 2), result.retryAfterMs ?? 0);
+    const delay = Math.max(bound / 2 + Math.random() * (bound / 2), Math.min(result.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
     const next = Math.min(Date.now() + delay, deadLetterAt + 1);
     return { ...failure, outcome: 'retry', nextAttemptAt: new Date(next), reason: null };
   }

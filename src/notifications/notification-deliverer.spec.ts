@@ -142,6 +142,18 @@ describe('NotificationDeliverer: retry and dead-letter timing', () => {
     expect(retryAfter(record)).toBeLessThan(20_000 + SLACK_MS);
   });
 
+  it('waits at most a day however long Retry-After asked, so the retry is always a date', async () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.999_999);
+    for (const retryAfterMs of [86_400_000, 1e17, Infinity]) {
+      const [record] = await deliver([due('n1', 0)], { n1: failed(429, { retryAfterMs }) });
+
+      expect(record.outcome).toBe('retry');
+      expect(Number.isFinite(record.nextAttemptAt!.getTime())).toBe(true);
+      expect(retryAfter(record)).toBeGreaterThanOrEqual(86_400_000);
+      expect(retryAfter(record)).toBeLessThan(86_400_000 + SLACK_MS);
+    }
+  });
+
   it('starts the unreachable clock at the first timeout, and keeps its start on the next ones', async () => {
     const [first] = await deliver([due('n1', 0)], { n1: failed(null, { unreachable: true }) });
     expect(first).toMatchObject({ outcome: 'retry', failingSince: first.attemptedAt });

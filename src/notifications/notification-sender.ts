@@ -1,6 +1,7 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
+import { boundedText } from '../common/bounded-text';
 import { describeError, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { ForbiddenAddressError, SubscriberAddressGuard } from './subscriber-address-guard';
@@ -99,7 +100,8 @@ export class NotificationSender implements OnModuleDestroy {
         },
         signal: AbortSignal.timeout(this.config.notify.timeoutMs),
       });
-      // Read (and drop) the answer, so the connection can be reused.
+      // Read (and drop) the answer, so the connection can be reused; past 64 KiB it is not read but closed. Nothing
+      // of it is kept: an attempt's error says the status.
       await response.body.dump({ limit: 64 * 1024 });
       const statusCode = response.statusCode;
       if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs: elapsed() };
@@ -137,7 +139,7 @@ export class NotificationSender implements OnModuleDestroy {
         };
       }
       const network = isNetworkError(error);
-      return { ok: false, statusCode: null, durationMs: elapsed(), error: describeError(error), unreachable: network, permanent: false };
+      return { ok: false, statusCode: null, durationMs: elapsed(), error: boundedText(describeError(error)), unreachable: network, permanent: false };
     }
   }
 

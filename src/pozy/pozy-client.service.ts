@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { Dispatcher, Pool } from 'undici';
-import { describeError, fullJitterBackoff, isNetworkError, retryAfterMs } from '../common/http-retry';
+import { describeError, fullJitterBackoff, isNetworkError } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { Lane } from './budget/budget-policy';
@@ -12,11 +12,14 @@ import { PozyAccountDto } from './dto/pozy-account.dto';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
+import { integerHeader, rateLimitWait } from './rate-limit-headers';
 
 /** A Retry-After longer than this is not waited out in the job: the job fails and retries after it instead. */
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 5_000;
+/** What an error quotes of an answer the client does not use (a 429, a 5xx, another 4xx): the rest is never read. */
+const EXCERPT_BYTES = 1_024;
 
 /** What Pozy answered, and when the request that got the answer was sent: the state is at least that recent. */
 export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false }) & { sentAt: Date };
@@ -41,9 +44,15 @@ export interface WebhookLogsPage {
 
 interface Attempt {
   status: number;
+  /** An expected answer's body, parsed. */
   body: unknown;
+  /** Any other answer's first bytes, as text, for the error that quotes it. */
+  excerpt: string;
+  /** An expected answer was larger than POZY_MAX_RESPONSE_BYTES: cut off there, unread. */
+  tooLarge: boolean;
+  /** An expected answer's body was not JSON. */
+  notJson: boolean;
   headers: Dispatcher.ResponseData['headers'];
-  retryAfterMs?: number;
   sentAt: Date;
 }
 
@@ -53,7 +62,8 @@ export const POSTS_PAGE_LIMIT = 500;
 /**
  * Pozy's API, as pozy-sync reads it: Bearer auth over a keep-alive pool, a timeout per request, retries of 429
  * (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, every request paid from
- * the deployment's shared budget in its caller's lane, and answers validated before anything uses them.
+ * the deployment's shared budget in its caller's lane, and answers validated before anything uses them. No answer
+ * is read past POZY_MAX_RESPONSE_BYTES, nor one it does not use past what its error quotes.
  */
 @Injectable()
 export class PozyClient implements OnApplicationShutdown {
@@ -157,7 +167,7 @@ export class PozyClient implements OnApplicationShutdown {
       const grant = await this.budget.take(lane);
       let result: Attempt;
       try {
-        result = await this.send(path);
+        result = await this.send(path, expected);
       } catch (error) {
         this.count(route, 0);
         if (!isNetworkError(error)) throw error;
@@ -168,12 +178,23 @@ export class PozyClient implements OnApplicationShutdown {
       }
       this.count(route, result.status);
       this.budget.observe(result.headers, grant);
-      if (expected.includes(result.status)) return result;
+      if (expected.includes(result.status)) {
+        // Too large, or not JSON: the same request gets the same answer, so no retry (a dead letter for a reconcile).
+        if (result.tooLarge) {
+          const limit = this.config.pozy.maxResponseBytes;
+          throw new PozyProtocolError(
+            `${route}: Pozy's answer (HTTP ${result.status}) is larger than POZY_MAX_RESPONSE_BYTES (${limit} bytes): it was cut off there, unread`,
+            result.status,
+          );
+        }
+        if (result.notJson) throw new PozyProtocolError(`${route}: Pozy answered HTTP ${result.status} with a body that is not JSON`, result.status);
+        return result;
+      }
       if (result.status === 429) {
-        const wait = result.retryAfterMs ?? resetMs(result.headers) ?? backoff(attempt + 1);
+        const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
         // Every caller of every replica waits, not just this one: the limit is the API key's.
-        await this.budget.pause(wait);
-        if (wait > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait);
+        await this.budget.pause(wait.ms, wait.adjusted ? `${wait.from}; ${wait.adjusted}` : wait.from);
+        if (wait.ms > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
         // The next take waits the pause out.
         lastError = undefined;
         continue;
@@ -182,13 +203,13 @@ export class PozyClient implements OnApplicationShutdown {
         lastError = new PozyUnavailableError(`${route}: HTTP ${result.status}`, false);
         continue;
       }
-      throw new PozyProtocolError(`${route}: unexpected HTTP ${result.status} ${JSON.stringify(result.body)}`, result.status);
+      throw new PozyProtocolError(`${route}: unexpected HTTP ${result.status} ${result.excerpt}`, result.status);
     }
     this.logger.warn(`${route} failed ${maxRetries + 1} times: ${lastError?.message}`);
     throw lastError ?? new PozyUnavailableError(`${route}: no answer`, true);
   }
 
-  private async send(path: string): Promise<Attempt> {
+  private async send(path: string, expected: number[]): Promise<Attempt> {
     const sentAt = new Date();
     const response = await this.pool.request({
       method: 'GET',
@@ -197,16 +218,27 @@ export class PozyClient implements OnApplicationShutdown {
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
     });
     this.clock.observe(sentAt, new Date(), response.headers.date);
-    const text = await response.body.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      if (response.statusCode < 500)
-        throw new PozyProtocolError(`Pozy answered HTTP ${response.statusCode} with a body that is not JSON`, response.statusCode);
-      body = text;
+    const { statusCode: status, headers } = response;
+    const attempt: Attempt = { status, headers, sentAt, body: undefined, excerpt: '', tooLarge: false, notJson: false };
+    if (!expected.includes(status)) {
+      const { bytes, complete } = await readUpTo(response.body, EXCERPT_BYTES);
+      const text = new TextDecoder().decode(bytes).trim();
+      return { ...attempt, excerpt: complete ? text : `${text} … [cut after ${EXCERPT_BYTES} bytes]` };
     }
-    return { status: response.statusCode, body, headers: response.headers, retryAfterMs: retryAfterMs(response.headers), sentAt };
+    const limit = this.config.pozy.maxResponseBytes;
+    const declared = integerHeader(headers['content-length']);
+    if (declared !== undefined && declared > limit) {
+      response.body.destroy();
+      return { ...attempt, tooLarge: true };
+    }
+    const { bytes, complete } = await readUpTo(response.body, limit);
+    if (!complete) return { ...attempt, tooLarge: true };
+    const text = new TextDecoder().decode(bytes);
+    try {
+      return { ...attempt, body: text ? JSON.parse(text) : null };
+    } catch {
+      return { ...attempt, notJson: true };
+    }
   }
 
   private count(route: string, status: number): void {
@@ -227,11 +259,24 @@ function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, w
   return dto;
 }
 
-/** `X-RateLimit-Reset` (Unix seconds when Pozy's next slot frees up), as a wait from now. */
-function resetMs(headers: Dispatcher.ResponseData['headers']): number | undefined {
-  const value = headers['x-ratelimit-reset'];
-  const seconds = Number(Array.isArray(value) ? value[0] : value);
-  return value === undefined || !Number.isFinite(seconds) ? undefined : Math.max(0, seconds * 1000 - Date.now());
+/**
+ * At most `limit` bytes of a body. Past them the body is destroyed, and its connection with it, rather than read to
+ * its end: `complete` is false then.
+ */
+async function readUpTo(body: Dispatcher.ResponseData['body'], limit: number): Promise<{ bytes: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    if (size + buffer.length > limit) {
+      chunks.push(buffer.subarray(0, limit - size));
+      body.destroy();
+      return { bytes: Buffer.concat(chunks), complete: false };
+    }
+    chunks.push(buffer);
+    size += buffer.length;
+  }
+  return { bytes: Buffer.concat(chunks), complete: true };
 }
 
 const backoff = (attempt: number) => fullJitterBackoff(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS);

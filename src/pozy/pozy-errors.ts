@@ -1,3 +1,7 @@
+import { boundedText } from '../common/bounded-text';
+
+// Messages quote what Pozy answered: bounded, so that no error, dead letter or log line carries a whole answer.
+
 /** Pozy could not be reached, timed out, or answered 5xx on every try: transient, the job retries later. */
 export class PozyUnavailableError extends Error {
   constructor(
@@ -5,7 +9,7 @@ export class PozyUnavailableError extends Error {
     /** True when the failures were timeouts or unreachability (what the delivery dead-letter queue counts). */
     readonly network: boolean,
   ) {
-    super(message);
+    super(boundedText(message));
     this.name = 'PozyUnavailableError';
   }
 }
@@ -18,13 +22,16 @@ export class PozyRateLimitedError extends Error {
   }
 }
 
-/** Pozy answered something we cannot use (an unexpected 4xx, or a body that is not the documented shape). */
+/**
+ * Pozy answered something we cannot use (an unexpected 4xx, a body that is not the documented shape, or one larger
+ * than POZY_MAX_RESPONSE_BYTES).
+ */
 export class PozyProtocolError extends Error {
   constructor(
     message: string,
     readonly status?: number,
   ) {
-    super(message);
+    super(boundedText(message));
     this.name = 'PozyProtocolError';
   }
 }

@@ -15,7 +15,12 @@ import { PozyClock } from './pozy-clock.service';
       useFactory: (repository: BudgetRepository, config: AppConfig, metrics: MetricsService) => {
         const budget = new PozyBudget(
           repository,
-          { perWindow: config.pozy.rateLimitPerMinute, windowMs: config.pozy.rateLimitWindowMs, reserve: config.pozy.rateLimitReserve },
+          {
+            perWindow: config.pozy.rateLimitPerMinute,
+            windowMs: config.pozy.rateLimitWindowMs,
+            reserve: config.pozy.rateLimitReserve,
+            maxPauseMs: config.pozy.maxPauseMs,
+          },
           {
             lanes: true,
             waited: (lane, ms) => metrics.budgetWait.observe({ lane }, ms / 1000),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Expression, Selectable, sql } from 'kysely';
+import { boundedText } from '../common/bounded-text';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 
@@ -271,7 +272,7 @@ export class SweepRunRepository {
 
   /** A transient failure the run is waiting out (null: past it). */
   async noteError(id: string, owner: string, message: string | null): Promise<void> {
-    await this.database.prisma.sweepRun.updateMany({ where: { id, owner }, data: { lastError: message } });
+    await this.database.prisma.sweepRun.updateMany({ where: { id, owner }, data: { lastError: message === null ? null : boundedText(message) } });
   }
 
   /** Stopped, not finished: the run stays `running` with no owner, for whichever replica resumes it. */
@@ -288,7 +289,7 @@ export class SweepRunRepository {
       .updateTable('sweep_run')
       .set((eb) => ({
         status,
-        error,
+        error: error === null ? null : boundedText(error),
         phase: status === 'succeeded' ? 'done' : eb.ref('phase'),
         finished_at: eb.fn('now'),
         owner: null,

@@ -6,14 +6,15 @@ import {
   emptyState,
   Lane,
   lateAfterMs,
-  pauseUntil,
+  pauseFor,
   readState,
   recount,
+  resume,
   TakeRequest,
   usedInWindow,
 } from './budget-policy';
 
-const settings: BudgetSettings = { perWindow: 600, windowMs: 60_000, reserve: 0.2 };
+const settings: BudgetSettings = { perWindow: 600, windowMs: 60_000, reserve: 0.2, maxPauseMs: 120_000 };
 const take = (lane: Lane, extra: Partial<TakeRequest> = {}): TakeRequest => ({ lane, want: 1, waitedMs: 0, ...extra });
 
 /** Takes one token at a time for `lane` from `now` on, as fast as granted, for `ms`; the grant times. */
@@ -100,10 +101,36 @@ describe('the shared Pozy budget', () => {
   });
 
   it('pauses everyone after a 429, until the time Pozy said', () => {
-    const state = pauseUntil(emptyState(), 30_000);
+    const state = pauseFor(emptyState(), 30_000, 0, settings);
 
     expect(decide(state, take('realtime'), 10_000, settings)).toMatchObject({ granted: 0, reason: 'paused', waitMs: 20_000 });
     expect(decide(state, take('realtime'), 30_000, settings).granted).toBe(1);
+  });
+
+  it('pauses no longer than maxPauseMs, however long the 429 asked for', () => {
+    for (const ms of [86_400_000, 1e303, Infinity]) {
+      expect(pauseFor(emptyState(), ms, 1_000, settings).pausedUntil).toBe(121_000);
+    }
+    // A wait that is not one (a negative) does not pause.
+    expect(pauseFor(emptyState(), -5_000, 1_000, settings).pausedUntil).toBe(1_000);
+  });
+
+  it('cuts a pause stored longer than the cap (by an older version) down to the cap at the next take', () => {
+    const stored = readState(JSON.parse(JSON.stringify({ ...emptyState(), tokens: null, pausedUntil: 1e300 })));
+
+    const denied = decide(stored, take('realtime'), 5_000, settings);
+
+    expect(denied).toMatchObject({ granted: 0, reason: 'paused', waitMs: 120_000 });
+    expect(denied.state.pausedUntil).toBe(125_000);
+    // The cut is stored: it does not slide along with the clock.
+    expect(decide(denied.state, take('realtime'), 65_000, settings)).toMatchObject({ reason: 'paused', waitMs: 60_000 });
+    expect(decide(denied.state, take('realtime'), 125_000, settings).granted).toBe(1);
+  });
+
+  it('lifts a pause when an operator resumes', () => {
+    const paused = pauseFor(emptyState(), 60_000, 0, settings);
+
+    expect(decide(resume(paused), take('realtime'), 1_000, settings).granted).toBe(1);
   });
 
   it("leaves others the reserve of Pozy's advertised limit once its headers show them using the key", () => {
@@ -136,7 +163,7 @@ describe('the shared Pozy budget', () => {
 });
 
 describe('a request answered late', () => {
-  const small: BudgetSettings = { perWindow: 10, windowMs: 10_000, reserve: 0.2 };
+  const small: BudgetSettings = { perWindow: 10, windowMs: 10_000, reserve: 0.2, maxPauseMs: 120_000 };
 
   it('counts from its answer on: a take after its grant left the window still finds the window full', () => {
     // Ten a window, one a second: the window is full at 9 s; the first, granted at 0, is answered at 3 s.
@@ -201,6 +228,12 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
     expect(decide(denied.state, take('realtime'), 7_000, settings).granted).toBe(1);
   });
 
+  it('pauses no longer than maxPauseMs for a reset Pozy announced far ahead', () => {
+    const denied = decide(emptyState(), take('realtime', { observation: observation(600, 0, 1_000, 86_400_000) }), 1_000, settings);
+
+    expect(denied).toMatchObject({ granted: 0, reason: 'paused', waitMs: 120_000 });
+  });
+
   it('does not pause for a window that our own grants filled: the window rule holds them back already', () => {
     const { state, grants } = drain(emptyState(), 'realtime', 0, 59_000);
     expect(grants).toHaveLength(600);
@@ -220,7 +253,7 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
 
   it("sees another client's first requests at once, though our own grants fill the window and its margin", () => {
     // A short window, where the margin is a quarter of it.
-    const short: BudgetSettings = { perWindow: 60, windowMs: 2_000, reserve: 0.2 };
+    const short: BudgetSettings = { perWindow: 60, windowMs: 2_000, reserve: 0.2, maxPauseMs: 120_000 };
     const { state, grants } = drain(emptyState(), 'realtime', 0, 4_000, short);
     const oursAtPozy = grants.filter((t) => t > 2_000 && t <= 4_000).length;
     // What the window rule counts (with its margin) is well above what Pozy counts of ours.
@@ -233,7 +266,7 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
   });
 
   it('does not take its own requests for another client when the answer that tells came back slowly', () => {
-    const wide: BudgetSettings = { perWindow: 600, windowMs: 2_000, reserve: 0.2 };
+    const wide: BudgetSettings = { perWindow: 600, windowMs: 2_000, reserve: 0.2, maxPauseMs: 120_000 };
     // A burst of 20 at 1.9 s, then one request granted at 3.85 s that Pozy answers at 4.05 s: it counted its window
     // when that request reached it, so all 21 are in it, and nobody else used the key.
     const burst = decide(emptyState(), take('bulk', { want: 20 }), 1_900, wide);
@@ -261,7 +294,7 @@ describe("the shared Pozy budget and Pozy's own view of the key", () => {
   });
 
   it('never shortens a pause: a 429 with a sooner retry keeps the later one', () => {
-    const state = pauseUntil(pauseUntil(emptyState(), 30_000), 10_000);
+    const state = pauseFor(pauseFor(emptyState(), 30_000, 0, settings), 5_000, 5_000, settings);
 
     expect(state.pausedUntil).toBe(30_000);
     expect(decide(state, take('realtime'), 20_000, settings)).toMatchObject({ reason: 'paused', waitMs: 10_000 });

@@ -9,7 +9,9 @@
  *   (the team's own product). While others use the key, the deployment keeps to the advertised limit less the
  *   reserve left to them, less what they use, never below a trickle.
  * - A 429 pauses everyone until Pozy's Retry-After or Reset; so do headers saying nothing remains, unless our own
- *   grants account for all of it (the window rule then holds us back already).
+ *   grants account for all of it (the window rule then holds us back already). No pause lasts longer than
+ *   `maxPauseMs` from when it is decided, whatever the headers said or an older version stored; an operator can
+ *   lift one (`resume`).
  * - Lanes: a waiter denied for want of a token marks its lane as waiting; a lower lane is refused while a higher one
  *   waits, so it delays a higher one by at most the request it already holds. A lower lane waiting longer than a
  *   sixth of the window is let through once per such period, so it is never starved forever. The backfill and bulk
@@ -27,6 +29,8 @@ export interface BudgetSettings {
   windowMs: number;
   /** Share of Pozy's advertised limit left to the key's other users while they use it (0 to 0.9). */
   reserve: number;
+  /** The longest a pause may last (POZY_MAX_PAUSE_MS): it stops every replica, so Pozy's word is capped. */
+  maxPauseMs: number;
 }
 
 /** What one answer's `X-RateLimit-*` headers said, dated on the budget's clock. */
@@ -105,7 +109,7 @@ export function readState(value: unknown): BudgetState {
   return {
     tokens: typeof v.tokens === 'number' ? v.tokens : Number.NaN,
     at: typeof v.at === 'number' ? v.at : 0,
-    pausedUntil: typeof v.pausedUntil === 'number' ? v.pausedUntil : 0,
+    pausedUntil: typeof v.pausedUntil === 'number' && Number.isFinite(v.pausedUntil) ? v.pausedUntil : 0,
     slots: Array.isArray(v.slots) ? v.slots.filter((s): s is [number, number] => Array.isArray(s) && s.length === 2) : [],
     demandUntil: perLane(v.demandUntil),
     starvedGrantAt: perLane(v.starvedGrantAt),
@@ -175,6 +179,7 @@ export function decide(previous: BudgetState, request: TakeRequest, now: number,
     starvedGrantAt: [...previous.starvedGrantAt],
   };
   if (request.observation) observe(state, request.observation, settings);
+  state.pausedUntil = cappedPause(state, now, settings);
 
   const limit = effectiveLimit(state, now, settings);
   const capacity = Math.max(1, Math.floor(limit / 10));
@@ -254,7 +259,18 @@ export function recount(previous: BudgetState, grantedAt: number, answeredAt: nu
   return { ...previous, slots };
 }
 
-/** A 429: nobody sends before `until`. */
-export function pauseUntil(previous: BudgetState, until: number): BudgetState {
-  return { ...previous, pausedUntil: Math.max(previous.pausedUntil, until) };
+/** Until when nobody sends, as of `now`: never further ahead than the cap, however the pause was set. */
+export function cappedPause(state: BudgetState, now: number, settings: BudgetSettings): number {
+  return Math.min(state.pausedUntil, now + settings.maxPauseMs);
+}
+
+/** A 429: nobody sends for `ms` from `now` (at most the cap), or until a longer pause already set ends. */
+export function pauseFor(previous: BudgetState, ms: number, now: number, settings: BudgetSettings): BudgetState {
+  const until = now + Math.min(Math.max(0, ms), settings.maxPauseMs);
+  return { ...previous, pausedUntil: Math.max(cappedPause(previous, now, settings), until) };
+}
+
+/** An operator lifts the pause: every replica may send again at its next take. */
+export function resume(previous: BudgetState): BudgetState {
+  return { ...previous, pausedUntil: 0 };
 }

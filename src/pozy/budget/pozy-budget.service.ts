@@ -9,11 +9,14 @@ import {
   LANES,
   lateAfterMs,
   Observation,
-  pauseUntil,
+  cappedPause,
+  pauseFor,
   recount,
+  resume,
   TakeRequest,
   usedInWindow,
 } from './budget-policy';
+import { headerText, integerHeader, quoted, rateLimitResetAt } from '../rate-limit-headers';
 import { BudgetRepository } from './budget.repository';
 
 /** A request the budget let through: hand it back to `answered` once Pozy answered (or it failed). */
@@ -63,7 +66,7 @@ export interface BudgetStatus {
   effectiveLimit: number;
   /** Requests every replica together made in the window just ended (counted a little beyond it, to be safe). */
   usedInWindow: number;
-  /** Until when a 429 paused every replica; null when not paused. */
+  /** Until when a 429 paused every replica (never further ahead than POZY_MAX_PAUSE_MS); null when not paused. */
   pausedUntil: Date | null;
   /** What Pozy's headers said last, within the window: its limit for the key, and how much others used of it. */
   pozy: { limit: number; othersUsing: number; observedAt: Date } | null;
@@ -97,6 +100,8 @@ export class PozyBudget implements OnApplicationShutdown {
   private spare = 0;
   private spareGrant: Grant = { at: 0, localAt: 0 };
   private spareUntil = 0;
+  /** When a Reset header this replica could not use, or had to cap, was last logged: once a window at most. */
+  private resetWarnedAt = 0;
 
   constructor(
     private readonly repository: BudgetRepository,
@@ -142,11 +147,25 @@ export class PozyBudget implements OnApplicationShutdown {
 
   /** Reads the `X-RateLimit-*` headers of the answer to the request of `grant`: the next take tells the shared state. */
   observe(headers: Dispatcher.ResponseData['headers'], grant: Grant): void {
-    const limit = numberHeader(headers['x-ratelimit-limit']);
-    const remaining = numberHeader(headers['x-ratelimit-remaining']);
+    const limit = integerHeader(headers['x-ratelimit-limit']);
+    const remaining = integerHeader(headers['x-ratelimit-remaining']);
     if (limit === undefined || remaining === undefined || limit <= 0) return;
-    const reset = numberHeader(headers['x-ratelimit-reset']);
-    this.observation = { limit, remaining, resetAtMs: reset === undefined ? undefined : reset * 1000, receivedAt: Date.now(), grantedAt: grant.at };
+    const receivedAt = Date.now();
+    const resetAtMs = rateLimitResetAt(headers['x-ratelimit-reset']);
+    if (remaining <= 0) this.warnOfReset(headerText(headers['x-ratelimit-reset']), resetAtMs, receivedAt);
+    this.observation = { limit, remaining, resetAtMs, receivedAt, grantedAt: grant.at };
+  }
+
+  /** Headers saying the window is spent pause everyone until the reset: one that cannot be read, or is too far, is said. */
+  private warnOfReset(sent: string | undefined, resetAtMs: number | undefined, now: number): void {
+    if (sent === undefined || now - this.resetWarnedAt < this.settings.windowMs) return;
+    let problem: string | undefined;
+    if (resetAtMs === undefined) problem = 'is not a Unix time in seconds: no pause is taken from it';
+    else if (resetAtMs - now > this.settings.maxPauseMs)
+      problem = `is ${Math.ceil((resetAtMs - now) / 1000)} s away: a pause it causes lasts ${this.settings.maxPauseMs} ms (POZY_MAX_PAUSE_MS)`;
+    if (!problem) return;
+    this.resetWarnedAt = now;
+    this.logger.warn(`Pozy says its window is spent, and its X-RateLimit-Reset ${quoted(sent)} ${problem}`);
   }
 
   async status(): Promise<BudgetStatus> {
@@ -157,7 +176,7 @@ export class PozyBudget implements OnApplicationShutdown {
       windowMs: this.settings.windowMs,
       effectiveLimit: effectiveLimit(state, now, this.settings),
       usedInWindow: usedInWindow(state, now, this.settings),
-      pausedUntil: state.pausedUntil > now ? new Date(state.pausedUntil) : null,
+      pausedUntil: cappedPause(state, now, this.settings) > now ? new Date(cappedPause(state, now, this.settings)) : null,
       pozy: remote && { limit: remote.limit, othersUsing: remote.others, observedAt: new Date(remote.at) },
       waiting: LANES.filter((_, i) => state.demandUntil[i] > now),
     };
@@ -182,15 +201,38 @@ export class PozyBudget implements OnApplicationShutdown {
     }
   }
 
-  /** Pozy answered 429: every replica waits `ms` before its next request. */
-  async pause(ms: number): Promise<void> {
+  /**
+   * Pozy answered 429: every replica waits `ms` (at most POZY_MAX_PAUSE_MS) before its next request. `why`: what the
+   * wait came from, and how it was adjusted, for the one log line that says so.
+   */
+  async pause(ms: number, why: string): Promise<void> {
     for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
       const stored = await this.repository.read();
-      if (await this.repository.write(pauseUntil(stored.state, stored.now + ms), stored.version)) {
+      if (await this.repository.write(pauseFor(stored.state, ms, stored.now, this.settings), stored.version)) {
         this.options.paused?.();
-        this.logger.warn(`Pozy answered 429: every replica pauses its requests for ${Math.ceil(ms / 1000)} s`);
+        this.logger.warn(
+          `Pozy answered 429 (${why}): every replica pauses its requests for ${Math.ceil(Math.min(ms, this.settings.maxPauseMs) / 1000)} s`,
+        );
         return;
       }
+    }
+  }
+
+  /**
+   * An operator lifts the pause, for every replica: each takes again at its next look (within a second); this one's
+   * waiters at once. Answers the pause lifted (null: there was none) and the budget now.
+   */
+  async resume(): Promise<{ lifted: Date | null; status: BudgetStatus }> {
+    for (let conflict = 0; ; conflict += 1) {
+      const stored = await this.repository.read();
+      const until = cappedPause(stored.state, stored.now, this.settings);
+      if (await this.repository.write(resume(stored.state), stored.version)) {
+        this.wake?.();
+        if (until > stored.now)
+          this.logger.warn(`An operator lifted the pause of the Pozy budget (it lasted until ${new Date(until).toISOString()})`);
+        return { lifted: until > stored.now ? new Date(until) : null, status: await this.status() };
+      }
+      if (conflict >= MAX_CONFLICTS) throw new Error(`the shared Pozy budget was contended ${MAX_CONFLICTS} times in a row`);
     }
   }
 
@@ -281,10 +323,4 @@ function toSharedClock(local: LocalObservation, sharedNow: number): Observation 
     resetAt: local.resetAtMs === undefined ? undefined : sharedNow + (local.resetAtMs - localNow),
     grantedAt: local.grantedAt,
   };
-}
-
-function numberHeader(value: string | string[] | undefined): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || !/^\d+(\.\d+)?$/.test(text.trim())) return undefined;
-  return Number(text);
 }
