@@ -69,6 +69,8 @@ export class AppConfig {
   readonly readTokens: readonly string[];
   /** The status page and /sync/status answer anonymous requests too, without resource ids or error texts. */
   readonly statusPublic: boolean;
+  /** A reading of the status figures is answered to every caller for this long (0: only to those who asked meanwhile). */
+  readonly statusCacheMs: number;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
   readonly backfillCron: string | null;
   /** How far before the last run's newest log row the next run starts: log rows can be written late. */
@@ -146,6 +148,7 @@ export class AppConfig {
     this.adminToken = env.ADMIN_TOKEN;
     this.readTokens = Object.freeze(env.API_TOKENS?.split(',') ?? []);
     this.statusPublic = env.STATUS_PUBLIC === 'true';
+    this.statusCacheMs = env.STATUS_CACHE_MS;
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;
