@@ -2,11 +2,13 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyInstance, LogController } from 'fastify';
 import { AppModule } from './app.module';
+import { MAX_WAIT_S } from './changes/dto/list-changes.query';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
 import { answerClientError, answerFrameworkError, SHUTTING_DOWN } from './http/framework-errors';
 import { setupOpenApi } from './http/openapi';
+import { serverTimeouts } from './http/server-timeouts';
 import { MetricsService } from './metrics/metrics.service';
 import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
 import { instrumentWebhookRoute } from './webhooks/webhook-metrics';
@@ -19,6 +21,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const logger = createPinoLogger(config);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // A long poll stays silent for up to its `wait`: the idle limit lies beyond it.
+    ...serverTimeouts(MAX_WAIT_S * 1000),
     // Answered by the onRequest hook below, in the service's error shape.
     return503OnClosing: false,
     // Fastify's own refusals answer in the service's error shape too (http/framework-errors.ts).

@@ -16,8 +16,9 @@ describe('GET /metrics', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('metrics');
-    // No deliveries from the simulator: the test sends exactly the events it counts.
-    harness = await startHarness(db.url, { deliver: false });
+    // No deliveries from the simulator: the test sends exactly the events it counts. Each scrape reads the figures
+    // anew: a pending read lasts until the dispatcher takes it, a few milliseconds, shorter than STATUS_CACHE_MS.
+    harness = await startHarness(db.url, { deliver: false, env: { STATUS_CACHE_MS: '0' } });
   });
 
   afterAll(async () => {

@@ -211,9 +211,13 @@ describe('GET / over plain HTTP', () => {
       firstFailureAt: new Date(),
     });
 
-    const response = await fetch(`${service.baseUrl}/`);
-    expect(response.status).toBe(200);
-    const html = await response.text();
+    // The page's figures are read at most once a STATUS_CACHE_MS: the letter shows from the next reading on.
+    const html = await waitFor('the page to show the letter', async () => {
+      const response = await fetch(`${service.baseUrl}/`);
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      return text.includes('<p class="figure" id="dead-letter-count">1</p>') ? text : undefined;
+    });
     expect(html).toContain('&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;');
     expect(html).toContain('post:&quot;&gt;&lt;img src=x onerror=alert(1)&gt;');
     expect(html).toContain('Pozy answered &lt;b&gt;bold&lt;/b&gt; &amp; &#39;quoted&#39;');

@@ -77,9 +77,26 @@ export class BackfillRunRepository {
     return row ? toRun(row) : undefined;
   }
 
-  async latest(): Promise<BackfillRun | undefined> {
-    const row = await this.database.prisma.backfillRun.findFirst({ orderBy: { startedAt: 'desc' } });
-    return row ? toRun(row) : undefined;
+  /** The newest run; in the caller's snapshot when it passes one (the status reads every figure in one). */
+  async latest(db: Db = this.database.db): Promise<BackfillRun | undefined> {
+    const row = await db.selectFrom('backfill_run').selectAll().orderBy('started_at', 'desc').limit(1).executeTakeFirst();
+    return (
+      row &&
+      toRun({
+        id: row.id,
+        trigger: row.trigger,
+        status: row.status,
+        startedAt: row.started_at,
+        finishedAt: row.finished_at,
+        scanFrom: row.scan_from,
+        newestLogAt: row.newest_log_at,
+        rowsScanned: row.rows_scanned,
+        eventsRecovered: row.events_recovered,
+        eventsSkipped: row.events_skipped,
+        narrowedTypes: row.narrowed_types,
+        error: row.error,
+      })
+    );
   }
 
   async running(): Promise<BackfillRun | undefined> {

@@ -2,12 +2,18 @@ import { ArgumentsHost, Logger, PayloadTooLargeException } from '@nestjs/common'
 import { AllExceptionsFilter } from './all-exceptions.filter';
 import { ApiError } from './api-error';
 
-/** The HTTP context the filter reads: Fastify's request (its id) and reply (status, then send). */
-function host(requestId = 'req-7') {
+/** The HTTP context the filter reads: Fastify's request (its id) and reply (its socket, status, headers, then send). */
+function host(requestId = 'req-7', routeHeaders: Record<string, string> = {}, socket = { destroyed: false }) {
   const sent: { status?: number; body?: unknown } = {};
+  const headers = { ...routeHeaders };
   const reply = {
+    raw: { socket },
     status(code: number) {
       sent.status = code;
+      return reply;
+    },
+    header(name: string, value: string) {
+      headers[name] = value;
       return reply;
     },
     send(body: unknown) {
@@ -16,7 +22,7 @@ function host(requestId = 'req-7') {
     },
   };
   const context = { getRequest: () => ({ id: requestId }), getResponse: () => reply };
-  return { host: { switchToHttp: () => context } as unknown as ArgumentsHost, sent };
+  return { host: { switchToHttp: () => context } as unknown as ArgumentsHost, sent, headers };
 }
 
 describe('AllExceptionsFilter', () => {
@@ -40,6 +46,15 @@ describe('AllExceptionsFilter', () => {
     expect(errors).not.toHaveBeenCalled();
   });
 
+  it('answers JSON on a route whose own answer is another type (GET /metrics: text/plain)', () => {
+    const { host: h, sent, headers } = host('req-8', { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+
+    new AllExceptionsFilter().catch(new ApiError(503, 'status_timeout', 'Reading the status figures took too long'), h);
+
+    expect(sent.status).toBe(503);
+    expect(headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
   it('answers a framework error (a body over the limit) as its HttpException says', () => {
     const { host: h, sent } = host();
 
@@ -58,6 +73,15 @@ describe('AllExceptionsFilter', () => {
     expect(sent).toEqual({ status: 500, body: { statusCode: 500, error: 'internal_error', message: 'Internal server error' } });
     expect(errors).toHaveBeenCalledTimes(1);
     expect(errors).toHaveBeenCalledWith({ msg: bug.stack, requestId: 'req-42' });
+  });
+
+  it('answers nothing and logs nothing when the client closed the connection mid-request', () => {
+    const { host: h, sent } = host('req-9', {}, { destroyed: true });
+
+    new AllExceptionsFilter().catch(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }), h);
+
+    expect(sent).toEqual({});
+    expect(errors).not.toHaveBeenCalled();
   });
 
   it('logs a thrown non-Error as text', () => {

@@ -105,6 +105,14 @@ describe('AppConfig.fromEnvironment', () => {
     ]);
   });
 
+  it('reads STATUS_CACHE_MS, a second by default, 0 to share only the reading in flight, at most a minute', () => {
+    expect(AppConfig.fromEnvironment(minimal).statusCacheMs).toBe(1_000);
+    expect(AppConfig.fromEnvironment({ ...minimal, STATUS_CACHE_MS: '0' }).statusCacheMs).toBe(0);
+    for (const value of ['-1', '60001', '1.5', 'a second']) {
+      expect(problems({ ...minimal, STATUS_CACHE_MS: value })).toEqual([expect.stringMatching(/^STATUS_CACHE_MS/)]);
+    }
+  });
+
   it('refuses an event retention shorter than a week, naming the variable and why', () => {
     expect(problems({ ...minimal, EVENT_RETENTION_DAYS: '6' })).toEqual([
       expect.stringMatching(/^EVENT_RETENTION_DAYS must be at least 7: .*redeliveries stay deduplicated/),

@@ -77,6 +77,8 @@ export class AppConfig {
   readonly openReadsChosen: boolean;
   /** The status page and /sync/status answer anonymous requests too, without resource ids or error texts. */
   readonly statusPublic: boolean;
+  /** A reading of the status figures is answered to every caller for this long (0: only to those who asked meanwhile). */
+  readonly statusCacheMs: number;
   /** null: no scheduled backfill (`BACKFILL_CRON=off`). */
   readonly backfillCron: string | null;
   /** How far before the last run's newest log row the next run starts: log rows can be written late. */
@@ -157,6 +159,7 @@ export class AppConfig {
     this.readTokens = Object.freeze(readTokensOf(env));
     this.openReadsChosen = env.API_TOKENS === OPEN_READS;
     this.statusPublic = env.STATUS_PUBLIC === 'true';
+    this.statusCacheMs = env.STATUS_CACHE_MS;
     this.backfillCron = env.BACKFILL_CRON === 'off' ? null : env.BACKFILL_CRON;
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;

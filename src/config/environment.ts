@@ -365,6 +365,13 @@ export class EnvironmentVariables {
   @IsIn(['true', 'false'], { message: 'STATUS_PUBLIC must be true or false' })
   STATUS_PUBLIC: 'true' | 'false' = 'true';
 
+  /** One reading of the status figures answers every caller for this long; 0: only callers while it is read share it. */
+  @toInt()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  STATUS_CACHE_MS = 1_000;
+
   @Validate(CronExpression)
   BACKFILL_CRON = '* * * * *';
 
@@ -532,6 +539,7 @@ export const VARIABLES = [
   'ADMIN_TOKEN',
   'API_TOKENS',
   'STATUS_PUBLIC',
+  'STATUS_CACHE_MS',
   'BACKFILL_CRON',
   'BACKFILL_OVERLAP_MS',
   'SWEEP_CRON',

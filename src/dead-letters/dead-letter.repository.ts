@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Expression, RawBuilder, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
-import { DatabaseService } from '../database/database.service';
+import { DatabaseService, type Db } from '../database/database.service';
 import type { DeadLetter as DeadLetterRow } from '../generated/prisma/client';
 import { RESOURCE_TYPES, ReconcilePayload } from '../queue/tasks';
 
@@ -90,14 +90,34 @@ export class DeadLetterRepository {
     return id;
   }
 
-  /** Newest first. */
-  async list(limit: number): Promise<ListedDeadLetter[]> {
-    const rows = await this.database.prisma.deadLetter.findMany({
-      where: { queue: 'delivery' },
-      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
-      take: limit,
-    });
-    return rows.map(listed);
+  /** Newest first; in the caller's snapshot when it passes one (the status page reads them with its figures). */
+  async list(limit: number, db: Db = this.database.db): Promise<ListedDeadLetter[]> {
+    const rows = await db
+      .selectFrom('dead_letter')
+      .select([
+        'id',
+        'queue',
+        'kind',
+        'resource_key as resourceKey',
+        'payload',
+        'reason',
+        'error',
+        'attempts',
+        'first_failure_at as firstFailureAt',
+        'last_failure_at as lastFailureAt',
+        'created_at as createdAt',
+        'replayed_at as replayedAt',
+        'replay_count as replayCount',
+        'resolved_at as resolvedAt',
+        'resolution',
+      ])
+      .where('queue', '=', 'delivery')
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    // jsonb as pg parsed it, which the Prisma row type calls JsonValue.
+    return rows.map((row) => listed({ ...row, payload: row.payload as DeadLetterRow['payload'] }));
   }
 
   async get(id: string): Promise<DeadLetter | undefined> {

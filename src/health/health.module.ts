@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { BackfillModule } from '../backfill/backfill.module';
+import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { SweepModule } from '../sweep/sweep.module';
@@ -9,15 +10,24 @@ import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { ReadinessRepository } from './readiness.repository';
 import { StatusMetrics } from './status-metrics';
+import { StatusSnapshots } from './status-snapshot.service';
 import { SyncFiguresRepository } from './sync-figures.repository';
 import { SyncStatusController } from './sync-status.controller';
 import { SyncStatusService } from './sync-status.service';
 
 @Module({
   // Terminus logs failed checks itself; the 503 body already says what failed.
-  imports: [TerminusModule.forRoot({ logger: false }), WebhooksModule, NotificationsModule, BackfillModule, SweepModule, PozyModule],
+  imports: [
+    TerminusModule.forRoot({ logger: false }),
+    WebhooksModule,
+    NotificationsModule,
+    BackfillModule,
+    SweepModule,
+    PozyModule,
+    DeadLettersModule,
+  ],
   controllers: [HealthController, SyncStatusController],
-  providers: [Draining, ReadinessRepository, SyncFiguresRepository, SyncStatusService, StatusMetrics],
+  providers: [Draining, ReadinessRepository, SyncFiguresRepository, StatusSnapshots, SyncStatusService, StatusMetrics],
   exports: [Draining, SyncStatusService],
 })
 export class HealthModule {}

@@ -1,18 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
 import { AckSpool } from '../webhooks/ack-spool';
-import { EXACT_COUNT_LIMIT, SyncFiguresRepository } from './sync-figures.repository';
+import { StatusSnapshots } from './status-snapshot.service';
+import { EXACT_COUNT_LIMIT } from './sync-figures.repository';
 
 const ESTIMATED_PAST = `; exact up to ${EXACT_COUNT_LIMIT}, PostgreSQL's estimate beyond`;
 
 /**
- * The backlog's gauges on /metrics: SyncFiguresRepository.backlog(), the figures GET /sync/status and the status page
- * show, read once per scrape. They describe the whole deployment (every replica reads the same database), beside the
- * dead events of this replica's spool, which the status shows as `deadLetters.ack`.
+ * The database's gauges on /metrics: the figures GET /sync/status and the status page show, from the same snapshot
+ * (StatusSnapshots), so a scrape costs no read of its own. They describe the whole deployment (every replica reads the
+ * same database), beside the dead events of this replica's spool, which the status shows as `deadLetters.ack`.
  */
 @Injectable()
 export class StatusMetrics {
-  constructor(metrics: MetricsService, figures: SyncFiguresRepository, spool: AckSpool) {
+  constructor(metrics: MetricsService, snapshots: StatusSnapshots, spool: AckSpool) {
     metrics.publishGauges(
       {
         mirrorLag: {
@@ -28,9 +29,19 @@ export class StatusMetrics {
         notificationsPending: { name: 'pozy_sync_notifications_pending', help: `Change notifications waiting to be delivered${ESTIMATED_PAST}` },
         notificationLag: { name: 'pozy_sync_notification_lag_seconds', help: 'Age of the oldest pending change notification (0 when none)' },
         pausedSubscriptions: { name: 'pozy_sync_subscriptions_paused', help: 'Subscriptions paused by the circuit breaker' },
+        importProgress: {
+          name: 'pozy_sync_import_progress_ratio',
+          help: "How much of the import's listing of posts is done (posts listed of Pozy's total): 1 once it has succeeded, or when none is needed",
+        },
+        budget: {
+          name: 'pozy_sync_pozy_budget_requests',
+          help: "The deployment's Pozy budget per window: limit (POZY_RATE_LIMIT_PER_MINUTE), effective (less others' use and their reserve), used (by every replica, in the window just ended), others (another client of the key, from Pozy's headers)",
+          labelNames: ['figure'],
+        },
       },
       async (gauges) => {
-        const backlog = await figures.backlog();
+        const { figures, runs, pozyBudget } = await snapshots.current();
+        const { backlog } = figures;
         gauges.mirrorLag.set((backlog.oldestPendingReadMs ?? 0) / 1000);
         gauges.pendingReads.set(backlog.pendingReads.value);
         gauges.deadLetters.set({ queue: 'delivery', kind: 'reconcile' }, backlog.deadLetters.reconcile.value);
@@ -39,6 +50,16 @@ export class StatusMetrics {
         gauges.notificationsPending.set(backlog.pendingNotifications.value);
         gauges.notificationLag.set((backlog.oldestPendingNotificationMs ?? 0) / 1000);
         gauges.pausedSubscriptions.set(backlog.pausedSubscriptions);
+
+        const { status, run } = runs.import;
+        const posts = run?.progress.posts;
+        if (status === 'running') gauges.importProgress.set(posts?.total ? Math.min(1, posts.done / posts.total) : 0);
+        else gauges.importProgress.set(status === 'pending' || status === 'failed' ? 0 : 1);
+
+        gauges.budget.set({ figure: 'limit' }, pozyBudget.limit);
+        gauges.budget.set({ figure: 'effective' }, pozyBudget.effectiveLimit);
+        gauges.budget.set({ figure: 'used' }, pozyBudget.usedInWindow);
+        gauges.budget.set({ figure: 'others' }, pozyBudget.pozy?.othersUsing ?? 0);
       },
     );
   }

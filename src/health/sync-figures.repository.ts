@@ -14,7 +14,7 @@ import {
   type SelectQueryBuilder,
   sql,
 } from 'kysely';
-import { DatabaseService } from '../database/database.service';
+import { DatabaseService, type Db } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
 import type { DB } from '../generated/kysely/database';
 
@@ -438,6 +438,15 @@ export interface StatusFigures {
   gaps: Array<{ hour: Date; events: number }>;
 }
 
+/** Each statement of a status snapshot is cut after this: the figures are bounded reads, and one this slow waits on a lock or a swamped server. */
+export const STATUS_STATEMENT_TIMEOUT_MS = 2_000;
+
+/** pg_stat_activity's application_name of a connection while it reads a status snapshot. */
+export const STATUS_CONNECTION_NAME = 'pozy-sync status';
+
+/** A statement of the status snapshot ran past STATUS_STATEMENT_TIMEOUT_MS (or was cancelled) and PostgreSQL cut it. */
+export const isStatementTimeout = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '57014';
+
 /**
  * The figures of GET /sync/status, the status page and /metrics: the one place that defines and reads them. None
  * counts a large table: past EXACT_COUNT_LIMIT rows a count is PostgreSQL's estimate and says so, subsets are read
@@ -447,33 +456,22 @@ export interface StatusFigures {
 export class SyncFiguresRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  /** The backlog alone: /metrics' gauges (health/status-metrics.ts). */
-  backlog(): Promise<BacklogFigures> {
-    return this.read((db) => this.backlogOf(db));
-  }
-
-  /** The status's figures, from one snapshot. */
-  status(): Promise<StatusFigures> {
-    return this.read(async (db) => ({
-      backlog: await this.backlogOf(db),
-      tables: await this.tablesOf(db),
-      recent: await this.recentOf(db),
-      lastSyncedAt: (await first(db, LAST_SYNCED)).lastSyncedAt,
-      gaps: (await db.executeQuery(GAPS)).rows,
-    }));
-  }
-
   /**
-   * Runs `work` on one connection, in one read-only snapshot: the pool also serves webhooks, and the figures agree
-   * with each other. Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and
-   * compiling then takes hundreds of milliseconds, far longer than the scan.
+   * Runs `work` on one connection, in one read-only snapshot, so the status holds one connection of the pool that
+   * also serves webhooks, and its figures agree with each other; the other repositories the status reads join it
+   * through their `db` parameter. Each statement is cut after STATUS_STATEMENT_TIMEOUT_MS (isStatementTimeout), and
+   * pg_stat_activity names the connection STATUS_CONNECTION_NAME meanwhile.
+   * Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and compiling then
+   * takes hundreds of milliseconds, far longer than the scan.
    */
-  private read<T>(work: (db: FiguresDb) => Promise<T>): Promise<T> {
+  snapshot<T>(work: (db: Db) => Promise<T>): Promise<T> {
     return this.database.db.connection().execute(async (connection) => {
-      // One round trip for both: a statement string without parameters may hold several (pg's simple protocol).
-      await sql`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off`.execute(connection);
+      // One round trip for all: a statement string without parameters may hold several (pg's simple protocol).
+      await sql`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off;
+                SET LOCAL statement_timeout = ${sql.lit(STATUS_STATEMENT_TIMEOUT_MS)};
+                SET LOCAL application_name = ${sql.lit(STATUS_CONNECTION_NAME)}`.execute(connection);
       try {
-        const result = await work(connection.withTables<OutsideTables>());
+        const result = await work(connection);
         await sql`COMMIT`.execute(connection);
         return result;
       } catch (error) {
@@ -481,6 +479,18 @@ export class SyncFiguresRepository {
         throw error;
       }
     });
+  }
+
+  /** The status's figures, in the snapshot `db` reads (snapshot()). */
+  async figuresOf(db: Db): Promise<StatusFigures> {
+    const figures = db.withTables<OutsideTables>();
+    return {
+      backlog: await this.backlogOf(figures),
+      tables: await this.tablesOf(figures),
+      recent: await this.recentOf(figures),
+      lastSyncedAt: (await first(figures, LAST_SYNCED)).lastSyncedAt,
+      gaps: (await figures.executeQuery(GAPS)).rows,
+    };
   }
 
   private async backlogOf(db: FiguresDb): Promise<BacklogFigures> {

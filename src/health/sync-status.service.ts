@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { BackfillRunRepository } from '../backfill/backfill-run.repository';
 import type { ReadDetail } from '../common/read-access';
-import { Subscription, SubscriptionRepository } from '../notifications/subscription.repository';
-import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
+import type { ListedDeadLetter } from '../dead-letters/dead-letter.repository';
+import type { Subscription } from '../notifications/subscription.repository';
+import type { BudgetStatus } from '../pozy/budget/pozy-budget.service';
 import { SweepRunResponse } from '../sweep/dto/sweep-run.response';
-import { ImportState, SweepService } from '../sweep/sweep.service';
+import type { ImportState } from '../sweep/sweep.service';
 import { AckSpool } from '../webhooks/ack-spool';
-import { Estimate, MinuteCount, SyncFiguresRepository } from './sync-figures.repository';
+import { StatusSnapshots } from './status-snapshot.service';
+import { Estimate, MinuteCount } from './sync-figures.repository';
 
 export interface SyncStatus {
   queue: { pendingReads: number; oldestPendingAgeMs: number | null; jobs: number; failingJobs: number };
@@ -44,10 +45,12 @@ export interface SyncStatus {
   redacted: boolean;
 }
 
-/** The status and what only the status page shows, read together: both come from one scan of the last hour. */
+/** The status and what only the status page shows, read together (one snapshot: StatusSnapshots). */
 export interface SyncSnapshot {
   status: SyncStatus;
   eventsPerMinute: Estimate<MinuteCount[]>;
+  /** The newest dead letters of the delivery queue, unredacted: the page redacts them itself. */
+  deadLetters: ListedDeadLetter[];
 }
 
 const ms = (value: number | null) => (value === null ? null : Math.round(value));
@@ -84,12 +87,8 @@ export function publicStatus(status: SyncStatus): SyncStatus {
 @Injectable()
 export class SyncStatusService {
   constructor(
-    private readonly figures: SyncFiguresRepository,
-    private readonly backfillRuns: BackfillRunRepository,
-    private readonly subscriptions: SubscriptionRepository,
+    private readonly snapshots: StatusSnapshots,
     private readonly spool: AckSpool,
-    private readonly sweeps: SweepService,
-    private readonly budget: PozyBudget,
   ) {}
 
   async status(detail: ReadDetail): Promise<SyncStatus> {
@@ -97,13 +96,9 @@ export class SyncStatusService {
   }
 
   async snapshot(detail: ReadDetail): Promise<SyncSnapshot> {
-    const [{ backlog, tables, recent, lastSyncedAt, gaps }, lastRun, subscriptions, runs, pozyBudget] = await Promise.all([
-      this.figures.status(),
-      this.backfillRuns.latest(),
-      this.subscriptions.list(),
-      this.sweeps.status(),
-      this.budget.status(),
-    ]);
+    const snapshot = await this.snapshots.current();
+    const { backlog, tables, recent, lastSyncedAt, gaps } = snapshot.figures;
+    const { lastBackfillRun: lastRun, subscribers, runs, pozyBudget } = snapshot;
     const spool = this.spool.counts();
     // Reads a figure into the answer, listing it under `estimated` when it is one.
     const estimated: string[] = [];
@@ -155,7 +150,7 @@ export class SyncStatusService {
         pending: read('notifications.pending', backlog.pendingNotifications),
         oldestPendingAgeMs: ms(backlog.oldestPendingNotificationMs),
         pausedSubscriptions: backlog.pausedSubscriptions,
-        subscribers: subscriptions.map(({ id, url, active, health }) => ({ id, origin: new URL(url).origin, active, health })),
+        subscribers: subscribers.map(({ id, url, active, health }) => ({ id, origin: new URL(url).origin, active, health })),
       },
       import: runs.import.run
         ? (({ id, ...rest }) => ({ ...rest, runId: id, status: runs.import.status }))(runs.import.run)
@@ -165,6 +160,6 @@ export class SyncStatusService {
       estimated,
       redacted: false,
     };
-    return { status: detail === 'full' ? status : publicStatus(status), eventsPerMinute: recent.perMinute };
+    return { status: detail === 'full' ? status : publicStatus(status), eventsPerMinute: recent.perMinute, deadLetters: snapshot.deadLetters };
   }
 }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { SecretBox } from '../common/secret-box';
 import { AppConfig } from '../config/app-config';
-import { DatabaseService } from '../database/database.service';
+import { DatabaseService, type Db } from '../database/database.service';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
 import { milliseconds, now } from './notification-expressions';
@@ -75,8 +75,31 @@ export type SubscriptionChanges = Partial<Omit<NewSubscription, 'secret'>>;
 /** Per subscription, its notifications pending and dead (counted through notification_unsettled_idx). */
 type Backlog = Map<string, { pending: number; dead: number }>;
 
-function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
+/** What a subscription's health is made of, as stored. */
+type HealthFields = Pick<
+  SubscriptionRow,
+  'id' | 'active' | 'failingSince' | 'pausedAt' | 'pausedReason' | 'lastSuccessAt' | 'lastFailureAt' | 'lastError'
+>;
+
+function healthOf(row: HealthFields, backlog: Backlog): SubscriptionHealth {
   const counts = backlog.get(row.id);
+  return {
+    state: !row.active ? 'inactive' : row.pausedAt ? 'paused' : row.failingSince ? 'failing' : 'healthy',
+    pending: counts?.pending ?? 0,
+    deadLetters: counts?.dead ?? 0,
+    failingSince: row.failingSince,
+    pausedAt: row.pausedAt,
+    pausedReason: row.pausedReason,
+    lastSuccessAt: row.lastSuccessAt,
+    lastFailureAt: row.lastFailureAt,
+    lastError: row.lastError,
+  };
+}
+
+/** A subscription as GET /sync/status shows it: where it sends and how that goes, never its secrets. */
+export type SubscriberHealth = Pick<Subscription, 'id' | 'url' | 'active' | 'health'>;
+
+function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
   return {
     id: row.id,
     url: row.url,
@@ -88,17 +111,7 @@ function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
     createdAt: row.createdAt,
     previousSecretUntil:
       row.previousSecret !== null && row.previousSecretUntil && row.previousSecretUntil > new Date() ? row.previousSecretUntil : null,
-    health: {
-      state: !row.active ? 'inactive' : row.pausedAt ? 'paused' : row.failingSince ? 'failing' : 'healthy',
-      pending: counts?.pending ?? 0,
-      deadLetters: counts?.dead ?? 0,
-      failingSince: row.failingSince,
-      pausedAt: row.pausedAt,
-      pausedReason: row.pausedReason,
-      lastSuccessAt: row.lastSuccessAt,
-      lastFailureAt: row.lastFailureAt,
-      lastError: row.lastError,
-    },
+    health: healthOf(row, backlog),
   };
 }
 
@@ -251,6 +264,32 @@ export class SubscriptionRepository {
     return rows.map((row) => toSubscription(row, backlog));
   }
 
+  /** Every subscription's health (deleted ones aside), oldest first; in the caller's snapshot when it passes one. */
+  async health(db: Db = this.database.db): Promise<SubscriberHealth[]> {
+    const rows = await db
+      .selectFrom('subscription')
+      .select([
+        'id',
+        'url',
+        'active',
+        'failing_since as failingSince',
+        'paused_at as pausedAt',
+        'paused_reason as pausedReason',
+        'last_success_at as lastSuccessAt',
+        'last_failure_at as lastFailureAt',
+        'last_error as lastError',
+      ])
+      .where('deleted_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    const backlog = await this.backlog(
+      rows.map((r) => r.id),
+      db,
+    );
+    return rows.map((row) => ({ id: row.id, url: row.url, active: row.active, health: healthOf(row, backlog) }));
+  }
+
   async get(id: string): Promise<Subscription | undefined> {
     const row = await this.database.prisma.subscription.findFirst({ where: { id, deletedAt: null } });
     return row ? toSubscription(row, await this.backlog([id])) : undefined;
@@ -329,18 +368,20 @@ export class SubscriptionRepository {
     return rows.length > 0;
   }
 
-  private async backlog(ids: string[]): Promise<Backlog> {
+  private async backlog(ids: string[], db: Db = this.database.db): Promise<Backlog> {
     const backlog: Backlog = new Map();
     if (ids.length === 0) return backlog;
-    const groups = await this.database.prisma.notification.groupBy({
-      by: ['subscriptionId', 'state'],
-      where: { subscriptionId: { in: ids }, state: { in: ['pending', 'dead'] } },
-      _count: { _all: true },
-    });
-    for (const { subscriptionId, state, _count } of groups) {
+    const groups = await db
+      .selectFrom('notification')
+      .select((eb) => ['subscription_id', 'state', eb.cast<number>(eb.fn.countAll(), 'integer').as('count')])
+      .where('state', 'in', ['pending', 'dead'])
+      .where('subscription_id', 'in', ids)
+      .groupBy(['subscription_id', 'state'])
+      .execute();
+    for (const { subscription_id: subscriptionId, state, count } of groups) {
       const counts = backlog.get(subscriptionId) ?? { pending: 0, dead: 0 };
-      if (state === 'pending') counts.pending = _count._all;
-      else counts.dead = _count._all;
+      if (state === 'pending') counts.pending = count;
+      else counts.dead = count;
       backlog.set(subscriptionId, counts);
     }
     return backlog;

@@ -27,18 +27,6 @@ import { PozyClock } from './pozy-clock.service';
             paused: () => metrics.budgetPauses.inc(),
           },
         );
-        metrics.publishGauge(
-          'pozy_sync_pozy_budget_requests',
-          "The deployment's Pozy budget per window: limit (POZY_RATE_LIMIT_PER_MINUTE), effective (less others' use and their reserve), used (by every replica, in the window just ended), others (another client of the key, from Pozy's headers)",
-          ['figure'],
-          async (gauge) => {
-            const status = await budget.status();
-            gauge.set({ figure: 'limit' }, status.limit);
-            gauge.set({ figure: 'effective' }, status.effectiveLimit);
-            gauge.set({ figure: 'used' }, status.usedInWindow);
-            gauge.set({ figure: 'others' }, status.pozy?.othersUsing ?? 0);
-          },
-        );
         return budget;
       },
     },

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { HealthModule } from '../health/health.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { StatusPageController } from './status-page.controller';
@@ -7,7 +6,7 @@ import { StatusPageService } from './status-page.service';
 
 /** GET /: the server-rendered status page (MetricsService and DatabaseService come from global modules). */
 @Module({
-  imports: [HealthModule, DeadLettersModule, WebhooksModule],
+  imports: [HealthModule, WebhooksModule],
   controllers: [StatusPageController],
   providers: [StatusPageService],
 })

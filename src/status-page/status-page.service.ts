@@ -1,13 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { ReadDetail } from '../common/read-access';
-import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import { PAGE_DEAD_LETTERS } from '../health/status-snapshot.service';
 import { Estimate, MinuteCount } from '../health/sync-figures.repository';
 import { SyncStatus, SyncStatusService } from '../health/sync-status.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AckSpool } from '../webhooks/ack-spool';
-
-/** Dead letters shown on the page, across both queues. */
-export const PAGE_DEAD_LETTERS = 20;
 
 /** The Pozy routes a reconcile reads: what "calls saved" are saved from. */
 const READ_ROUTES = new Set(['GET /v1/posts/:id', 'GET /v1/accounts']);
@@ -47,17 +44,12 @@ export class StatusPageService {
   constructor(
     private readonly syncStatus: SyncStatusService,
     private readonly metrics: MetricsService,
-    private readonly deadLetterRepository: DeadLetterRepository,
     private readonly spool: AckSpool,
   ) {}
 
   /** `public`: without the letters' subjects and errors, and the status without ids and error texts (publicStatus). */
   async gather(detail: ReadDetail): Promise<StatusPageData> {
-    const [{ status, eventsPerMinute }, delivery, apiCalls] = await Promise.all([
-      this.syncStatus.snapshot(detail),
-      this.deadLetterRepository.list(PAGE_DEAD_LETTERS),
-      this.apiCalls(),
-    ]);
+    const [{ status, eventsPerMinute, deadLetters: delivery }, apiCalls] = await Promise.all([this.syncStatus.snapshot(detail), this.apiCalls()]);
     const letters: PageDeadLetter[] = [
       ...delivery.map((l) => ({
         id: l.id,

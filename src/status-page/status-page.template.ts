@@ -1,5 +1,6 @@
 import { Html, html, raw } from './html';
-import { PAGE_DEAD_LETTERS, PageDeadLetter, StatusPageData } from './status-page.service';
+import { PAGE_DEAD_LETTERS } from '../health/status-snapshot.service';
+import { PageDeadLetter, StatusPageData } from './status-page.service';
 
 /** How often the page reloads itself (by script, or by a <noscript> meta refresh). */
 export const REFRESH_SECONDS = 15;

@@ -163,8 +163,9 @@ export class SweepRunRepository {
     return row && toRun(row);
   }
 
-  async latest(kind: RunKind): Promise<SweepRun | undefined> {
-    const row = await this.database.db
+  /** The newest run of `kind`; in the caller's snapshot when it passes one. */
+  async latest(kind: RunKind, db: Db = this.database.db): Promise<SweepRun | undefined> {
+    const row = await db
       .selectFrom('sweep_run')
       .selectAll()
       .select(readAt)
@@ -176,9 +177,15 @@ export class SweepRunRepository {
   }
 
   /** Whether a run has ever listed the whole workspace into the mirror (an import, or a full sweep that wrote). */
-  async completedOnce(): Promise<boolean> {
-    const run = await this.database.prisma.sweepRun.findFirst({ where: { status: 'succeeded', dryRun: false }, select: { id: true } });
-    return run !== null;
+  async completedOnce(db: Db = this.database.db): Promise<boolean> {
+    const run = await db
+      .selectFrom('sweep_run')
+      .select('id')
+      .where('status', '=', 'succeeded')
+      .where('dry_run', '=', false)
+      .limit(1)
+      .executeTakeFirst();
+    return run !== undefined;
   }
 
   /** Takes the run over (a resume): from now on only `owner` writes its checkpoint. */

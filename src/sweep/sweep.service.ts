@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey } from '../database/advisory-lock';
-import { MetricsService } from '../metrics/metrics.service';
+import type { Db } from '../database/database.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
@@ -51,28 +51,16 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly runs: SweepRunRepository,
     private readonly jobs: LockedSchedule,
     private readonly config: AppConfig,
-    metrics: MetricsService,
-  ) {
-    metrics.publishGauge(
-      'pozy_sync_import_progress_ratio',
-      "How much of the import's listing of posts is done (posts listed of Pozy's total): 1 once it has succeeded, or when none is needed",
-      [],
-      async (gauge) => {
-        const { status, run } = (await this.status()).import;
-        const posts = run?.progress.posts;
-        if (status === 'running') gauge.set(posts?.total ? Math.min(1, posts.done / posts.total) : 0);
-        else gauge.set(status === 'pending' || status === 'failed' ? 0 : 1);
-      },
-    );
-  }
+  ) {}
 
-  /** The import and the last sweep, for GET /sync/status, the status page and /metrics. */
-  async status(): Promise<RunsStatus> {
-    const [importRun, sweepRun] = await Promise.all([this.runs.latest('import'), this.runs.latest('sweep')]);
+  /** The import and the last sweep, for GET /sync/status, the status page and /metrics: in their snapshot (`db`). */
+  async status(db?: Db): Promise<RunsStatus> {
+    const importRun = await this.runs.latest('import', db);
+    const sweepRun = await this.runs.latest('sweep', db);
     let state: ImportState;
     if (importRun && importRun.status !== 'failed') state = importRun.status;
     // A failed import is not tried again once a full sweep has listed the workspace instead.
-    else if (await this.runs.completedOnce()) state = 'not_needed';
+    else if (await this.runs.completedOnce(db)) state = 'not_needed';
     else if (importRun) state = importRun.status;
     else state = this.config.initialImport ? 'pending' : 'off';
     return { import: { status: state, run: importRun ? runView(importRun) : null }, lastSweep: sweepRun ? runView(sweepRun) : null };

@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import { BackfillRun, BackfillRunRepository } from '../backfill/backfill-run.repository';
+import { ApiError } from '../common/api-error';
+import { SharedComputation } from '../common/shared-computation';
+import { AppConfig } from '../config/app-config';
+import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-letter.repository';
+import { SubscriberHealth, SubscriptionRepository } from '../notifications/subscription.repository';
+import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
+import { RunsStatus, SweepService } from '../sweep/sweep.service';
+import { isStatementTimeout, STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
+
+/** Dead letters the status page shows, newest first, of both queues together (the delivery queue's are read here). */
+export const PAGE_DEAD_LETTERS = 20;
+
+/** Everything GET /sync/status, the status page and /metrics read from the database, read together. */
+export interface StatusSnapshot {
+  figures: StatusFigures;
+  lastBackfillRun: BackfillRun | undefined;
+  subscribers: SubscriberHealth[];
+  runs: RunsStatus;
+  /** The newest PAGE_DEAD_LETTERS of the delivery queue, unredacted. */
+  deadLetters: ListedDeadLetter[];
+  pozyBudget: BudgetStatus;
+}
+
+/**
+ * The one reader of the status's figures for the whole process. However many callers ask (anonymous ones included:
+ * STATUS_PUBLIC), the figures are read at most once at a time, on one connection of the pool, and each reading is
+ * answered to every caller for STATUS_CACHE_MS: the connections the receiver's group commit and the worker need are
+ * never the status's. Callers with a token and without one share the reading; redaction comes after (publicStatus).
+ */
+@Injectable()
+export class StatusSnapshots {
+  private readonly shared: SharedComputation<StatusSnapshot>;
+
+  constructor(
+    config: AppConfig,
+    private readonly figures: SyncFiguresRepository,
+    private readonly backfillRuns: BackfillRunRepository,
+    private readonly subscriptions: SubscriptionRepository,
+    private readonly sweeps: SweepService,
+    private readonly deadLetters: DeadLetterRepository,
+    private readonly budget: PozyBudget,
+  ) {
+    this.shared = new SharedComputation(() => this.read(), config.statusCacheMs);
+  }
+
+  /** The latest snapshot: `503 status_timeout` when one of its statements ran past STATUS_STATEMENT_TIMEOUT_MS. */
+  current(): Promise<StatusSnapshot> {
+    return this.shared.get();
+  }
+
+  private async read(): Promise<StatusSnapshot> {
+    try {
+      // One statement after another, on the snapshot's one connection.
+      const read = await this.figures.snapshot(async (db) => ({
+        figures: await this.figures.figuresOf(db),
+        lastBackfillRun: await this.backfillRuns.latest(db),
+        subscribers: await this.subscriptions.health(db),
+        runs: await this.sweeps.status(db),
+        deadLetters: await this.deadLetters.list(PAGE_DEAD_LETTERS, db),
+      }));
+      // Once the snapshot has given its connection back: the budget's owner creates its row when it is missing, which
+      // a read-only snapshot cannot. One primary-key lookup.
+      return { ...read, pozyBudget: await this.budget.status() };
+    } catch (error) {
+      if (!isStatementTimeout(error)) throw error;
+      throw new ApiError(
+        503,
+        'status_timeout',
+        `Reading the status figures took longer than ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy or a table is locked); retry shortly`,
+      );
+    }
+  }
+}
