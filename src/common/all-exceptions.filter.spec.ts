@@ -4,8 +4,12 @@ import { ApiError } from './api-error';
 
 /** The HTTP context the filter reads: Fastify's request (its id) and reply (status, then send). */
 function host(requestId = 'req-7') {
-  const sent: { status?: number; body?: unknown } = {};
+  const sent: { status?: number; body?: unknown; headers?: Record<string, string> } = {};
   const reply = {
+    header(name: string, value: string) {
+      sent.headers = { ...sent.headers, [name]: value };
+      return reply;
+    },
     status(code: number) {
       sent.status = code;
       return reply;
@@ -36,6 +40,19 @@ describe('AllExceptionsFilter', () => {
     expect(sent).toEqual({
       status: 401,
       body: { statusCode: 401, error: 'invalid_signature', message: 'X-Pozy-Signature does not match the body', details: undefined },
+    });
+    expect(errors).not.toHaveBeenCalled();
+  });
+
+  it('sends Retry-After with an error that says when to come back (a 503 of too much load)', () => {
+    const { host: h, sent } = host();
+
+    new AllExceptionsFilter().catch(new ApiError(503, 'overloaded', 'retry later', undefined, 2), h);
+
+    expect(sent).toEqual({
+      status: 503,
+      headers: { 'Retry-After': '2' },
+      body: { statusCode: 503, error: 'overloaded', message: 'retry later', details: undefined },
     });
     expect(errors).not.toHaveBeenCalled();
   });

@@ -7,11 +7,13 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger(AllExceptionsFilter.name);
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const { status, body, unexpected } = toErrorResponse(exception);
+    const { status, body, unexpected, retryAfterS } = toErrorResponse(exception);
     if (unexpected) {
       const msg = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
       this.logger.error({ msg, requestId: host.switchToHttp().getRequest<FastifyRequest>().id });
     }
-    void host.switchToHttp().getResponse<FastifyReply>().status(status).send(body);
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (retryAfterS !== undefined) void reply.header('Retry-After', String(retryAfterS));
+    void reply.status(status).send(body);
   }
 }
