@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { withIndexesDeferred } from './support/bulk-load';
+import { postsSharingTwoWords, withIndexesDeferred } from './support/bulk-load';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
@@ -7,20 +7,6 @@ import { RunningService, startService } from './support/service';
 const POSTS = 40_000;
 /** Far below what the phrase search below takes on these posts (over a second on the 2-core build machine). */
 const STATEMENT_TIMEOUT_MS = 300;
-
-/**
- * Every post holds both "coffee" and "tea", never side by side: the phrase "coffee tea" matches none, and PostgreSQL
- * can only find that out by re-reading every post the full-text index says holds both words.
- */
-const LOAD = `
-  INSERT INTO post (id, status, title, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
-                    synced_at, read_started_at, read_id, sequence)
-  SELECT lpad(to_hex(i), 24, '0'), 'published', 'Post ' || i,
-         'Morning ' || i || ': coffee first, then a walk by the river, then tea with '
-           || (ARRAY['milk','sugar','lemon'])[1 + i % 3] || '. ' || repeat('Words about the day and the weather ', 6),
-         '[]'::jsonb, ARRAY[]::text[], ARRAY[]::text[], timestamptz '2025-06-01' + i * interval '1 second',
-         timestamptz '2026-01-01' + i * interval '1 second', now(), now(), gen_random_uuid(), 1
-    FROM generate_series(1, ${POSTS}) AS i`;
 
 interface Answer {
   status: number;
@@ -45,7 +31,7 @@ describe('the query endpoints: bounded time, bounded searches, a bounded share o
     const client = new Client({ connectionString: db.url });
     await client.connect();
     try {
-      await withIndexesDeferred(client, ['post'], () => client.query(LOAD).then(() => undefined));
+      await withIndexesDeferred(client, ['post'], () => client.query(postsSharingTwoWords(POSTS)).then(() => undefined));
       await client.query('ANALYZE post');
     } finally {
       await client.end();
