@@ -184,6 +184,7 @@ export class ChangeTail {
   }
 
   private async run(): Promise<void> {
+    let full: boolean;
     do {
       this.again = false;
       if (this.waiters.size === 0 || this.kept === undefined) return;
@@ -209,8 +210,9 @@ export class ChangeTail {
         if (answered.kind === 'done') this.settle(waiter, answered.outcome);
         else waiter.after = answered.after;
       }
-      if (read.rows.length === TAIL_BATCH) this.again = true;
-    } while (this.again);
+      full = read.rows.length === TAIL_BATCH;
+      // More than one read holds, or announced while this one ran: read on now. A replica behind waits for the next look.
+    } while (full || (this.again && this.expecting));
   }
 
   private schedule(): void {

@@ -69,7 +69,8 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
     }
     this.longPolls += 1;
     try {
-      return await this.longPoll(db, query.after ?? (await this.start(db)), { after: '', limit, scan, filter, deadline: Date.now() + waitMs });
+      const deadline = Date.now() + waitMs;
+      return await this.longPoll(db, { after: query.after ?? (await this.start(db)), limit, scan, filter, deadline });
     } finally {
       this.longPolls -= 1;
     }
@@ -88,9 +89,9 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
     return { cursor: newest ?? '0' };
   }
 
-  private async longPoll(db: Db, from: string, request: TailRequest): Promise<ChangePage> {
+  private async longPoll(db: Db, request: TailRequest): Promise<ChangePage> {
     const tail = this.tail(db);
-    let after = from;
+    let after = request.after;
     for (;;) {
       let outcome: TailOutcome | undefined;
       if (!this.stopping && tail.covers(after)) outcome = await tail.wait({ ...request, after });
