@@ -7,11 +7,17 @@ export const RECHECK_MS = 1_000;
 const WOKEN_RECHECK_MS = 50;
 /** ...for at most this long after the announcement; then at RECHECK_MS. */
 const CATCH_UP_MS = 2_000;
+/**
+ * Readers coming back behind the newest read (after an answer, while newer entries were read) are answered by a read
+ * at most this soon, which all who come meanwhile share.
+ */
+const GATHER_MS = 25;
 /** Entries per read: the feed's largest page, so a reader at the head with any `limit` is answered from one read. */
 export const TAIL_BATCH = 1_000;
 /**
- * Entries kept after they were handed out, so that a reader coming back with the cursor of its last answer, while
- * newer entries have been read meanwhile, is answered from memory rather than by a read of its own.
+ * Entries kept after they were handed out, so that readers coming back with the cursor of their last answer, while
+ * newer entries have been read meanwhile, are answered from them by the tail's next read (which brings the feed's
+ * bounds as of then: a cursor retention has passed meanwhile still answers 410) rather than by a read each.
  */
 const KEPT = 1_000;
 
@@ -43,6 +49,8 @@ export interface SeenHead {
 interface Waiter extends TailRequest {
   settle: (outcome: TailOutcome) => void;
   timer: NodeJS.Timeout;
+  /** The first read that may answer it: one begun after it came, when entries it has not seen were already read. */
+  notBefore: number;
 }
 
 /**
@@ -65,6 +73,12 @@ export class ChangeTail {
   /** Until then, an announcement not read yet is looked for every WOKEN_RECHECK_MS. */
   private fastUntil = 0;
   private pumping = false;
+  /** Reads begun so far. */
+  private reads = 0;
+  /** The read a reader behind waits for: greater than `reads` while one does. */
+  private wanted = 0;
+  /** When the next look is due, while `timer` is set. */
+  private timerDue = 0;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly waiters = new Set<Waiter>();
@@ -88,8 +102,8 @@ export class ChangeTail {
   }
 
   /**
-   * Waits at the head, or answers at once from the entries kept. `seen`: the reader's own read that found nothing
-   * after its cursor, from which a tail that is not live starts again; without it, `covers` must hold.
+   * Waits at the head, or behind it within the entries kept. `seen`: the reader's own read that found nothing after
+   * its cursor, from which a tail that is not live starts again; without it, `covers` must hold.
    */
   wait(request: TailRequest, seen?: SeenHead): Promise<TailOutcome> {
     if (!this.live) {
@@ -100,18 +114,14 @@ export class ChangeTail {
       this.readAt = seen.at;
     }
     const kept = this.kept!;
-    let after = request.after;
-    if (BigInt(after) < kept.from) return Promise.resolve({ kind: 'behind', after });
-    if (BigInt(after) < kept.to) {
-      const answered = this.answer(kept, { ...request, after });
-      if (answered.kind !== 'wait') return Promise.resolve(answered.outcome);
-      after = answered.after;
-    }
+    if (BigInt(request.after) < kept.from) return Promise.resolve({ kind: 'behind', after: request.after });
+    // Entries it has not seen were read already: the next read answers it from them, with that read's bounds.
+    const behind = BigInt(request.after) < kept.to;
     return new Promise<TailOutcome>((resolve) => {
       const waiter: Waiter = {
         ...request,
-        after,
         settle: resolve,
+        notBefore: behind ? (this.wanted = this.reads + 1) : 0,
         timer: setTimeout(
           () => this.settle(waiter, { kind: 'page', page: { data: [], nextCursor: waiter.after } }),
           Math.max(0, request.deadline - Date.now()),
@@ -120,7 +130,7 @@ export class ChangeTail {
       this.waiters.add(waiter);
       // Announced positions the tail has not read yet: read them now rather than at the next look.
       if (this.expecting) this.pump();
-      else if (!this.pumping && this.timer === undefined) this.schedule();
+      else if (!this.pumping) this.schedule();
     });
   }
 
@@ -184,14 +194,14 @@ export class ChangeTail {
   }
 
   private async run(): Promise<void> {
-    let full: boolean;
-    do {
+    for (;;) {
       this.again = false;
       if (this.waiters.size === 0 || this.kept === undefined) return;
       const wasDirty = this.dirty;
       this.dirty = false;
       const from = this.kept.to;
       const startedAt = Date.now();
+      const number = ++this.reads;
       let read: ChangePageRead;
       try {
         read = await this.read(from.toString(), TAIL_BATCH);
@@ -206,21 +216,35 @@ export class ChangeTail {
       // An announcement without a position that found nothing yet (a replica behind): one more look soon.
       if (wasDirty && kept.to === from && Date.now() < this.fastUntil) this.dirty = true;
       for (const waiter of [...this.waiters]) {
+        // It came during this read, behind: the next one answers it.
+        if (waiter.notBefore > number) continue;
         const answered = this.answer(kept, waiter);
         if (answered.kind === 'done') this.settle(waiter, answered.outcome);
         else waiter.after = answered.after;
       }
-      full = read.rows.length === TAIL_BATCH;
-      // More than one read holds, or announced while this one ran: read on now. A replica behind waits for the next look.
-    } while (full || (this.again && this.expecting));
+      // More than one read holds, or positions were announced meanwhile: read on now. A replica behind waits for the
+      // next look.
+      if (!(read.rows.length === TAIL_BATCH || (this.again && this.expecting))) return;
+    }
   }
 
+  /** Sets the next look: at RECHECK_MS, sooner for what was announced or for readers behind; an earlier one stays. */
   private schedule(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.waiters.size === 0) return;
+    if (this.waiters.size === 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      return;
+    }
     const now = Date.now();
-    const delay = this.expecting && now < this.fastUntil ? WOKEN_RECHECK_MS : Math.max(0, this.readAt + RECHECK_MS - now);
-    this.timer = setTimeout(() => this.pump(), delay);
+    let delay = Math.max(0, this.readAt + RECHECK_MS - now);
+    if (this.expecting && now < this.fastUntil) delay = Math.min(delay, WOKEN_RECHECK_MS);
+    if (this.wanted > this.reads) delay = Math.min(delay, GATHER_MS);
+    if (this.timer !== undefined && this.timerDue <= now + delay) return;
+    clearTimeout(this.timer);
+    this.timerDue = now + delay;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.pump();
+    }, delay);
   }
 }
