@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { postsSharingTwoWords } from './support/bulk-load';
 import { HARNESS_ADMIN_TOKEN, Harness, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';
 import { RunningService, startService, waitFor } from './support/service';
@@ -254,6 +255,46 @@ maybe('read replica (DATABASE_READ_URL, a real streaming standby)', () => {
     });
     expect(back).toMatchObject({ status: 200, body: { id } });
     expect((await metrics()).get('pozy_sync_replica_available')).toBe(1);
+  });
+
+  describe('with QUERY_STATEMENT_TIMEOUT_MS', () => {
+    let slow: RunningService;
+
+    beforeAll(async () => {
+      const admin = new Client({ connectionString: pair.primaryUrl('postgres') });
+      await admin.connect();
+      await admin.query('CREATE DATABASE pozy_slow');
+      await admin.end();
+      slow = await startService(pair.primaryUrl('pozy_slow'), {
+        ROLE: 'api',
+        DATABASE_READ_URL: pair.standbyUrl('pozy_slow'),
+        QUERY_STATEMENT_TIMEOUT_MS: '300',
+      });
+      await slow.pool.query(postsSharingTwoWords(40_000));
+      await slow.pool.query('ANALYZE post');
+      await waitFor(
+        'the posts on the replica',
+        async () => {
+          const read = await get(slow, `/posts/${(40_000).toString(16).padStart(24, '0')}`);
+          return read.status === 200 && read.lag !== undefined ? true : undefined;
+        },
+        60_000,
+      );
+    }, 120_000);
+
+    afterAll(async () => {
+      await slow?.close();
+    });
+
+    it('cuts a slow read on the replica as on the primary: 503 query_timeout, not a 500 nor a second run on the primary', async () => {
+      const phrase = `/posts?q=${encodeURIComponent('"coffee tea"')}&limit=1`;
+      const eventual = await get(slow, phrase);
+      expect(eventual).toMatchObject({ status: 503, body: { error: 'query_timeout' } });
+      // Read from the replica (the header says so): cut there, by the replica pool's own timeout.
+      expect(eventual.lag).toBeGreaterThanOrEqual(0);
+      expect(await get(slow, `${phrase}&consistency=strong`)).toMatchObject({ status: 503, body: { error: 'query_timeout' }, lag: undefined });
+      expect(await get(slow, '/posts?q=coffee&limit=1')).toMatchObject({ status: 200, lag: expect.any(Number) });
+    });
   });
 
   describe('without DATABASE_READ_URL', () => {

@@ -13,8 +13,8 @@ const CLOSE_TIMEOUT_MS = 1_000;
 
 /**
  * Listens, on a connection of its own to the primary, for any replica's sequencer announcing new positions, and
- * wakes this process's long-polling readers of GET /changes. Without it they still look again at least every
- * second (ChangesService), so a lost connection slows them and loses nothing; it reconnects with backoff.
+ * wakes this process's tail readers of GET /changes (change-tail.ts). Without it they still look again at least every
+ * second, so a lost connection slows them and loses nothing; it reconnects with backoff.
  */
 @Injectable()
 export class ChangeListener implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -52,7 +52,10 @@ export class ChangeListener implements OnApplicationBootstrap, OnApplicationShut
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
     this.client = client;
-    client.on('notification', () => this.signal.sequenced());
+    // The payload is the newest position placed; a replica of an older version sends none.
+    client.on('notification', (message) =>
+      this.signal.sequenced(message.payload && /^\d{1,19}$/.test(message.payload) ? message.payload : undefined),
+    );
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('connection ended')));
     client

@@ -51,9 +51,9 @@ export class ChangeSequencer implements OnApplicationBootstrap, BeforeApplicatio
   async placeAll(): Promise<number> {
     let placed = 0;
     for (;;) {
-      const n = await this.changes.sequence(BATCH);
+      const { placed: n, newest } = await this.changes.place(BATCH);
       placed += n;
-      if (n > 0) this.signal.sequenced();
+      if (newest !== null) this.signal.sequenced(newest);
       if (n < BATCH) return placed;
     }
   }

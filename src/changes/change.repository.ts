@@ -5,7 +5,10 @@ import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { ChangeType } from './record-changes';
 
-/** The PostgreSQL channel a sequencer pass announces new positions on, to every replica's long-polling readers. */
+/**
+ * The PostgreSQL channel a sequencer pass announces new positions on, to every replica's long-polling readers; the
+ * payload is the newest position placed (empty from versions before it carried one).
+ */
 export const SEQUENCED_CHANNEL = 'pozy_sync_changes';
 
 export interface ChangeFilter {
@@ -14,9 +17,14 @@ export interface ChangeFilter {
   platform?: string;
 }
 
+/** A placed entry, with what the filters match (so a page read unfiltered can be filtered in memory: change-window.ts). */
+export type ChangeRow = Pick<Selectable<DB['change']>, 'type' | 'resource_id' | 'sequence' | 'changed_at' | 'data' | 'profile_ids' | 'platforms'> & {
+  position: string;
+};
+
 /** A page read of the feed, and the feed's bounds in the same snapshot. */
 export interface ChangePageRead {
-  rows: Array<Pick<Selectable<DB['change']>, 'type' | 'resource_id' | 'sequence' | 'changed_at' | 'data'> & { position: string }>;
+  rows: ChangeRow[];
   /** The oldest position kept; null when the feed has never had a change. */
   oldest: string | null;
   /** The newest position handed out; null when the feed has never had a change. */
@@ -35,7 +43,12 @@ export class ChangeRepository {
    * before it, and an entry that commits late only ever lands after every position already handed out.
    * Answers how many it placed.
    */
-  sequence(limit: number): Promise<number> {
+  async sequence(limit: number): Promise<number> {
+    return (await this.place(limit)).placed;
+  }
+
+  /** `sequence`, answering also the newest position it placed (null: none), which its NOTIFY carries as the payload. */
+  place(limit: number): Promise<{ placed: number; newest: string | null }> {
     return this.database.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);
       // The unplaced entries are found in id order through change_unsequenced_idx, never by a bitmap scan: after a
@@ -63,8 +76,9 @@ export class ChangeRepository {
         .whereRef('change.id', '=', 'next.id')
         .returning('change.position')
         .execute();
-      if (placed.length > 0) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, '')`.execute(trx);
-      return placed.length;
+      const newest = placed.reduce<string | null>((top, row) => (top === null || BigInt(row.position!) > BigInt(top) ? row.position : top), null);
+      if (newest !== null) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, ${newest})`.execute(trx);
+      return { placed: placed.length, newest };
     });
   }
 
@@ -91,7 +105,7 @@ export class ChangeRepository {
       .with('entries', (qc) =>
         qc
           .selectFrom('change')
-          .select(['position', 'type', 'resource_id', 'sequence', 'changed_at', 'data'])
+          .select(['position', 'type', 'resource_id', 'sequence', 'changed_at', 'data', 'profile_ids', 'platforms'])
           .where((eb) =>
             eb.and([
               eb('position', '>', sql<string>`${after}::bigint`),
@@ -115,6 +129,8 @@ export class ChangeRepository {
         'entries.sequence',
         'entries.changed_at',
         'entries.data',
+        'entries.profile_ids',
+        'entries.platforms',
       ])
       .orderBy('entries.position')
       .execute();
@@ -123,9 +139,26 @@ export class ChangeRepository {
       oldest,
       newest,
       rows: rows.flatMap((r) =>
-        r.position === null || r.type === null || r.resource_id === null || r.sequence === null || r.changed_at === null
+        r.position === null ||
+        r.type === null ||
+        r.resource_id === null ||
+        r.sequence === null ||
+        r.changed_at === null ||
+        r.profile_ids === null ||
+        r.platforms === null
           ? []
-          : [{ position: r.position, type: r.type, resource_id: r.resource_id, sequence: r.sequence, changed_at: r.changed_at, data: r.data }],
+          : [
+              {
+                position: r.position,
+                type: r.type,
+                resource_id: r.resource_id,
+                sequence: r.sequence,
+                changed_at: r.changed_at,
+                data: r.data,
+                profile_ids: r.profile_ids,
+                platforms: r.platforms,
+              },
+            ],
       ),
     };
   }

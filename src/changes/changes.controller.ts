@@ -4,7 +4,7 @@ import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-bod
 import { ConsistencyQuery } from '../common/read-consistency';
 import { ReadAccess } from '../common/read-access';
 import type { Db } from '../database/database.service';
-import { ReadDb, ReplicaRead } from '../database/replica-read';
+import { QUERY_REFUSALS, ReadDb, ReplicaRead } from '../database/replica-read';
 import { ChangeHeadResponse, ChangePageResponse } from './dto/change.response';
 import { ListChangesQuery } from './dto/list-changes.query';
 import { ChangePage, ChangesService } from './changes.service';
@@ -31,6 +31,7 @@ export class ChangesController {
     410,
     '`cursor_expired`: `after` is older than the changes kept (CHANGE_RETENTION_DAYS); `details` gives `oldestCursor` and how to resynchronise.',
   )
+  @ApiErrorResponse(503, `\`too_many_waiters\`: this replica already holds CHANGES_MAX_WAITERS long polls (\`wait\`). ${QUERY_REFUSALS}`)
   list(@Query() query: ListChangesQuery, @ReadDb() db: Db): Promise<ChangePage> {
     return this.changes.list(query, db);
   }

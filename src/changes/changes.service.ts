@@ -1,53 +1,54 @@
-import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
 import { DatabaseService, Db } from '../database/database.service';
-import { ChangeFilter, ChangePageRead, ChangeRepository } from './change.repository';
+import { ChangeFilter, ChangeRepository } from './change.repository';
 import { ChangeSignal } from './change-signal';
-import { nextCursor, oldestAvailable } from './change-cursor';
+import { oldestAvailable } from './change-cursor';
+import { ChangeTail, TailOutcome, TailRequest } from './change-tail';
+import { ChangePage, expiredCursor, toPage } from './change-window';
 import { DEFAULT_CHANGE_LIMIT, ListChangesQuery } from './dto/list-changes.query';
+
+export type { ChangeItem, ChangePage } from './change-window';
 
 /** A filtered read looks at most this many positions past its cursor, so it answers quickly whatever it matches. */
 const FILTERED_SCAN = 10_000;
-/** A long poll looks again at least this often, whatever it hears (a replica's NOTIFY can be lost with its connection). */
-const RECHECK_MS = 1_000;
-/** After a wake-up that found nothing yet (a read replica still replaying it), it looks again this soon. */
-const WOKEN_RECHECK_MS = 50;
+/** A long poll refused for the cap comes back after this long (other long polls end within their 30 s at most). */
+const WAITERS_RETRY_AFTER_S = 5;
 
-export interface ChangeItem {
-  cursor: string;
-  type: string;
-  id: string;
-  sequence: number;
-  changedAt: string;
-  post?: unknown;
-  account?: unknown;
-}
-
-export interface ChangePage {
-  data: ChangeItem[];
-  nextCursor: string;
-}
-
-const RESYNC =
-  'Resynchronise: GET /changes/head, then page GET /posts and GET /accounts from the start, then follow GET /changes?after=<the head cursor>';
-
-/** GET /changes: reads the feed from a cursor, long-polling on request. */
+/**
+ * GET /changes: reads the feed from a cursor, long-polling on request. A long poll behind the head reads for itself;
+ * at the head it waits on the one tail reader of its database (change-tail.ts), so the statements of waiting long polls
+ * do not grow with their number. At most CHANGES_MAX_WAITERS long polls at once; past it, 503.
+ */
 @Injectable()
-export class ChangesService implements BeforeApplicationShutdown {
+export class ChangesService implements BeforeApplicationShutdown, OnModuleDestroy {
   private stopping = false;
-  /** Long polls waiting for a change right now. */
-  private waitingNow = 0;
+  /** Long polls in flight, reading or waiting. */
+  private longPolls = 0;
+  /** One tail reader per database the feed is read from (the primary's query pool, the read replica). */
+  private readonly tails = new Map<Db, ChangeTail>();
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly changes: ChangeRepository,
-    private readonly signal: ChangeSignal,
+    signal: ChangeSignal,
     private readonly database: DatabaseService,
-  ) {}
+    private readonly config: AppConfig,
+  ) {
+    this.unsubscribe = signal.onSequenced((newest) => {
+      for (const tail of this.tails.values()) tail.wake(newest);
+    });
+  }
 
   /** Waiting readers answer now with what they have: a shutdown does not wait for their long polls. */
   beforeApplicationShutdown(): void {
     this.stopping = true;
-    this.signal.sequenced();
+    for (const tail of this.tails.values()) tail.release();
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe();
   }
 
   async list(query: ListChangesQuery, db: Db = this.database.db): Promise<ChangePage> {
@@ -55,39 +56,31 @@ export class ChangesService implements BeforeApplicationShutdown {
     const filter: ChangeFilter = { types: query.types, profileId: query.profileId, platform: query.platform };
     const filtered = filter.types !== undefined || filter.profileId !== undefined || filter.platform !== undefined;
     const scan = filtered ? FILTERED_SCAN : limit;
-    const deadline = Date.now() + (query.wait ?? 0) * 1000;
-    let after = query.after ?? (await this.start(db));
-    let recheckMs = RECHECK_MS;
-    for (;;) {
-      // Listen before reading: a position placed between the read and the wait still wakes it.
-      const next = this.signal.nextSequenced(Math.max(0, Math.min(recheckMs, deadline - Date.now())));
-      let read: ChangePageRead;
-      try {
-        read = await this.changes.page(db, after, limit, scan, filter);
-      } catch (error) {
-        next.cancel();
-        throw error;
-      }
-      this.refuseExpired(after, read.oldest);
-      const page = this.answer(read, after, limit, scan);
-      if (page.data.length > 0 || Date.now() >= deadline || this.stopping) {
-        next.cancel();
-        return page;
-      }
-      // Nothing matched yet: whatever a filter skipped stays skipped, and the wait goes on from there.
-      after = page.nextCursor;
-      this.waitingNow += 1;
-      try {
-        recheckMs = (await next.woken) ? WOKEN_RECHECK_MS : RECHECK_MS;
-      } finally {
-        this.waitingNow -= 1;
-      }
+    const waitMs = (query.wait ?? 0) * 1000;
+    if (waitMs === 0) return this.read(db, query.after ?? (await this.start(db)), limit, scan, filter);
+    if (this.longPolls >= this.config.changesMaxWaiters) {
+      throw new ApiError(
+        503,
+        'too_many_waiters',
+        `This replica already holds ${this.config.changesMaxWaiters} long polls (CHANGES_MAX_WAITERS); try again shortly, or without wait`,
+        undefined,
+        WAITERS_RETRY_AFTER_S,
+      );
+    }
+    this.longPolls += 1;
+    try {
+      const deadline = Date.now() + waitMs;
+      return await this.longPoll(db, { after: query.after ?? (await this.start(db)), limit, scan, filter, deadline });
+    } finally {
+      this.longPolls -= 1;
     }
   }
 
-  /** Long polls of this process waiting for a change right now. */
+  /** Long polls of this process waiting at the head for a change right now. */
   get waiting(): number {
-    return this.waitingNow;
+    let waiting = 0;
+    for (const tail of this.tails.values()) waiting += tail.size;
+    return waiting;
   }
 
   /** The newest cursor: after a full read of the mirror, follow the feed from here. */
@@ -96,32 +89,52 @@ export class ChangesService implements BeforeApplicationShutdown {
     return { cursor: newest ?? '0' };
   }
 
-  /** Without `after`: just before the oldest change kept. */
-  private async start(db: Db): Promise<string> {
-    return oldestAvailable((await this.changes.bounds(db)).oldest) ?? '0';
-  }
-
-  private refuseExpired(after: string, oldest: string | null): void {
-    const oldestCursor = oldestAvailable(oldest);
-    if (oldestCursor !== null && BigInt(after) < BigInt(oldestCursor)) {
-      throw new ApiError(
-        410,
-        'cursor_expired',
-        `Cursor ${after} is older than the changes kept (CHANGE_RETENTION_DAYS); the oldest cursor available is ${oldestCursor}. ${RESYNC}`,
-        { oldestCursor, resync: RESYNC },
-      );
+  private async longPoll(db: Db, request: TailRequest): Promise<ChangePage> {
+    const tail = this.tail(db);
+    let after = request.after;
+    for (;;) {
+      let outcome: TailOutcome | undefined;
+      if (!this.stopping && tail.covers(after)) outcome = await tail.wait({ ...request, after });
+      if (outcome === undefined || outcome.kind === 'behind') {
+        // Behind the head (or the tail has handed out what follows the cursor): an ordinary read, as without wait.
+        const at = Date.now();
+        const read = await this.changes.page(db, after, request.limit, request.scan, request.filter);
+        const expired = expiredCursor(after, read.oldest);
+        if (expired) throw expired;
+        const page = toPage(read, after, request.limit, request.scan);
+        if (page.data.length > 0 || Date.now() >= request.deadline || this.stopping) return page;
+        // Nothing matched yet: whatever a filter skipped stays skipped, and the wait goes on from there.
+        after = page.nextCursor;
+        // A filter skipped its whole scan and more follows: read on. Else the reader is at the head of what it saw.
+        if (read.newest !== null && BigInt(after) < BigInt(read.newest)) continue;
+        outcome = await tail.wait({ ...request, after }, { oldest: read.oldest, newest: read.newest, at });
+      }
+      if (outcome.kind === 'page') return outcome.page;
+      if (outcome.kind === 'failed') throw outcome.error;
+      after = outcome.after;
+      if (Date.now() >= request.deadline || this.stopping) return { data: [], nextCursor: after };
     }
   }
 
-  private answer(read: ChangePageRead, after: string, limit: number, scan: number): ChangePage {
-    const data = read.rows.map((row): ChangeItem => ({
-      cursor: row.position,
-      type: row.type,
-      id: row.resource_id,
-      sequence: row.sequence,
-      changedAt: row.changed_at.toISOString(),
-      [row.type.startsWith('post.') ? 'post' : 'account']: row.data,
-    }));
-    return { data, nextCursor: nextCursor(after, read.newest, scan, data.length === limit ? data[data.length - 1].cursor : null) };
+  private read(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePage> {
+    return this.changes.page(db, after, limit, scan, filter).then((read) => {
+      const expired = expiredCursor(after, read.oldest);
+      if (expired) throw expired;
+      return toPage(read, after, limit, scan);
+    });
+  }
+
+  private tail(db: Db): ChangeTail {
+    let tail = this.tails.get(db);
+    if (!tail) {
+      tail = new ChangeTail((after, limit) => this.changes.page(db, after, limit, limit, {}));
+      this.tails.set(db, tail);
+    }
+    return tail;
+  }
+
+  /** Without `after`: just before the oldest change kept. */
+  private async start(db: Db): Promise<string> {
+    return oldestAvailable((await this.changes.bounds(db)).oldest) ?? '0';
   }
 }

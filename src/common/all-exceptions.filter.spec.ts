@@ -55,6 +55,16 @@ describe('AllExceptionsFilter', () => {
     expect(headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
+  it('sends Retry-After with an error that says when to come back (a 503 of too much load)', () => {
+    const { host: h, sent, headers } = host();
+
+    new AllExceptionsFilter().catch(new ApiError(503, 'overloaded', 'retry later', undefined, 2), h);
+
+    expect(sent).toEqual({ status: 503, body: { statusCode: 503, error: 'overloaded', message: 'retry later', details: undefined } });
+    expect(headers['Retry-After']).toBe('2');
+    expect(errors).not.toHaveBeenCalled();
+  });
+
   it('answers a framework error (a body over the limit) as its HttpException says', () => {
     const { host: h, sent } = host();
 

@@ -6,6 +6,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Sent as `Retry-After` (seconds): when the client may try again, on a 429 or a 503. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'ApiError';

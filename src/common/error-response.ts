@@ -12,12 +12,13 @@ const snake = (text: string) =>
  * The one mapping from anything thrown to an HTTP answer (Nest hands Fastify's own request errors, such as a body
  * too large, to the exception filter as HttpExceptions). Unknown errors are 500s that say nothing about internals.
  */
-export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; unexpected: boolean } {
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; unexpected: boolean; retryAfterS?: number } {
   if (error instanceof ApiError) {
     return {
       status: error.status,
       body: { statusCode: error.status, error: error.code, message: error.message, details: error.details },
       unexpected: false,
+      ...(error.retryAfterS !== undefined ? { retryAfterS: error.retryAfterS } : {}),
     };
   }
   if (error instanceof HttpException) {

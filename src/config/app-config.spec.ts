@@ -97,6 +97,17 @@ describe('AppConfig.fromEnvironment', () => {
     expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_READ_URL: '' }).databaseReadUrl).toBeUndefined();
   });
 
+  it("reads the query endpoints' pool, statement timeout and long-poll cap, with their defaults and bounds", () => {
+    expect(AppConfig.fromEnvironment(minimal)).toMatchObject({ databaseQueryPoolSize: 5, queryStatementTimeoutMs: 5_000, changesMaxWaiters: 1_000 });
+    expect(
+      AppConfig.fromEnvironment({ ...minimal, DATABASE_QUERY_POOL_SIZE: '2', QUERY_STATEMENT_TIMEOUT_MS: '250', CHANGES_MAX_WAITERS: '600' }),
+    ).toMatchObject({ databaseQueryPoolSize: 2, queryStatementTimeoutMs: 250, changesMaxWaiters: 600 });
+    expect(problems({ ...minimal, DATABASE_QUERY_POOL_SIZE: '0' })).toEqual([expect.stringMatching(/^DATABASE_QUERY_POOL_SIZE/)]);
+    expect(problems({ ...minimal, QUERY_STATEMENT_TIMEOUT_MS: '5' })).toEqual([expect.stringMatching(/^QUERY_STATEMENT_TIMEOUT_MS/)]);
+    expect(problems({ ...minimal, QUERY_STATEMENT_TIMEOUT_MS: '1s' })).toEqual([expect.stringMatching(/^QUERY_STATEMENT_TIMEOUT_MS/)]);
+    expect(problems({ ...minimal, CHANGES_MAX_WAITERS: '0' })).toEqual([expect.stringMatching(/^CHANGES_MAX_WAITERS/)]);
+  });
+
   it('reads EVENT_MAX_FUTURE_MS, 10 minutes by default, at most a day', () => {
     expect(AppConfig.fromEnvironment(minimal).eventMaxFutureMs).toBe(600_000);
     expect(AppConfig.fromEnvironment({ ...minimal, EVENT_MAX_FUTURE_MS: '0' }).eventMaxFutureMs).toBe(0);

@@ -34,6 +34,12 @@ export class AppConfig {
   readonly databaseReadUrl: string | undefined;
   /** Connections of the read pool (the replica's), apart from DATABASE_POOL_SIZE. */
   readonly databaseReadPoolSize: number;
+  /** Connections of the query endpoints on the primary, apart from DATABASE_POOL_SIZE (see database/query-pool.ts). */
+  readonly databaseQueryPoolSize: number;
+  /** Every statement of the query endpoints, on the primary or the replica, is cut after this long. */
+  readonly queryStatementTimeoutMs: number;
+  /** Long polls of GET /changes waiting at once in this process at most. */
+  readonly changesMaxWaiters: number;
   readonly pozy: {
     readonly apiUrl: string;
     readonly apiKey: string;
@@ -138,6 +144,9 @@ export class AppConfig {
     this.databasePoolSize = env.DATABASE_POOL_SIZE;
     this.databaseReadUrl = env.DATABASE_READ_URL;
     this.databaseReadPoolSize = env.DATABASE_READ_POOL_SIZE;
+    this.databaseQueryPoolSize = env.DATABASE_QUERY_POOL_SIZE;
+    this.queryStatementTimeoutMs = env.QUERY_STATEMENT_TIMEOUT_MS;
+    this.changesMaxWaiters = env.CHANGES_MAX_WAITERS;
     this.pozy = Object.freeze({
       apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
       apiKey: env.POZY_API_KEY,

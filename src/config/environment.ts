@@ -425,6 +425,27 @@ export class EnvironmentVariables {
   @Max(200)
   DATABASE_READ_POOL_SIZE = 10;
 
+  /** Connections of the query endpoints on the primary, apart from DATABASE_POOL_SIZE: reads can never take the receiver's. */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  DATABASE_QUERY_POOL_SIZE = 5;
+
+  /** Every statement of the query endpoints (on the primary and on the read replica) is cut after this long. */
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(600_000)
+  QUERY_STATEMENT_TIMEOUT_MS = 5_000;
+
+  /** Long polls of GET /changes waiting at once in this process; past it, 503. */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  CHANGES_MAX_WAITERS = 1_000;
+
   @toInt()
   @IsInt()
   @Min(100)
@@ -550,6 +571,9 @@ export const VARIABLES = [
   'SPOOL_DIR',
   'DATABASE_POOL_SIZE',
   'DATABASE_READ_POOL_SIZE',
+  'DATABASE_QUERY_POOL_SIZE',
+  'QUERY_STATEMENT_TIMEOUT_MS',
+  'CHANGES_MAX_WAITERS',
   'ACK_TIMEOUT_MS',
   'SPOOL_RETRY_FIRST_MS',
   'SPOOL_RETRY_SECOND_MS',

@@ -8,6 +8,7 @@ import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
 import { DatabaseService, Db } from './database.service';
+import { queryPoolOptions, QueryPool } from './query-pool';
 import { LagTracker, parseLsn } from './replica-lag';
 
 /** Where one request reads. */
@@ -40,8 +41,8 @@ function isConnectionError(error: unknown): boolean {
 
 /**
  * The read replica (DATABASE_READ_URL): a streaming standby of the primary that the query endpoints read from unless
- * a request asks for `consistency=strong`. Its own pool (DATABASE_READ_POOL_SIZE) and Kysely `Db`; no Prisma Client,
- * since the query code reads through Kysely only.
+ * a request asks for `consistency=strong`. Its own pool (DATABASE_READ_POOL_SIZE, with the query pool's statement
+ * timeout) and Kysely `Db`; no Prisma Client, since the query code reads through Kysely only.
  *
  * A sampler reads the primary's flushed WAL position, then the replica's replay position, every REPLICA_LAG_SAMPLE_MS; the
  * lag (replica-lag.ts) is computed from those when an answer is sent. The replica is used only while its samples
@@ -63,6 +64,7 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
   constructor(
     config: AppConfig,
     private readonly database: DatabaseService,
+    private readonly queries: QueryPool,
     metrics: MetricsService,
   ) {
     this.fallbacks = metrics.counter({
@@ -76,7 +78,7 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
       connectionString: config.databaseReadUrl,
       max: config.databaseReadPoolSize,
       application_name: 'pozy-sync-read',
-      connectionTimeoutMillis: 2_000,
+      ...queryPoolOptions(config),
     });
     pool.on('error', (error) => this.logger.warn(`Idle read replica connection failed: ${error.message}`));
     pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Read replica connection failed: ${error.message}`)));
@@ -140,8 +142,9 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
     return { db: this.replica.db, fromReplica: true };
   }
 
+  /** The primary, through the query endpoints' own pool (query-pool.ts), never the one the receiver and the worker use. */
   primary(): ReadTarget {
-    return { db: this.database.db, fromReplica: false };
+    return { db: this.queries.db, fromReplica: false };
   }
 
   /** Ms the replica is behind now (see LagTracker); undefined when it is not known. */

@@ -85,4 +85,22 @@ describe('ReplicaReadInterceptor', () => {
     expect(refused.outcome).toEqual({ error: bad });
     expect(refused.headers).toEqual({});
   });
+
+  it('answers a read cut by the statement timeout, or that found no connection free, with a 503 and Retry-After', async () => {
+    const timedOut = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const cut = await intercept({ consistency: 'strong' }, async () => Promise.reject(timedOut));
+    expect(cut.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'query_timeout', retryAfterS: 5 }) });
+    // Not the replica's fault: the same statement would run as long on the primary.
+    const onReplica = await intercept({}, async () => Promise.reject(timedOut));
+    expect(onReplica.dbs).toEqual([replicaDb]);
+    expect(onReplica.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'query_timeout' }) });
+    expect(onReplica.headers).toEqual({ 'X-Replica-Lag-Ms': '42' });
+
+    const busy = await intercept({ consistency: 'strong' }, async () => Promise.reject(new Error('timeout exceeded when trying to connect')));
+    expect(busy.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'overloaded', retryAfterS: 1 }) });
+
+    // An operator's cancel (the same SQLSTATE, another message) is no timeout of ours.
+    const cancelled = Object.assign(new Error('canceling statement due to user request'), { code: '57014' });
+    expect((await intercept({ consistency: 'strong' }, async () => Promise.reject(cancelled))).outcome).toEqual({ error: cancelled });
+  });
 });

@@ -12,8 +12,10 @@ import { ApiExtension } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { catchError, Observable, tap, throwError } from 'rxjs';
 import { ApiError } from '../common/api-error';
+import { ApiErrorResponse } from '../common/error-body.dto';
 import { REPLICA_LAG_HEADER, REPLICA_READ_EXTENSION } from '../common/read-consistency';
 import type { Db } from './database.service';
+import { queryRefusal } from './query-pool';
 import { ReadReplica, ReadTarget } from './read-replica.service';
 
 const READ_TARGET = Symbol('readTarget');
@@ -21,8 +23,9 @@ type RequestWithTarget = FastifyRequest & { [READ_TARGET]?: ReadTarget };
 
 /**
  * Chooses where the request reads, before its handler runs: the read replica unless `consistency=strong` (or no
- * replica, or it is unavailable). An answer read from the replica carries X-Replica-Lag-Ms; a read the replica could
- * not serve (unreachable, a recovery conflict) is run again, whole, on the primary.
+ * replica, or it is unavailable), else the primary through the query endpoints' own pool. An answer read from the
+ * replica carries X-Replica-Lag-Ms; a read the replica could not serve (unreachable, a recovery conflict) is run again,
+ * whole, on the primary. A read cut by the statement timeout, or that found no connection free, answers a 503.
  */
 @Injectable()
 export class ReplicaReadInterceptor implements NestInterceptor {
@@ -45,6 +48,7 @@ export class ReplicaReadInterceptor implements NestInterceptor {
         request[READ_TARGET] = this.replica.primary();
         return next.handle();
       }),
+      catchError((error: unknown) => throwError(() => queryRefusal(error) ?? error)),
       tap({
         next: stampLag,
         // A 404 read from a replica behind may be the lag: say so. A 400 read nothing.
@@ -62,7 +66,12 @@ export class ReplicaReadInterceptor implements NestInterceptor {
  * parameter passed to the query code, and `consistency` in the query DTO (`ConsistencyQuery` or `@ConsistencyParam()`).
  */
 export const ReplicaRead = (): MethodDecorator & ClassDecorator =>
-  applyDecorators(UseInterceptors(ReplicaReadInterceptor), ApiExtension(REPLICA_READ_EXTENSION, true));
+  applyDecorators(UseInterceptors(ReplicaReadInterceptor), ApiExtension(REPLICA_READ_EXTENSION, true), ApiErrorResponse(503, QUERY_REFUSALS));
+
+/** The 503s of every query endpoint (query-pool.ts), with `Retry-After`. */
+export const QUERY_REFUSALS =
+  '`query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); ' +
+  '`overloaded`: every connection for queries (DATABASE_QUERY_POOL_SIZE) stayed busy. Both with `Retry-After`.';
 
 /** The `Db` this request reads through (the replica's or the primary's), chosen by `@ReplicaRead()`. */
 export const ReadDb = createParamDecorator((_data: unknown, context: ExecutionContext): Db => {

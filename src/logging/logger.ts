@@ -56,13 +56,15 @@ export function configuredSecrets(config: AppConfig): string[] {
 /**
  * One line per request, written when the answer is sent, with the request's id (Fastify's child logger binds it as
  * `requestId`). Fastify's own two lines per request are turned off in app.factory.ts. Probes and scrapes are
- * logged at debug: they come every few seconds.
+ * logged at debug: they come every few seconds. A 5xx with `Retry-After` is load the service chose to shed (a query
+ * past its timeout, no connection free, too many long polls), not a failure: a warning.
  */
 export function logRequests(fastify: FastifyInstance, config: AppConfig): void {
   const secrets = configuredSecrets(config);
   fastify.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
-    const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : /^\/(health|metrics)/.test(request.url) ? 'debug' : 'info';
+    const shed = status >= 500 && reply.hasHeader('retry-after');
+    const level = status >= 500 && !shed ? 'error' : status >= 400 ? 'warn' : /^\/(health|metrics)/.test(request.url) ? 'debug' : 'info';
     // Fastify's child of the pino logger given to it in app.factory.ts.
     if ((request.log as Pino).isLevelEnabled(level)) {
       const eventId = request.headers['x-pozy-event-id'];

@@ -1,0 +1,86 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Kysely, PostgresDialect } from 'kysely';
+import { Pool, PoolConfig } from 'pg';
+import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
+import type { DB } from '../generated/kysely/database';
+import type { Db } from './database.service';
+
+/** How long a query waits for one of the pool's connections before it is refused (and how long a connect may take). */
+export const QUERY_CONNECTION_WAIT_MS = 2_000;
+/** A query refused because every connection stayed busy: soon, since each is held at most a statement timeout. */
+const BUSY_RETRY_AFTER_S = 1;
+/** A query that ran out of time: not at once, since the same query on the same load would again. */
+const TIMEOUT_RETRY_AFTER_S = 5;
+
+/** 57014 is also an operator's pg_cancel_backend; only the statement timeout's message names it. */
+const QUERY_CANCELED = '57014';
+const STATEMENT_TIMEOUT = /statement timeout/i;
+/** pg-pool's error when no connection came free in time (connectionTimeoutMillis while the pool was full). */
+const POOL_WAIT_TIMEOUT = /timeout exceeded when trying to connect/i;
+
+/**
+ * What every pool of the query endpoints shares (this one on the primary, and the read replica's): each statement is
+ * cut after QUERY_STATEMENT_TIMEOUT_MS, set once per connection when it connects (no round trip per query), and a
+ * request waits at most QUERY_CONNECTION_WAIT_MS for a connection.
+ */
+export function queryPoolOptions(config: AppConfig): Pick<PoolConfig, 'statement_timeout' | 'connectionTimeoutMillis'> {
+  return { statement_timeout: config.queryStatementTimeoutMs, connectionTimeoutMillis: QUERY_CONNECTION_WAIT_MS };
+}
+
+/**
+ * The query endpoints' own pool on the primary (GET /posts, /accounts, /changes and their `/:id` and `/head`):
+ * DATABASE_QUERY_POOL_SIZE connections apart from DATABASE_POOL_SIZE, so that however many slow reads arrive, they
+ * wait for one of these and never for a connection the webhook receiver or the worker needs. Past the wait, and past
+ * the statement timeout, the request is answered a clear 503 (`queryRefusal`, through `@ReplicaRead()`'s interceptor).
+ */
+@Injectable()
+export class QueryPool implements OnApplicationShutdown {
+  private readonly logger = new Logger(QueryPool.name);
+  readonly pool: Pool;
+  readonly db: Db;
+
+  constructor(config: AppConfig) {
+    this.pool = new Pool({
+      connectionString: config.requireDatabaseUrl(),
+      max: config.databaseQueryPoolSize,
+      application_name: 'pozy-sync-query',
+      ...queryPoolOptions(config),
+    });
+    this.pool.on('error', (error) => this.logger.warn(`Idle query connection failed: ${error.message}`));
+    this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Query connection failed: ${error.message}`)));
+    this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/**
+ * The 503 a query's failure answers when the cause is time or capacity rather than the query itself (so retrying later
+ * may succeed, and a bug still answers 500); undefined for any other failure.
+ */
+export function queryRefusal(error: unknown): ApiError | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  if (code === QUERY_CANCELED && STATEMENT_TIMEOUT.test(message)) {
+    return new ApiError(
+      503,
+      'query_timeout',
+      'The query ran longer than QUERY_STATEMENT_TIMEOUT_MS allows and was stopped: narrow it (rarer words, no phrase of common words) or try again later',
+      undefined,
+      TIMEOUT_RETRY_AFTER_S,
+    );
+  }
+  if (POOL_WAIT_TIMEOUT.test(message)) {
+    return new ApiError(
+      503,
+      'overloaded',
+      `Every database connection for queries (DATABASE_QUERY_POOL_SIZE) stayed busy for ${QUERY_CONNECTION_WAIT_MS} ms; try again shortly`,
+      undefined,
+      BUSY_RETRY_AFTER_S,
+    );
+  }
+  return undefined;
+}
