@@ -10,6 +10,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import type { FeedItem } from './support/feed-follower';
 import { Harness, startHarness } from './support/harness';
 import { waitFor } from './support/service';
+import { measured } from './support/committed';
 
 const WAITERS = 600;
 const CHANGES = 30;
@@ -61,34 +62,7 @@ class LongPoller {
   }
 }
 
-/**
- * Transactions committed in the test's database, as PostgreSQL counts them (pg_stat_database): every statement the
- * service sends outside a transaction is one. Read from another database, so that reading it counts nothing.
- */
-async function committed(admin: Pool, name: string): Promise<number> {
-  const { rows } = await admin.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [name]);
-  return Number(rows[0].n);
-}
-
-/**
- * PostgreSQL's backends report their counts at most once a second, and an idle one within 10 s (PGSTAT_IDLE_INTERVAL
- * in pgstat.c): a count read this long after something happened includes it.
- */
-const REPORTED_WITHIN_MS = 11_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * Transactions committed in the test's database from the start of `phase` until REPORTED_WITHIN_MS after it, and that
- * span in seconds. `settled`: everything before the phase was reported already (a phase measured right before).
- */
-async function measured(admin: Pool, name: string, phase: () => Promise<void>, settled = false): Promise<{ total: number; seconds: number }> {
-  if (!settled) await sleep(REPORTED_WITHIN_MS);
-  const before = await committed(admin, name);
-  const started = Date.now();
-  await phase();
-  await sleep(REPORTED_WITHIN_MS);
-  return { total: (await committed(admin, name)) - before, seconds: (Date.now() - started) / 1000 };
-}
 
 describe(`GET /changes with ${WAITERS} long polls at once: one reader for all of them`, () => {
   let db: TestDatabase;

@@ -4,6 +4,7 @@ import { AckSpool } from '../src/webhooks/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';
+import { measured } from './support/committed';
 import { RunningService, startService, waitFor } from './support/service';
 
 /** Anonymous callers at once, spread over the three endpoints: far more than the test's pool (10) could serve each. */
@@ -24,8 +25,6 @@ interface Phase {
   acks: number[];
   webhookStatuses: number[];
   spooled: number;
-  /** Transactions the test database committed meanwhile (pg_stat_database; the test reads it from another database). */
-  commits: number;
   /** Status answers by HTTP status. */
   statusAnswers: Map<number, number>;
   /** The most connections seen reading the status at once (pg_stat_activity, sampled). */
@@ -87,8 +86,6 @@ describe('GET /, /sync/status and /metrics flooded by anonymous callers while we
     await db?.drop();
   });
 
-  const committed = async () =>
-    Number((await stats.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1', [db.name])).rows[0].n);
   const statusConnections = async () =>
     Number(
       (
@@ -100,9 +97,8 @@ describe('GET /, /sync/status and /metrics flooded by anonymous callers while we
     );
 
   async function phase(lengthMs: number, load: { webhooks: boolean; flood: boolean }): Promise<Phase> {
-    const result: Phase = { acks: [], webhookStatuses: [], spooled: 0, commits: 0, statusAnswers: new Map(), statusConnections: 0 };
+    const result: Phase = { acks: [], webhookStatuses: [], spooled: 0, statusAnswers: new Map(), statusConnections: 0 };
     const base = harness.service.baseUrl;
-    const before = await committed();
     const started = Date.now();
     const running = () => Date.now() - started < lengthMs;
     const sender = async () => {
@@ -134,13 +130,16 @@ describe('GET /, /sync/status and /metrics flooded by anonymous callers while we
       ...(load.flood ? [...Array.from({ length: CLIENTS }, (_, c) => caller(c)), sampler()] : []),
       new Promise((resolve) => setTimeout(resolve, lengthMs)),
     ]);
-    result.commits = (await committed()) - before;
     return result;
   }
 
   it('reads the figures about once a second on one connection for every caller, and never makes a webhook wait for them', async () => {
-    const idle = await phase(COUNT_MS, { webhooks: false, flood: false });
-    const floodAlone = await phase(COUNT_MS, { webhooks: false, flood: true });
+    // Transactions the test database committed (pg_stat_database, read from another database), each phase counted up
+    // to when PostgreSQL has reported its last commits.
+    const idleCount = await measured(stats, db.name, () => phase(COUNT_MS, { webhooks: false, flood: false }));
+    const floodCount = await measured(stats, db.name, () => phase(COUNT_MS, { webhooks: false, flood: true }), true);
+    const idle = { ...idleCount.result, commits: idleCount.total };
+    const floodAlone = { ...floodCount.result, commits: floodCount.total };
     const quiet = await phase(WEBHOOKS_MS, { webhooks: true, flood: false });
     const flooded = await phase(WEBHOOKS_MS, { webhooks: true, flood: true });
     await settled(harness);
@@ -189,7 +188,7 @@ describe('a status statement that runs past its time limit', () => {
     // Bounded here too: a status read that waits for the lock instead would hold the test until it is released.
     const response = await fetch(`${service.baseUrl}${path}`, { signal: AbortSignal.timeout(20_000) });
     const text = await response.text();
-    return { status: response.status, type: response.headers.get('content-type'), text };
+    return { status: response.status, type: response.headers.get('content-type'), retryAfter: response.headers.get('retry-after'), text };
   };
 
   it('answers 503 status_timeout in JSON on all three endpoints, while webhooks go on, and the figures once it passes', async () => {
@@ -205,7 +204,7 @@ describe('a status statement that runs past its time limit', () => {
       await locker.query('LOCK TABLE dead_letter IN ACCESS EXCLUSIVE MODE');
       const answers = await Promise.all(['/sync/status', '/', '/metrics'].map(get));
       for (const answer of answers) {
-        expect(answer).toMatchObject({ status: 503, type: 'application/json; charset=utf-8' });
+        expect(answer).toMatchObject({ status: 503, type: 'application/json; charset=utf-8', retryAfter: '2' });
         expect(JSON.parse(answer.text)).toEqual({
           statusCode: 503,
           error: 'status_timeout',

@@ -57,6 +57,9 @@ export class QueryPool implements OnApplicationShutdown {
   }
 }
 
+/** pg-pool gave up waiting for a free connection: the pool stayed full (not the query's fault). */
+export const isPoolWaitTimeout = (error: unknown): boolean => error instanceof Error && POOL_WAIT_TIMEOUT.test(error.message);
+
 /**
  * The 503 a query's failure answers when the cause is time or capacity rather than the query itself (so retrying later
  * may succeed, and a bug still answers 500); undefined for any other failure.
@@ -73,7 +76,7 @@ export function queryRefusal(error: unknown): ApiError | undefined {
       TIMEOUT_RETRY_AFTER_S,
     );
   }
-  if (POOL_WAIT_TIMEOUT.test(message)) {
+  if (isPoolWaitTimeout(error)) {
     return new ApiError(
       503,
       'overloaded',

@@ -4,7 +4,7 @@ import { ApiErrorResponse } from '../common/error-body.dto';
 import { ReadDetail, StatusAccess, StatusDetail } from '../common/read-access';
 import { SyncStatus, SyncStatusService } from './sync-status.service';
 import { SyncStatusResponse } from './dto/sync-status.response';
-import { STATUS_STATEMENT_TIMEOUT_MS } from './sync-figures.repository';
+import { STATUS_UNAVAILABLE } from './status-snapshot.service';
 
 /** How far behind the mirror is, from the database alone. */
 @ApiTags('Health')
@@ -21,10 +21,7 @@ export class SyncStatusController {
   })
   @ApiOkResponse({ type: SyncStatusResponse })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  @ApiErrorResponse(
-    503,
-    `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked).`,
-  )
+  @ApiErrorResponse(503, STATUS_UNAVAILABLE)
   status(@StatusDetail() detail: ReadDetail): Promise<SyncStatus> {
     return this.syncStatus.status(detail);
   }

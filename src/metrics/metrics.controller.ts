@@ -21,7 +21,7 @@ export class MetricsController {
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
   @ApiErrorResponse(
     503,
-    '`status_timeout`: a statement reading the database gauges ran past its time limit (the database is busy, or a table locked).',
+    '`status_timeout`: a statement reading the database gauges ran past its time limit (the database is busy, or a table locked); `overloaded`: every database connection stayed busy. Both with `Retry-After`.',
   )
   render(): Promise<string> {
     return this.metrics.render();

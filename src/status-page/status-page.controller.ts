@@ -6,7 +6,7 @@ import { ApiErrorResponse } from '../common/error-body.dto';
 import { ReadDetail, StatusAccess, StatusDetail } from '../common/read-access';
 import { StatusPageService } from './status-page.service';
 import { contentSecurityPolicy, renderStatusPage } from './status-page.template';
-import { STATUS_STATEMENT_TIMEOUT_MS } from '../health/sync-figures.repository';
+import { STATUS_UNAVAILABLE } from '../health/status-snapshot.service';
 
 /**
  * The operator's status page, read-only (replaying needs the admin token, pasted into the page). Public with
@@ -29,10 +29,7 @@ export class StatusPageController {
     content: { 'text/html': { schema: { type: 'string', example: '<!doctype html><html lang="en">…</html>' } } },
   })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  @ApiErrorResponse(
-    503,
-    `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked).`,
-  )
+  @ApiErrorResponse(503, STATUS_UNAVAILABLE)
   async render(@StatusDetail() detail: ReadDetail, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const data = await this.page.gather(detail);
     // A fresh nonce per response: an injected script could not guess it.
