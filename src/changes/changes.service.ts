@@ -1,8 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { SharedInFlight } from '../common/shared-computation';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService, Db } from '../database/database.service';
-import { ChangeFilter, ChangeRepository } from './change.repository';
+import { ChangeFilter, ChangePageRead, ChangeRepository } from './change.repository';
 import { ChangeSignal } from './change-signal';
 import { oldestAvailable } from './change-cursor';
 import { ChangeTail, TailOutcome, TailRequest } from './change-tail';
@@ -28,6 +29,11 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
   private longPolls = 0;
   /** One tail reader per database the feed is read from (the primary's query pool, the read replica). */
   private readonly tails = new Map<Db, ChangeTail>();
+  /**
+   * Reads in flight per database, by cursor, limit and filter: requests asking the same at once (a burst of long polls
+   * at the head, one client repeating itself) share one statement instead of taking a connection each.
+   */
+  private readonly pages = new Map<Db, SharedInFlight<ChangePageRead>>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -98,7 +104,7 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
       if (outcome === undefined || outcome.kind === 'behind') {
         // Behind the head (or the tail has handed out what follows the cursor): an ordinary read, as without wait.
         const at = Date.now();
-        const read = await this.changes.page(db, after, request.limit, request.scan, request.filter);
+        const read = await this.page(db, after, request.limit, request.scan, request.filter);
         const expired = expiredCursor(after, read.oldest);
         if (expired) throw expired;
         const page = toPage(read, after, request.limit, request.scan);
@@ -117,11 +123,22 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
   }
 
   private read(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePage> {
-    return this.changes.page(db, after, limit, scan, filter).then((read) => {
+    return this.page(db, after, limit, scan, filter).then((read) => {
       const expired = expiredCursor(after, read.oldest);
       if (expired) throw expired;
       return toPage(read, after, limit, scan);
     });
+  }
+
+  /** ChangeRepository.page, shared with the requests asking the same of the same database right now. */
+  private page(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
+    let pages = this.pages.get(db);
+    if (!pages) {
+      pages = new SharedInFlight<ChangePageRead>();
+      this.pages.set(db, pages);
+    }
+    const key = JSON.stringify([after, limit, scan, filter.types ?? null, filter.profileId ?? null, filter.platform ?? null]);
+    return pages.get(key, () => this.changes.page(db, after, limit, scan, filter));
   }
 
   private tail(db: Db): ChangeTail {

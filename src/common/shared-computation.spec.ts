@@ -1,4 +1,4 @@
-import { SharedComputation } from './shared-computation';
+import { SharedComputation, SharedInFlight } from './shared-computation';
 
 const REUSE_MS = 1_000;
 
@@ -81,5 +81,41 @@ describe('SharedComputation', () => {
       throw new Error('no connection');
     }, REUSE_MS);
     await expect(shared.get()).rejects.toThrow('no connection');
+  });
+});
+
+describe('SharedInFlight', () => {
+  /** Computations the test settles by hand, by the order they started. */
+  function manual() {
+    const started: Array<{ key: string; resolve: (value: string) => void; reject: (error: Error) => void }> = [];
+    const shared = new SharedInFlight<string>();
+    const get = (key: string) => shared.get(key, () => new Promise<string>((resolve, reject) => started.push({ key, resolve, reject })));
+    return { get, started };
+  }
+
+  it('shares a computation among the callers asking for its key while it runs, and no other key', async () => {
+    const m = manual();
+    const a = [m.get('after=7'), m.get('after=7'), m.get('after=7')];
+    const b = m.get('after=8');
+    expect(m.started.map((s) => s.key)).toEqual(['after=7', 'after=8']);
+    m.started[0].resolve('page 7');
+    m.started[1].resolve('page 8');
+    expect(await Promise.all(a)).toEqual(['page 7', 'page 7', 'page 7']);
+    expect(await b).toBe('page 8');
+  });
+
+  it('keeps nothing once it settled: the next caller computes again, after a success or a failure', async () => {
+    const m = manual();
+    const first = m.get('k');
+    m.started[0].reject(new Error('statement timeout'));
+    await expect(first).rejects.toThrow('statement timeout');
+    const second = m.get('k');
+    expect(m.started).toHaveLength(2);
+    m.started[1].resolve('fresh');
+    expect(await second).toBe('fresh');
+    const third = m.get('k');
+    expect(m.started).toHaveLength(3);
+    m.started[2].resolve('fresher');
+    expect(await third).toBe('fresher');
   });
 });

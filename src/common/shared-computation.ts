@@ -32,3 +32,21 @@ export class SharedComputation<T> {
     return this.compute();
   }
 }
+
+/**
+ * Computations by key, shared by the callers that ask for the same key while it is in flight; nothing is kept once it
+ * settles, so a caller never gets an answer computed before a computation it could have started itself had finished.
+ */
+export class SharedInFlight<T> {
+  private readonly inFlight = new Map<string, Promise<T>>();
+
+  get(key: string, compute: () => Promise<T>): Promise<T> {
+    const running = this.inFlight.get(key);
+    if (running) return running;
+    const outcome = (async () => compute())();
+    this.inFlight.set(key, outcome);
+    const forget = () => this.inFlight.delete(key);
+    outcome.then(forget, forget);
+    return outcome;
+  }
+}
