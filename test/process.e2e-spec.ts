@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -49,7 +49,9 @@ describe('the built service as a process (node dist/main.js)', () => {
 
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ eventId: event.id, duplicate: false });
-      const client = new Client({ connectionString: `postgresql://postgres:pozy-sync@127.0.0.1:${databasePort}/pozy_sync` });
+      // The data directory's own password, generated on its first start, beside it.
+      const password = encodeURIComponent(readFileSync(join(cwd, '.data', 'postgres.password'), 'utf8').trim());
+      const client = new Client({ connectionString: `postgresql://postgres:${password}@127.0.0.1:${databasePort}/pozy_sync` });
       await client.connect();
       const { rows } = await client.query('SELECT id FROM pozy_event');
       await client.end();
