@@ -8,6 +8,8 @@ class FakeFeed {
   /** What the database answers: all rows, or (a replica behind) only up to this position. */
   visibleUpTo = Infinity;
   failWith: Error | undefined;
+  /** While set, a read waits for it before it looks (a slow statement). */
+  gate: Promise<void> | undefined;
 
   add(type = 'post.changed', profileIds: string[] = []): string {
     const position = String(this.rows.length + 1);
@@ -27,6 +29,7 @@ class FakeFeed {
   read = async (after: string, limit: number): Promise<ChangePageRead> => {
     this.reads += 1;
     await new Promise((resolve) => setImmediate(resolve));
+    await this.gate;
     if (this.failWith) throw this.failWith;
     const visible = this.rows.filter((row) => Number(row.position) <= this.visibleUpTo);
     const rows = visible.filter((row) => Number(row.position) > Number(after) && Number(row.position) <= Number(after) + limit).slice(0, limit);
@@ -102,13 +105,36 @@ describe('ChangeTail: one reader for every long poll at the head', () => {
     expect(expired).toMatchObject({ kind: 'failed', error: { status: 410, code: 'cursor_expired' } });
   });
 
+  it('never joins a read begun past the head of the reader that started the tail again meanwhile', async () => {
+    // The tail reads up to 3, then a reader waits at 3 while the read for 4 is slow.
+    const first = tail.wait(request('2'), { oldest: '1', newest: '2', at: Date.now() });
+    tail.wake(feed.add());
+    expect(cursors(await first)).toEqual(['3']);
+    let open = () => undefined as void;
+    feed.gate = new Promise<void>((resolve) => (open = resolve));
+    const short = tail.wait(request('3', { deadline: Date.now() + 500 }));
+    const reads = feed.reads;
+    tail.wake(feed.add());
+    while (feed.reads === reads) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(cursors(await short)).toEqual([]);
+    // Nobody waits and it read over RECHECK_MS ago: the tail is idle, its read for 4 still out.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(tail.covers('3')).toBe(false);
+    // A reader whose own (slow, shared) read saw the feed end at 2 starts it again from there.
+    const late = tail.wait(request('2'), { oldest: '1', newest: '2', at: Date.now() - 1_500 });
+    feed.gate = undefined;
+    open();
+    expect(cursors(await late)).toEqual(['3', '4']);
+  });
+
   it('looks again every 50 ms for an announced position a replica has not replayed yet', async () => {
     feed.visibleUpTo = 2;
     const waiting = tail.wait(request('2'), { oldest: '1', newest: '2', at: Date.now() });
+    const announced = Date.now();
     tail.wake(feed.add());
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    // Several looks within 300 ms (not one a second), none finding it yet.
-    expect(feed.reads).toBeGreaterThanOrEqual(3);
+    // Five looks, none finding it yet: at one a second that would take 4 s, at one every 50 ms a quarter of that.
+    while (feed.reads < 5 && Date.now() - announced < 2_500) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(feed.reads).toBeGreaterThanOrEqual(5);
     expect(tail.size).toBe(1);
     feed.visibleUpTo = Infinity;
     expect(cursors(await waiting)).toEqual(['3']);

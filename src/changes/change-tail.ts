@@ -199,7 +199,8 @@ export class ChangeTail {
       if (this.waiters.size === 0 || this.kept === undefined) return;
       const wasDirty = this.dirty;
       this.dirty = false;
-      const from = this.kept.to;
+      const base = this.kept;
+      const from = base.to;
       const startedAt = Date.now();
       const number = ++this.reads;
       let read: ChangePageRead;
@@ -209,7 +210,13 @@ export class ChangeTail {
         for (const waiter of [...this.waiters]) this.settle(waiter, { kind: 'failed', error });
         return;
       }
-      const kept = joinWindows(this.kept, windowOf(from, read, TAIL_BATCH), KEPT);
+      // The tail went idle during the read and a reader started it again from its own, older read (wait()): this read
+      // began past that reader's head, so joining it would claim entries it never read. Read again from there.
+      if (this.kept !== base) {
+        this.dirty ||= wasDirty;
+        continue;
+      }
+      const kept = joinWindows(base, windowOf(from, read, TAIL_BATCH), KEPT);
       this.kept = kept;
       this.readAt = startedAt;
       if (this.target !== undefined && this.target <= kept.to) this.target = undefined;
