@@ -16,8 +16,13 @@ const TIMEOUT_RETRY_AFTER_S = 5;
 /** 57014 is also an operator's pg_cancel_backend; only the statement timeout's message names it. */
 const QUERY_CANCELED = '57014';
 const STATEMENT_TIMEOUT = /statement timeout/i;
-/** pg-pool's error when no connection came free in time (connectionTimeoutMillis while the pool was full). */
-const POOL_WAIT_TIMEOUT = /timeout exceeded when trying to connect/i;
+/**
+ * A connection could not be had in time, through no fault of the statement: pg-pool waited for a free one past
+ * connectionTimeoutMillis, or a new one took longer than that to open, or PostgreSQL refused one (too many
+ * connections, or starting up or shutting down).
+ */
+const NO_CONNECTION_MESSAGES = /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i;
+const NO_CONNECTION_CODES = new Set(['53300', '57P03']);
 
 /**
  * What every pool of the query endpoints shares (this one on the primary, and the read replica's): each statement is
@@ -57,8 +62,11 @@ export class QueryPool implements OnApplicationShutdown {
   }
 }
 
-/** pg-pool gave up waiting for a free connection: the pool stayed full (not the query's fault). */
-export const isPoolWaitTimeout = (error: unknown): boolean => error instanceof Error && POOL_WAIT_TIMEOUT.test(error.message);
+/** No database connection came in time (the pool stayed full, or PostgreSQL had none to give): not the query's fault. */
+export function isNoConnection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === 'string' && NO_CONNECTION_CODES.has(code)) || (error instanceof Error && NO_CONNECTION_MESSAGES.test(error.message));
+}
 
 /**
  * The 503 a query's failure answers when the cause is time or capacity rather than the query itself (so retrying later
@@ -76,11 +84,11 @@ export function queryRefusal(error: unknown): ApiError | undefined {
       TIMEOUT_RETRY_AFTER_S,
     );
   }
-  if (isPoolWaitTimeout(error)) {
+  if (isNoConnection(error)) {
     return new ApiError(
       503,
       'overloaded',
-      `Every database connection for queries (DATABASE_QUERY_POOL_SIZE) stayed busy for ${QUERY_CONNECTION_WAIT_MS} ms; try again shortly`,
+      `No database connection for queries came free within ${QUERY_CONNECTION_WAIT_MS} ms (DATABASE_QUERY_POOL_SIZE, or the server's own limit); try again shortly`,
       undefined,
       BUSY_RETRY_AFTER_S,
     );

@@ -96,8 +96,19 @@ describe('ReplicaReadInterceptor', () => {
     expect(onReplica.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'query_timeout' }) });
     expect(onReplica.headers).toEqual({ 'X-Replica-Lag-Ms': '42' });
 
-    const busy = await intercept({ consistency: 'strong' }, async () => Promise.reject(new Error('timeout exceeded when trying to connect')));
-    expect(busy.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'overloaded', retryAfterS: 1 }) });
+    // No connection in time: the pool stayed full, a new connection took too long to open, or PostgreSQL had none to give.
+    for (const noConnection of [
+      new Error('timeout exceeded when trying to connect'),
+      new Error('Connection terminated due to connection timeout'),
+      Object.assign(new Error('sorry, too many clients already'), { code: '53300' }),
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+    ]) {
+      const busy = await intercept({ consistency: 'strong' }, async () => Promise.reject(noConnection));
+      expect({ error: noConnection.message, outcome: busy.outcome }).toEqual({
+        error: noConnection.message,
+        outcome: { error: expect.objectContaining({ status: 503, code: 'overloaded', retryAfterS: 1 }) },
+      });
+    }
 
     // An operator's cancel (the same SQLSTATE, another message) is no timeout of ours.
     const cancelled = Object.assign(new Error('canceling statement due to user request'), { code: '57014' });

@@ -71,7 +71,7 @@ export const ReplicaRead = (): MethodDecorator & ClassDecorator =>
 /** The 503s of every query endpoint (query-pool.ts), with `Retry-After`. */
 export const QUERY_REFUSALS =
   '`query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); ' +
-  '`overloaded`: every connection for queries (DATABASE_QUERY_POOL_SIZE) stayed busy. Both with `Retry-After`.';
+  "`overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). Both with `Retry-After`.";
 
 /** The `Db` this request reads through (the replica's or the primary's), chosen by `@ReplicaRead()`. */
 export const ReadDb = createParamDecorator((_data: unknown, context: ExecutionContext): Db => {

@@ -7,7 +7,7 @@ import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-let
 import { SubscriberHealth, SubscriptionRepository } from '../notifications/subscription.repository';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { RunsStatus, SweepService } from '../sweep/sweep.service';
-import { isPoolWaitTimeout } from '../database/query-pool';
+import { isNoConnection } from '../database/query-pool';
 import { isStatementTimeout, STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 
 /** A failed reading is shared with every caller for STATUS_CACHE_MS; the next one is worth trying after this. */
@@ -16,7 +16,7 @@ const RETRY_AFTER_S = 2;
 /** The 503s of the three endpoints that show the figures, for their OpenAPI description. */
 export const STATUS_UNAVAILABLE =
   `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked); ` +
-  '`overloaded`: every database connection stayed busy. Both with `Retry-After`.';
+  '`overloaded`: no database connection came free in time. Both with `Retry-After`.';
 
 /** Dead letters the status page shows, newest first, of both queues together (the delivery queue's are read here). */
 export const PAGE_DEAD_LETTERS = 20;
@@ -83,7 +83,7 @@ export class StatusSnapshots {
         );
       }
       // Every connection busy (an import, a burst of webhooks): the figures wait, the receiver does not.
-      if (isPoolWaitTimeout(error)) {
+      if (isNoConnection(error)) {
         throw new ApiError(
           503,
           'overloaded',
