@@ -19,7 +19,7 @@ export function matchesSearch(eb: ExpressionBuilder<DB, 'post'>, q: string): Exp
  * posts hold. An alternative of negated terms alone matches nearly every post and reads the whole index. The statement
  * timeout (QUERY_STATEMENT_TIMEOUT_MS) cuts what is still slow within these bounds.
  */
-export const SEARCH_LIMITS = { words: 10, phrases: 2, ors: 3, negated: 3 } as const;
+export const SEARCH_LIMITS = { characters: 200, words: 10, phrases: 2, ors: 3, negated: 3 } as const;
 
 interface SearchTerm {
   negated: boolean;
@@ -27,9 +27,14 @@ interface SearchTerm {
   words: number;
 }
 
-/** A word as PostgreSQL's parser splits one: a run of letters and digits (a hyphenated word counts as its parts). */
+/** A word as PostgreSQL's parser splits one: a run of letters and digits. */
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
-const countWords = (text: string) => text.match(WORD)?.length ?? 0;
+/** A hyphenated word: PostgreSQL keeps the whole beside its parts (`spring-sale` is `spring-sale <-> spring <-> sale`). */
+const HYPHENATED = /[\p{L}\p{M}\p{N}]-[\p{L}\p{M}\p{N}]/u;
+
+/** The words PostgreSQL looks up for `text`: each run of letters and digits, and each hyphenated word once more whole. */
+const countWords = (text: string) =>
+  text.split(/\s+/).reduce((sum, token) => sum + (token.match(WORD)?.length ?? 0) + (HYPHENATED.test(token) ? 1 : 0), 0);
 
 /**
  * The search's alternatives (split at `or`), each a list of terms, read the way `websearch_to_tsquery` reads it: text
@@ -70,7 +75,10 @@ function readSearch(q: string): { alternatives: SearchTerm[][]; ors: number } {
         alternatives.push([]);
         continue;
       }
-      term = { negated, phrase: false, words: countWords(token) };
+      // A token of several words (`spring-sale`, `c_d`) is searched as the phrase of its parts: it costs what a phrase
+      // costs. Some of these PostgreSQL keeps as one word (`a.b`, `me@x.com`), counted as phrases all the same.
+      const words = countWords(token);
+      term = { negated, phrase: (token.match(WORD)?.length ?? 0) > 1, words };
     }
     if (term.words > 0) alternatives[alternatives.length - 1].push(term);
   }
@@ -86,7 +94,8 @@ export function searchProblems(q: string): string[] {
   const negated = terms.filter((term) => term.negated).length;
   const problems: string[] = [];
   if (words > SEARCH_LIMITS.words) problems.push(`q holds ${words} words; at most ${SEARCH_LIMITS.words}`);
-  if (phrases > SEARCH_LIMITS.phrases) problems.push(`q holds ${phrases} quoted phrases; at most ${SEARCH_LIMITS.phrases}`);
+  if (phrases > SEARCH_LIMITS.phrases)
+    problems.push(`q holds ${phrases} phrases (in quotes, or words joined like spring-sale); at most ${SEARCH_LIMITS.phrases}`);
   if (ors > SEARCH_LIMITS.ors) problems.push(`q holds ${ors} "or"; at most ${SEARCH_LIMITS.ors}`);
   if (negated > SEARCH_LIMITS.negated) problems.push(`q negates ${negated} terms; at most ${SEARCH_LIMITS.negated}`);
   if (alternatives.some((alternative) => alternative.length > 0 && alternative.every((term) => term.negated)))

@@ -6,7 +6,7 @@ import { PageQuery } from '../../page.query';
 import { BooleanParam, ListParam } from '../../../common/query-params';
 import { POST_FIELD_ORDER } from '../post-fields';
 import { FieldsParam } from '../../whole-object';
-import { IsSearchWithinLimits } from '../post-search';
+import { IsSearchWithinLimits, SEARCH_LIMITS } from '../post-search';
 import { POST_SORTS } from '../post-sort';
 
 export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled', 'deleted'] as const;
@@ -58,17 +58,18 @@ export class ListPostsQuery extends PageQuery {
   includeDeleted?: boolean;
 
   @ApiPropertyOptional({
-    maxLength: 200,
+    maxLength: SEARCH_LIMITS.characters,
     description:
       'Full-text search over the title and the content: PostgreSQL\'s `websearch_to_tsquery` syntax (words, "a phrase", `or`, ' +
       '`-word`), in the `simple` configuration: every language is split into words alike, without stemming, so a word ' +
-      'matches in its exact form, case aside. At most 10 words, 2 phrases, 3 `or` and 3 negated terms, and every ' +
+      `matches in its exact form, case aside. At most ${SEARCH_LIMITS.words} words, ${SEARCH_LIMITS.phrases} phrases (in quotes, ` +
+      `or words joined like spring-sale), ${SEARCH_LIMITS.ors} \`or\` and ${SEARCH_LIMITS.negated} negated terms, and every ` +
       'alternative needs a word that is not negated.',
     example: 'spring sale',
   })
   @IsOptional()
   @IsString()
-  @MaxLength(200)
+  @MaxLength(SEARCH_LIMITS.characters)
   @IsSearchWithinLimits()
   q?: string;
 
