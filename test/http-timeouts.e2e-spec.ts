@@ -1,4 +1,5 @@
-import { connect, Socket } from 'node:net';
+import { createServer } from 'node:http';
+import { AddressInfo, connect, Socket } from 'node:net';
 import { MAX_WAIT_S } from '../src/changes/dto/list-changes.query';
 import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../src/http/server-timeouts';
 import { createTestDatabase, TestDatabase } from './support/database';
@@ -111,4 +112,37 @@ describe('slow and stalled requests', () => {
     // It waited its whole 30 s (no change came), past the limits on receiving a request.
     expect(poll.after).toBeGreaterThan(REQUEST_TIMEOUT_MS);
   }, 120_000);
+
+  it("lets an operator's request work past the idle limit", async () => {
+    const idleMs = service.app.getHttpServer().timeout;
+    // A Pozy that takes longer than the idle limit to say it does not know a post.
+    const slowPozy = createServer((_request, response) => {
+      setTimeout(() => response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Post not found"}'), idleMs + 3_000);
+    });
+    await new Promise<void>((resolve) => slowPozy.listen(0, '127.0.0.1', resolve));
+    const admin = await startService(db.url, {
+      ROLE: 'api',
+      ADMIN_TOKEN: 'admin_token_for_slow_requests',
+      POZY_API_URL: `http://127.0.0.1:${(slowPozy.address() as AddressInfo).port}`,
+      POZY_TIMEOUT_MS: String(idleMs + 30_000),
+      POZY_MAX_RETRIES: '0',
+    });
+    try {
+      // A post the mirror never held is read from Pozy in the request itself.
+      const started = Date.now();
+      const response = await fetch(`${admin.baseUrl}/admin/resync/posts/66aa01f3c2b1e4d5f6a7b8c9`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer admin_token_for_slow_requests' },
+      });
+      expect({ status: response.status, body: await response.json() }).toEqual({
+        status: 404,
+        body: expect.objectContaining({ statusCode: 404, error: 'unknown_to_pozy' }),
+      });
+      expect(Date.now() - started).toBeGreaterThan(idleMs);
+    } finally {
+      await admin.close();
+      slowPozy.closeAllConnections();
+      await new Promise((resolve) => slowPozy.close(resolve));
+    }
+  }, 180_000);
 });

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error';
 import { bearerToken, matchesAnyToken } from './bearer-token';
 import { AppConfig } from '../config/app-config';
+import { keepOpenWhileItWorks } from '../http/server-timeouts';
 
 /** `Authorization: Bearer <ADMIN_TOKEN>`; with no ADMIN_TOKEN configured, admin endpoints are closed (403). */
 @Injectable()
@@ -12,9 +13,11 @@ export class AdminTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const token = this.config.adminToken;
     if (!token) throw new ApiError(403, 'admin_disabled', 'Admin endpoints are disabled: set ADMIN_TOKEN to enable them');
-    const presented = bearerToken(context.switchToHttp().getRequest<FastifyRequest>());
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const presented = bearerToken(request);
     if (!presented) throw new ApiError(401, 'missing_token', 'Authorization: Bearer <ADMIN_TOKEN> is required');
     if (!matchesAnyToken(presented, [token])) throw new ApiError(403, 'invalid_token', 'The admin token is not valid');
+    keepOpenWhileItWorks(request);
     return true;
   }
 }

@@ -8,10 +8,17 @@ import { SubscriberHealth, SubscriptionRepository } from '../notifications/subsc
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { RunsStatus, SweepService } from '../sweep/sweep.service';
 import { isNoConnection } from '../database/query-pool';
+import { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 import { isStatementTimeout, STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 
 /** A failed reading is shared with every caller for STATUS_CACHE_MS; the next one is worth trying after this. */
 const RETRY_AFTER_S = 2;
+/**
+ * A caller waits at most this for the reading in flight, whatever becomes of it: a database that stopped answering
+ * (no statement timeout can fire then) must not hold every caller. The reading itself goes on alone, and no second
+ * one starts before it ends.
+ */
+const READING_DEADLINE_MS = 5_000;
 
 /** The 503s of the three endpoints that show the figures, for their OpenAPI description. */
 export const STATUS_UNAVAILABLE =
@@ -54,9 +61,18 @@ export class StatusSnapshots {
     this.shared = new SharedComputation(() => this.read(), config.statusCacheMs);
   }
 
-  /** The latest snapshot: `503 status_timeout` when one of its statements ran past STATUS_STATEMENT_TIMEOUT_MS. */
+  /** The latest snapshot: `503 status_timeout` when a statement ran past STATUS_STATEMENT_TIMEOUT_MS, or no answer came in READING_DEADLINE_MS. */
   current(): Promise<StatusSnapshot> {
-    return this.shared.get();
+    return withDeadline(this.shared.get(), READING_DEADLINE_MS).catch((error: unknown) => {
+      if (!(error instanceof AckTimeoutError)) throw error;
+      throw new ApiError(
+        503,
+        'status_timeout',
+        `Reading the status figures took longer than ${READING_DEADLINE_MS} ms (the database does not answer); retry shortly`,
+        undefined,
+        RETRY_AFTER_S,
+      );
+    });
   }
 
   private async read(): Promise<StatusSnapshot> {

@@ -1,4 +1,4 @@
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 
 /**
  * How long a client may take over a request, so that slow or stalled uploads cannot hold sockets (and the body
@@ -35,4 +35,13 @@ export function serverTimeouts(silentForMs: number): Pick<FastifyServerOptions, 
     // Read by Node's http.createServer: the checking interval can only be set there.
     http: { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
   };
+}
+
+/**
+ * An operator's request may work longer than any idle limit without a byte sent (a prune run in the request, a read of
+ * Pozy waiting out a budget pause of up to POZY_MAX_PAUSE_MS): its connection is not closed for silence. Only for a
+ * request that showed the admin token, so no anonymous client can hold a socket this way.
+ */
+export function keepOpenWhileItWorks(request: FastifyRequest): void {
+  request.raw.socket?.setTimeout(0);
 }

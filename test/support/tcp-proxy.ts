@@ -1,11 +1,12 @@
 import { createConnection, createServer, Server, Socket } from 'node:net';
 
-export type ProxyMode = 'pass' | 'blackhole';
+export type ProxyMode = 'pass' | 'blackhole' | 'stall';
 
 /**
  * A TCP proxy on loopback in front of PostgreSQL, for outages on demand: `pass` forwards; `blackhole` accepts
- * connections and sends nothing on (what a network partition looks like: timeouts, not refusals). Switching
- * cuts every open connection.
+ * connections and sends nothing on (what a network partition looks like: timeouts, not refusals); switching to either
+ * cuts every open connection. `stall` keeps the open connections and drops what goes either way on them: a server
+ * that stopped answering mid-conversation, which no statement timeout of its own can end.
  */
 export class TcpProxy {
   private mode: ProxyMode = 'pass';
@@ -18,7 +19,8 @@ export class TcpProxy {
       if (this.mode === 'blackhole') return;
       const upstream = createConnection(target);
       this.track(upstream);
-      client.pipe(upstream).pipe(client);
+      client.on('data', (chunk: Buffer) => this.mode !== 'stall' && upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => this.mode !== 'stall' && client.write(chunk));
       const close = () => {
         client.destroy();
         upstream.destroy();
@@ -42,7 +44,7 @@ export class TcpProxy {
 
   set(mode: ProxyMode): void {
     this.mode = mode;
-    for (const socket of this.sockets) socket.destroy();
+    if (mode !== 'stall') for (const socket of this.sockets) socket.destroy();
   }
 
   /** The database URL, through the proxy. */
