@@ -82,18 +82,18 @@ describe('the per-page statements of an import, 200,000 rows into a run', () => 
       );
     await insert(1, SEEN);
     let placed = 0;
-    for (let n = await changes.sequence(5_000); n > 0; n = await changes.sequence(5_000)) placed += n;
+    for (let n = (await changes.place(5_000)).placed; n > 0; n = (await changes.place(5_000)).placed) placed += n;
     expect(placed).toBe(SEEN);
     await insert(SEEN + 1, SEEN + 500);
     sent();
     // The pass that meets the dead entries first may read them; it leaves them marked for the next ones.
-    expect(await changes.sequence(5_000)).toBe(500);
+    expect((await changes.place(5_000)).placed).toBe(500);
     const pass = statement(/^with "next"/i);
     await insert(SEEN + 501, SEEN + 1_000);
 
     // The next pass, as the sequencer sends it, explained (and rolled back), then run.
     const { plan } = await explainAnalyzed(pool, pass);
-    expect(await changes.sequence(5_000)).toBe(500);
+    expect((await changes.place(5_000)).placed).toBe(500);
 
     // Pages the scans of the table read (the update's own writes of the 500 new versions aside).
     const pages = planNodes(plan)

@@ -15,7 +15,7 @@ const BATCH = 5_000;
 const IDLE_MS = 1_000;
 
 /**
- * Gives committed change-feed entries their positions (ChangeRepository.sequence), on every replica: each wakes it
+ * Gives committed change-feed entries their positions (ChangeRepository.place), on every replica: each wakes it
  * after its own writes commit, and any replica's pass places every committed entry, whoever wrote it.
  */
 @Injectable()

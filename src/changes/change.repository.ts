@@ -41,13 +41,8 @@ export class ChangeRepository {
    * every replica's readers when it placed any. Serialised by an advisory lock held to the end of the transaction:
    * the next pass starts from the positions this one committed, so a position once readable never gets an entry
    * before it, and an entry that commits late only ever lands after every position already handed out.
-   * Answers how many it placed.
+   * Answers how many it placed, and the newest position (null: none), which its NOTIFY carries as the payload.
    */
-  async sequence(limit: number): Promise<number> {
-    return (await this.place(limit)).placed;
-  }
-
-  /** `sequence`, answering also the newest position it placed (null: none), which its NOTIFY carries as the payload. */
   place(limit: number): Promise<{ placed: number; newest: string | null }> {
     return this.database.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);

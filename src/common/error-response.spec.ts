@@ -132,3 +132,25 @@ describe('validateInstance: the 400 a failed validation throws', () => {
     expect(thrown).toMatchObject({ status: 422, code: 'invalid_body' });
   });
 });
+
+describe('toErrorResponse for a database that had no connection to give', () => {
+  it.each([
+    new Error('timeout exceeded when trying to connect'),
+    new Error('Connection terminated due to connection timeout'),
+    Object.assign(new Error('sorry, too many clients already'), { code: '53300' }),
+  ])('answers %p as 503 overloaded with Retry-After, not a 500', (error) => {
+    expect(toErrorResponse(error)).toEqual({
+      status: 503,
+      body: { statusCode: 503, error: 'overloaded', message: 'No database connection came free in time; retry shortly' },
+      unexpected: false,
+      retryAfterS: 1,
+    });
+  });
+
+  it('still answers any other failure as a 500 that says nothing of it', () => {
+    expect(toErrorResponse(Object.assign(new Error('relation "post" does not exist'), { code: '42P01' }))).toMatchObject({
+      status: 500,
+      unexpected: true,
+    });
+  });
+});

@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { ApiError, ErrorBody } from './api-error';
+import { isNoConnection } from './database-errors';
 
 const snake = (text: string) =>
   text
@@ -30,6 +31,15 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       status,
       body: { statusCode: status, error: snake(HttpStatus[status] ?? 'error'), message },
       unexpected: status >= 500,
+    };
+  }
+  // Every connection busy, wherever it was wanted: the request may succeed shortly, and the service is not broken.
+  if (isNoConnection(error)) {
+    return {
+      status: 503,
+      body: { statusCode: 503, error: 'overloaded', message: 'No database connection came free in time; retry shortly' },
+      unexpected: false,
+      retryAfterS: 1,
     };
   }
   return {

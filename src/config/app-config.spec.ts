@@ -387,6 +387,11 @@ describe('AppConfig.fromEnvironment', () => {
         "DATABASE_URL's password",
       ],
       [
+        "DATABASE_URL's password parameter",
+        (value: string) => ({ DATABASE_URL: `postgresql://pozy@db:5432/pozy?password=${encodeURIComponent(value)}` }),
+        "DATABASE_URL's password",
+      ],
+      [
         "DATABASE_READ_URL's password",
         (value: string) => ({ DATABASE_READ_URL: `postgresql://pozy:${encodeURIComponent(value)}@replica:5432/pozy` }),
         "DATABASE_READ_URL's password",

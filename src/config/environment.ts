@@ -606,13 +606,13 @@ function describe(errors: ValidationError[]): string[] {
 const PUBLISHED =
   "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
 
-/** A database URL's password, decoded; undefined when it has none (or is no URL). */
-function passwordOf(url: string | undefined): string | undefined {
+/** A database URL's passwords, decoded: its user info's, and a `password` parameter's (which pg also reads). */
+function passwordsOf(url: string | undefined): string[] {
   try {
-    const password = url === undefined ? '' : new URL(url).password;
-    return password === '' ? undefined : decodeURIComponent(password);
+    const parsed = new URL(url ?? '');
+    return [decodeURIComponent(parsed.password), parsed.searchParams.get('password') ?? ''].filter((password) => password !== '');
   } catch {
-    return undefined;
+    return [];
   }
 }
 
@@ -625,8 +625,8 @@ function knownExampleProblems(env: EnvironmentVariables): string[] {
     ...entries('POZY_WEBHOOK_SECRET', env.POZY_WEBHOOK_SECRET),
     ...entries('ADMIN_TOKEN', env.ADMIN_TOKEN),
     ...entries('API_TOKENS', env.API_TOKENS),
-    ...entries("DATABASE_URL's password", passwordOf(env.DATABASE_URL)),
-    ...entries("DATABASE_READ_URL's password", passwordOf(env.DATABASE_READ_URL)),
+    ...passwordsOf(env.DATABASE_URL).map((entry) => ({ entry, what: "DATABASE_URL's password" })),
+    ...passwordsOf(env.DATABASE_READ_URL).map((entry) => ({ entry, what: "DATABASE_READ_URL's password" })),
   ]
     .filter(({ entry }) => isKnownExample(entry))
     .map(({ what }) => `${what} ${PUBLISHED}`);

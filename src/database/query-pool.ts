@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool, PoolConfig } from 'pg';
 import { ApiError } from '../common/api-error';
+import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import type { Db } from './database.service';
@@ -12,17 +13,6 @@ export const QUERY_CONNECTION_WAIT_MS = 2_000;
 const BUSY_RETRY_AFTER_S = 1;
 /** A query that ran out of time: not at once, since the same query on the same load would again. */
 const TIMEOUT_RETRY_AFTER_S = 5;
-
-/** 57014 is also an operator's pg_cancel_backend; only the statement timeout's message names it. */
-const QUERY_CANCELED = '57014';
-const STATEMENT_TIMEOUT = /statement timeout/i;
-/**
- * A connection could not be had in time, through no fault of the statement: pg-pool waited for a free one past
- * connectionTimeoutMillis, or a new one took longer than that to open, or PostgreSQL refused one (too many
- * connections, or starting up or shutting down).
- */
-const NO_CONNECTION_MESSAGES = /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i;
-const NO_CONNECTION_CODES = new Set(['53300', '57P03']);
 
 /**
  * What every pool of the query endpoints shares (this one on the primary, and the read replica's): each statement is
@@ -62,20 +52,12 @@ export class QueryPool implements OnApplicationShutdown {
   }
 }
 
-/** No database connection came in time (the pool stayed full, or PostgreSQL had none to give): not the query's fault. */
-export function isNoConnection(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (typeof code === 'string' && NO_CONNECTION_CODES.has(code)) || (error instanceof Error && NO_CONNECTION_MESSAGES.test(error.message));
-}
-
 /**
  * The 503 a query's failure answers when the cause is time or capacity rather than the query itself (so retrying later
  * may succeed, and a bug still answers 500); undefined for any other failure.
  */
 export function queryRefusal(error: unknown): ApiError | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : '';
-  if (code === QUERY_CANCELED && STATEMENT_TIMEOUT.test(message)) {
+  if (isStatementTimeout(error)) {
     return new ApiError(
       503,
       'query_timeout',

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { boundedText } from '../common/bounded-text';
 import { Selectable, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
@@ -121,7 +122,7 @@ export class DeadLetterReplayRunRepository {
   async finish(id: string, status: Exclude<ReplayRunStatus, 'running'>, progress: ReplayProgress, error: string | null): Promise<void> {
     await this.database.db
       .updateTable('dead_letter_replay_run')
-      .set({ ...progress, status, error, finished_at: sql<Date>`now()`, heartbeat_at: sql<Date>`now()` })
+      .set({ ...progress, status, error: error === null ? null : boundedText(error), finished_at: sql<Date>`now()`, heartbeat_at: sql<Date>`now()` })
       .where('id', '=', id)
       .execute();
   }

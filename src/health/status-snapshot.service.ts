@@ -7,9 +7,9 @@ import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-let
 import { SubscriberHealth, SubscriptionRepository } from '../notifications/subscription.repository';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { RunsStatus, SweepService } from '../sweep/sweep.service';
-import { isNoConnection } from '../database/query-pool';
+import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { AckTimeoutError, withDeadline } from '../events/ack-deadline';
-import { isStatementTimeout, STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
+import { STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 
 /** A failed reading is shared with every caller for STATUS_CACHE_MS; the next one is worth trying after this. */
 const RETRY_AFTER_S = 2;

@@ -444,9 +444,6 @@ export const STATUS_STATEMENT_TIMEOUT_MS = 2_000;
 /** pg_stat_activity's application_name of a connection while it reads a status snapshot. */
 export const STATUS_CONNECTION_NAME = 'pozy-sync status';
 
-/** A statement of the status snapshot ran past STATUS_STATEMENT_TIMEOUT_MS (or was cancelled) and PostgreSQL cut it. */
-export const isStatementTimeout = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '57014';
-
 /**
  * The figures of GET /sync/status, the status page and /metrics: the one place that defines and reads them. None
  * counts a large table: past EXACT_COUNT_LIMIT rows a count is PostgreSQL's estimate and says so, subsets are read
@@ -459,7 +456,7 @@ export class SyncFiguresRepository {
   /**
    * Runs `work` on one connection, in one read-only snapshot, so the status holds one connection of the pool that
    * also serves webhooks, and its figures agree with each other; the other repositories the status reads join it
-   * through their `db` parameter. Each statement is cut after STATUS_STATEMENT_TIMEOUT_MS (isStatementTimeout), and
+   * through their `db` parameter. Each statement is cut after STATUS_STATEMENT_TIMEOUT_MS (common/database-errors.ts), and
    * pg_stat_activity names the connection STATUS_CONNECTION_NAME meanwhile.
    * Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and compiling then
    * takes hundreds of milliseconds, far longer than the scan.

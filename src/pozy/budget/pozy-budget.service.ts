@@ -1,5 +1,6 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
+import { ApiError } from '../../common/api-error';
 import {
   BudgetSettings,
   decide,
@@ -232,7 +233,16 @@ export class PozyBudget implements OnApplicationShutdown {
           this.logger.warn(`An operator lifted the pause of the Pozy budget (it lasted until ${new Date(until).toISOString()})`);
         return { lifted: until > stored.now ? new Date(until) : null, status: await this.status() };
       }
-      if (conflict >= MAX_CONFLICTS) throw new Error(`the shared Pozy budget was contended ${MAX_CONFLICTS} times in a row`);
+      // Every replica writing the row at once: the operator may simply ask again.
+      if (conflict >= MAX_CONFLICTS) {
+        throw new ApiError(
+          503,
+          'budget_contended',
+          `The shared Pozy budget was written by others ${MAX_CONFLICTS} times in a row; retry`,
+          undefined,
+          1,
+        );
+      }
     }
   }
 
