@@ -8,6 +8,7 @@ class FakeFeed {
   /** What the database answers: all rows, or (a replica behind) only up to this position. */
   visibleUpTo = Infinity;
   failWith: Error | undefined;
+  failures = 0;
   /** While set, a read waits for it before it looks (a slow statement). */
   gate: Promise<void> | undefined;
 
@@ -30,7 +31,10 @@ class FakeFeed {
     this.reads += 1;
     await new Promise((resolve) => setImmediate(resolve));
     await this.gate;
-    if (this.failWith) throw this.failWith;
+    if (this.failWith) {
+      this.failures += 1;
+      throw this.failWith;
+    }
     const visible = this.rows.filter((row) => Number(row.position) <= this.visibleUpTo);
     const rows = visible.filter((row) => Number(row.position) > Number(after) && Number(row.position) <= Number(after) + limit).slice(0, limit);
     return { rows, oldest: visible[0]?.position ?? null, newest: visible[visible.length - 1]?.position ?? null };
@@ -162,5 +166,16 @@ describe('ChangeTail: one reader for every long poll at the head', () => {
     expect(await b).toEqual({ kind: 'failed', error: feed.failWith });
     // A cursor before what the tail keeps: it reads for itself.
     expect(await tail.wait(request('0'))).toEqual({ kind: 'behind', after: '0' });
+  });
+
+  it('keeps its readers waiting while no connection comes for its read, and answers them once one does', async () => {
+    const waiting = tail.wait(request('2'), { oldest: '1', newest: '2', at: Date.now() });
+    feed.failWith = new Error('timeout exceeded when trying to connect');
+    tail.wake(feed.add());
+    // Its read has failed for want of a connection.
+    while (feed.failures === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    feed.failWith = undefined;
+    // Its next look, a second on, finds the connection and the entry.
+    expect(cursors(await waiting)).toEqual(['3']);
   });
 });

@@ -1,3 +1,4 @@
+import { isNoConnection } from '../common/database-errors';
 import type { ChangeFilter, ChangePageRead } from './change.repository';
 import { ChangePage, ChangeWindow, expiredCursor, joinWindows, readFromWindow, toPage, windowOf } from './change-window';
 
@@ -81,6 +82,8 @@ export class ChangeTail {
   private timerDue = 0;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  /** No connection came for the last read (the query pool busy): the next look waits until then. */
+  private backoffUntil = 0;
   private readonly waiters = new Set<Waiter>();
 
   constructor(private readonly read: (after: string, limit: number) => Promise<ChangePageRead>) {}
@@ -207,6 +210,13 @@ export class ChangeTail {
       try {
         read = await this.read(from.toString(), TAIL_BATCH);
       } catch (error) {
+        // Every connection busy (a flood of slow searches, say): the readers wait on, to their deadline if need be, and
+        // the tail looks again in RECHECK_MS, rather than each of them answering 503 and coming back at once.
+        if (isNoConnection(error)) {
+          this.dirty ||= wasDirty;
+          this.backoffUntil = Date.now() + RECHECK_MS;
+          return;
+        }
         for (const waiter of [...this.waiters]) this.settle(waiter, { kind: 'failed', error });
         return;
       }
@@ -246,6 +256,7 @@ export class ChangeTail {
     let delay = Math.max(0, this.readAt + RECHECK_MS - now);
     if (this.expecting && now < this.fastUntil) delay = Math.min(delay, WOKEN_RECHECK_MS);
     if (this.wanted > this.reads) delay = Math.min(delay, GATHER_MS);
+    delay = Math.max(delay, this.backoffUntil - now);
     if (this.timer !== undefined && this.timerDue <= now + delay) return;
     clearTimeout(this.timer);
     this.timerDue = now + delay;
