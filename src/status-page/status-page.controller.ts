@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { ApiErrorResponse } from '../common/error-body.dto';
 import { ReadDetail, StatusAccess, StatusDetail } from '../common/read-access';
 import { StatusPageService } from './status-page.service';
-import { contentSecurityPolicy, renderStatusPage } from './status-page.template';
+import { contentSecurityPolicy } from './status-page.template';
 import { STATUS_UNAVAILABLE } from '../health/status-snapshot.service';
 
 /**
@@ -31,15 +31,15 @@ export class StatusPageController {
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
   @ApiErrorResponse(503, STATUS_UNAVAILABLE)
   async render(@StatusDetail() detail: ReadDetail, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    const data = await this.page.gather(detail);
     // A fresh nonce per response: an injected script could not guess it.
     const nonce = randomBytes(16).toString('base64');
+    const html = await this.page.page(detail, nonce);
     void reply
       .header('content-type', 'text/html; charset=utf-8')
       .header('content-security-policy', contentSecurityPolicy(nonce))
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
       .header('cache-control', 'no-store');
-    return renderStatusPage(data, nonce);
+    return html;
   }
 }

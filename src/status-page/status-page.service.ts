@@ -1,10 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { ReadDetail } from '../common/read-access';
+import { SharedComputation } from '../common/shared-computation';
+import { AppConfig } from '../config/app-config';
 import { PAGE_DEAD_LETTERS } from '../health/status-snapshot.service';
 import { Estimate, MinuteCount } from '../health/sync-figures.repository';
 import { SyncStatus, SyncStatusService } from '../health/sync-status.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { AckSpool } from '../webhooks/ack-spool';
+import { renderStatusPage } from './status-page.template';
 
 /** The Pozy routes a reconcile reads: what "calls saved" are saved from. */
 const READ_ROUTES = new Set(['GET /v1/posts/:id', 'GET /v1/accounts']);
@@ -40,15 +44,37 @@ export interface StatusPageData {
 export class StatusPageService {
   // Created with the module, like the MetricsService counters it reads.
   private readonly countingSince = new Date();
+  /**
+   * The page as the figures' reading gives it, rendered once per reading for every caller of the same detail: a flood of
+   * GET / costs a copy of the page each, not its rendering (most of a request's time). Each response still gets a nonce
+   * of its own, put in place of the placeholder the rendering carries.
+   */
+  private readonly rendered: Record<ReadDetail, SharedComputation<{ html: string; placeholder: string }>>;
 
   constructor(
     private readonly syncStatus: SyncStatusService,
     private readonly metrics: MetricsService,
     private readonly spool: AckSpool,
-  ) {}
+    config: AppConfig,
+  ) {
+    const render = (detail: ReadDetail) => async () => {
+      const placeholder = randomBytes(16).toString('hex');
+      return { html: renderStatusPage(await this.gather(detail), placeholder), placeholder };
+    };
+    this.rendered = {
+      full: new SharedComputation(render('full'), config.statusCacheMs),
+      public: new SharedComputation(render('public'), config.statusCacheMs),
+    };
+  }
+
+  /** The page, with `nonce` on its inline style and script. */
+  async page(detail: ReadDetail, nonce: string): Promise<string> {
+    const { html, placeholder } = await this.rendered[detail].get();
+    return html.split(placeholder).join(nonce);
+  }
 
   /** `public`: without the letters' subjects and errors, and the status without ids and error texts (publicStatus). */
-  async gather(detail: ReadDetail): Promise<StatusPageData> {
+  private async gather(detail: ReadDetail): Promise<StatusPageData> {
     const [{ status, eventsPerMinute, deadLetters: delivery }, apiCalls] = await Promise.all([this.syncStatus.snapshot(detail), this.apiCalls()]);
     const letters: PageDeadLetter[] = [
       ...delivery.map((l) => ({
