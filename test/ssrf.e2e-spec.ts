@@ -224,6 +224,19 @@ describe('subscriber addresses: the SSRF guard', () => {
     expect(await patched.json()).toMatchObject({ details: [{ field: 'url', problems: [problem] }] });
   });
 
+  it('refuses a URL the URL check lets through but no connection could parse, at creation and by PATCH', async () => {
+    const before = await count();
+    const url = 'http://[::%zz1]:1/x';
+    const problem = 'url must be an http:// or https:// URL (this one does not parse as a URL, WHATWG URL Standard)';
+    const created = await create({ url });
+    expect([created.status, await created.json()]).toEqual([400, expect.objectContaining({ details: [{ field: 'url', problems: [problem] }] })]);
+    expect(await count()).toBe(before);
+
+    const { id } = await subscribe({ url: 'https://public.example.com/hook', active: false });
+    const patched = await api(`/admin/subscriptions/${id}`, { method: 'PATCH', headers: JSON_ADMIN, body: JSON.stringify({ url }) });
+    expect([patched.status, await patched.json()]).toEqual([400, expect.objectContaining({ details: [{ field: 'url', problems: [problem] }] })]);
+  });
+
   it('accepts a public address, and a name that does not resolve yet (connections are checked again)', async () => {
     // Inactive: nothing is ever sent to them.
     expect((await subscribe({ url: `http://${PUBLIC_ADDRESS}/hook`, active: false })).url).toBe(`http://${PUBLIC_ADDRESS}/hook`);

@@ -46,7 +46,14 @@ export class SubscriberAddressGuard {
    * connection is checked again.
    */
   async refusalOf(url: string): Promise<string | undefined> {
-    const parsed = new URL(url);
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      // The URL check (validator.js) lets through forms the WHATWG parser, which every connection uses, refuses: an IPv6
+      // zone with a bad escape (`[::%zz1]`), say.
+      return 'url must be an http:// or https:// URL (this one does not parse as a URL, WHATWG URL Standard)';
+    }
     if (parsed.username !== '' || parsed.password !== '') {
       return 'url must not carry credentials (user:password@): they would never be sent; subscribers authenticate notifications by their signature';
     }
