@@ -10,14 +10,26 @@ export class StatementCounter {
   private count = 0;
   private since = 0;
 
-  constructor() {
+  /** `matching`: count only the statements whose text it matches (a string, or a query config's `text`). */
+  constructor(private readonly matching?: RegExp) {
     const original = this.original;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const counter = this;
     Client.prototype.query = function (this: Client, ...args: unknown[]) {
-      counter.count += 1;
+      if (counter.counts(args[0])) counter.count += 1;
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof Client.prototype.query;
+  }
+
+  private counts(statement: unknown): boolean {
+    if (!this.matching) return true;
+    const text = typeof statement === 'string' ? statement : (statement as { text?: unknown } | null)?.text;
+    return typeof text === 'string' && this.matching.test(text);
+  }
+
+  /** Statements counted since the window started. */
+  total(): number {
+    return this.count;
   }
 
   /** Starts a window. */
