@@ -64,10 +64,10 @@ const POST_ROWS = `
            (n / 3) % 2 = 0 AS media,
            now() - make_interval(mins => n) AS at
       FROM generate_series(1, $1::int) n)
-  INSERT INTO post (id, status, title, content, scheduled_for, published_at, platforms, tags, hashtags, visibility, extra,
+  INSERT INTO post (workspace_id, id, status, title, content, scheduled_for, published_at, platforms, tags, hashtags, visibility, extra,
                     account_ids, platform_names, error_categories, has_media,
                     pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at)
-  SELECT lpad(to_hex(n), 24, '0'),
+  SELECT 'default', lpad(to_hex(n), 24, '0'),
          status,
          CASE WHEN n % 5 > 0 THEN
            (ARRAY['Spring','Summer','Autumn','Winter','Frühling','Printemps','Primavera','Весна','Holiday'])[1 + n % 9] || ' ' ||
@@ -148,8 +148,8 @@ async function seed(databaseUrl: string): Promise<Storage> {
   await client.connect();
   try {
     await client.query(`
-      INSERT INTO account (id, profile_id, platform, username, display_name, is_active, needs_reconnection, synced_at, read_started_at, read_id)
-      SELECT 'acct' || lpad(n::text, 20, '0'), 'prof' || lpad((n % 20)::text, 20, '0'),
+      INSERT INTO account (workspace_id, id, profile_id, platform, username, display_name, is_active, needs_reconnection, synced_at, read_started_at, read_id)
+      SELECT 'default', 'acct' || lpad(n::text, 20, '0'), 'prof' || lpad((n % 20)::text, 20, '0'),
              (ARRAY['linkedin','twitter','instagram','facebook'])[1 + n % 4], 'user' || n, 'User ' || n, true, false,
              now(), now(), gen_random_uuid()
         FROM generate_series(0, 199) n`);

@@ -12,7 +12,7 @@ import { serverTimeouts } from './http/server-timeouts';
 import { MetricsService } from './metrics/metrics.service';
 import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
 import { instrumentWebhookRoute } from './webhooks/webhook-metrics';
-import { POZY_WEBHOOK_PATH } from './webhooks/webhooks.controller';
+import { POZY_WEBHOOK_ROUTES } from './webhooks/webhooks.controller';
 
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -36,7 +36,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     genReqId: requestIdOf,
   });
   const fastify = adapter.getInstance<FastifyInstance>();
-  registerJsonParser(fastify, [POZY_WEBHOOK_PATH]);
+  registerJsonParser(fastify, POZY_WEBHOOK_ROUTES);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),
     // Our own JSON parser (http/body-parser.ts) replaces Nest's.

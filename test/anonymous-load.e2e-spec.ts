@@ -85,17 +85,17 @@ describe('an anonymous client cannot starve the pool: webhooks keep being acknow
     try {
       // Posts whose content holds both words of the phrase searched below, in either order: a phrase query's worst case.
       await client.query(
-        `INSERT INTO post (id, status, title, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
+        `INSERT INTO post (workspace_id, id, status, title, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
                            synced_at, read_started_at, read_id, sequence)
-         SELECT 'e' || lpad(to_hex(i), 23, '0'), 'published', 'Title ' || i,
+         SELECT 'default', 'e' || lpad(to_hex(i), 23, '0'), 'published', 'Title ' || i,
                 CASE WHEN i % 2 = 0 THEN 'coffee and tea number ' || i ELSE 'tea or coffee, take ' || i END,
                 '[]'::jsonb, ARRAY[]::text[], ARRAY[]::text[], now() - interval '1 day', now() - interval '1 day', now(), now(),
                 gen_random_uuid(), 1
            FROM generate_series(1, ${POSTS}) i`,
       );
       await client.query(
-        `INSERT INTO pozy_event (id, type, payload, "timestamp", resource_type, resource_id, received_at)
-         SELECT 'evt_' || i, 'post.published', jsonb_build_object('id', 'evt_' || i, 'event', 'post.published'),
+        `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", resource_type, resource_id, received_at)
+         SELECT 'default', 'evt_' || i, 'post.published', jsonb_build_object('id', 'evt_' || i, 'event', 'post.published'),
                 now() - i * interval '20 seconds', 'post', 'e' || lpad(to_hex(1 + i % ${POSTS}), 23, '0'), now() - i * interval '20 seconds'
            FROM generate_series(1, ${EVENTS}) i`,
       );

@@ -71,8 +71,8 @@ describe('GET /changes with a million entries', () => {
     try {
       await withIndexesDeferred(client, ['change'], async () => {
         await client.query(
-          `INSERT INTO change (position, type, resource_id, sequence, changed_at, profile_ids, platforms, data)
-           SELECT i, CASE WHEN i % 10 = 0 THEN 'account.changed' WHEN i % 97 = 0 THEN 'post.deleted' ELSE 'post.changed' END,
+          `INSERT INTO change (workspace_id, position, type, resource_id, sequence, changed_at, profile_ids, platforms, data)
+           SELECT 'default', i, CASE WHEN i % 10 = 0 THEN 'account.changed' WHEN i % 97 = 0 THEN 'post.deleted' ELSE 'post.changed' END,
                   'r' || (i % 100000), 1 + i / 100000, now() - (${ENTRIES} - i) * interval '1 second',
                   ARRAY[CASE WHEN i = ${RARE_AT} THEN 'prof_rare' ELSE 'prof_' || (i % 500) END],
                   CASE WHEN i % 3 = 0 THEN ARRAY['x'] ELSE ARRAY['linkedin', 'threads'] END,
@@ -82,8 +82,8 @@ describe('GET /changes with a million entries', () => {
       });
       // As a writer's statement leaves them: no position yet.
       await client.query(
-        `INSERT INTO change (type, resource_id, sequence, profile_ids, platforms, data)
-         SELECT 'post.changed', 'late' || i, 1, ARRAY['prof_1'], ARRAY['x'], jsonb_build_object('_id', 'late' || i, 'n', i)
+        `INSERT INTO change (workspace_id, type, resource_id, sequence, profile_ids, platforms, data)
+         SELECT 'default', 'post.changed', 'late' || i, 1, ARRAY['prof_1'], ARRAY['x'], jsonb_build_object('_id', 'late' || i, 'n', i)
            FROM generate_series(1, ${UNPLACED}) i`,
       );
       await client.query('ANALYZE change');

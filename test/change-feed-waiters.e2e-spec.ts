@@ -11,6 +11,7 @@ import type { FeedItem } from './support/feed-follower';
 import { Harness, startHarness } from './support/harness';
 import { waitFor } from './support/service';
 import { measured } from './support/committed';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const WAITERS = 600;
 const CHANGES = 30;
@@ -96,16 +97,20 @@ describe(`GET /changes with ${WAITERS} long polls at once: one reader for all of
     const instagram = world.connectAccount(brand, 'instagram', 'brand.insta')._id;
     const linkedin = world.connectAccount(other, 'linkedin', 'other.li')._id;
     // The accounts first, so that the posts' entries carry their profiles.
-    await harness.service.app.get(AccountMirrorRepository).writeProfile(brand, [plainToInstance(PozyAccountDto, world.getAccount(instagram))], {
-      readId: randomUUID(),
-      startedAt: new Date(),
-      lastEventAt: new Map(),
-    });
-    await harness.service.app.get(AccountMirrorRepository).writeProfile(other, [plainToInstance(PozyAccountDto, world.getAccount(linkedin))], {
-      readId: randomUUID(),
-      startedAt: new Date(),
-      lastEventAt: new Map(),
-    });
+    await harness.service.app
+      .get(AccountMirrorRepository)
+      .writeProfile(DEFAULT_WORKSPACE, brand, [plainToInstance(PozyAccountDto, world.getAccount(instagram))], {
+        readId: randomUUID(),
+        startedAt: new Date(),
+        lastEventAt: new Map(),
+      });
+    await harness.service.app
+      .get(AccountMirrorRepository)
+      .writeProfile(DEFAULT_WORKSPACE, other, [plainToInstance(PozyAccountDto, world.getAccount(linkedin))], {
+        readId: randomUUID(),
+        startedAt: new Date(),
+        lastEventAt: new Map(),
+      });
     const from = await waitFor('the accounts placed', async () => {
       const head = (await (await fetch(`${base}/changes/head`)).json()) as { cursor: string };
       return head.cursor === '2' ? head.cursor : undefined;
@@ -149,15 +154,15 @@ describe(`GET /changes with ${WAITERS} long polls at once: one reader for all of
           if (step === 0 || step === 1 || made.length < 2) {
             const post = world.createPost({ content: `post ${i}`, accountIds: [step === 1 ? linkedin : instagram] });
             made.push(post._id);
-            await posts.write(dto(post._id), read());
+            await posts.write(DEFAULT_WORKSPACE, dto(post._id), read());
           } else if (step === 3) {
             const id = made.shift()!;
             world.deletePost(id);
-            await posts.markDeleted(id, read());
+            await posts.markDeleted(DEFAULT_WORKSPACE, id, read());
           } else {
             const id = step === 2 ? made[made.length - 1] : made[0];
             world.editPost(id, { content: `edited at ${i}` });
-            await posts.write(dto(id), read());
+            await posts.write(DEFAULT_WORKSPACE, dto(id), read());
           }
           await new Promise((resolve) => setTimeout(resolve, 150));
         }

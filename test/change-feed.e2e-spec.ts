@@ -13,6 +13,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { FeedFollower, FeedItem } from './support/feed-follower';
 import { backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 
@@ -112,13 +113,13 @@ describe('GET /changes on one replica', () => {
     const from = BigInt(await head());
     const at = (n: number) => String(from + BigInt(n));
     const post = world().createPost({ content: 'first', accountIds: [instagram] });
-    const first = await repository().write(dto(post._id), read());
+    const first = await repository().write(DEFAULT_WORKSPACE, dto(post._id), read());
     expect(first.changed).toBe(1);
     const asFirstWritten = (await api(`/posts/${post._id}`)).body;
     // A re-read of the same version changes nothing: no feed entry.
-    expect((await repository().write(dto(post._id), read())).changed).toBe(0);
+    expect((await repository().write(DEFAULT_WORKSPACE, dto(post._id), read())).changed).toBe(0);
     world().editPost(post._id, { content: 'second' });
-    await repository().write(dto(post._id), read());
+    await repository().write(DEFAULT_WORKSPACE, dto(post._id), read());
     const asSecondWritten = (await api(`/posts/${post._id}`)).body;
 
     await waitFor('both changes to be placed', async () => ((await unplaced(harness.service)) === 0 ? true : undefined));
@@ -139,8 +140,8 @@ describe('GET /changes on one replica', () => {
 
     // Deleted, then the same deletion read again: one post.deleted.
     world().deletePost(post._id);
-    await repository().markDeleted(post._id, read());
-    await repository().markDeleted(post._id, read());
+    await repository().markDeleted(DEFAULT_WORKSPACE, post._id, read());
+    await repository().markDeleted(DEFAULT_WORKSPACE, post._id, read());
     await waitFor('the deletion to be placed', async () => ((await head()) === at(3) ? true : undefined));
     const deleted = await api(`/changes?after=${at(2)}`);
     expect(deleted.body).toEqual({
@@ -162,8 +163,8 @@ describe('GET /changes on one replica', () => {
           .find((a) => a.username === 'other-li')!._id,
       ],
     });
-    await repository().write(dto(mine._id), read());
-    await repository().write(dto(theirs._id), read());
+    await repository().write(DEFAULT_WORKSPACE, dto(mine._id), read());
+    await repository().write(DEFAULT_WORKSPACE, dto(theirs._id), read());
     await waitFor('both placed', async () => ((await unplaced(harness.service)) === 0 ? true : undefined));
     const newest = await head();
 
@@ -190,11 +191,11 @@ describe('GET /changes on one replica', () => {
     const lateWritten = new Promise<PostWriteResult>((resolve) => (inserted = resolve));
     // The late change is inserted first, and its transaction stays open.
     const transaction = database.db.transaction().execute(async (trx) => {
-      inserted(await repository().writeMany([dto(late._id)], read(), trx));
+      inserted(await repository().writeMany(DEFAULT_WORKSPACE, [dto(late._id)], read(), trx));
       await held;
     });
     expect((await lateWritten).changed).toBe(1);
-    await repository().write(dto(early._id), read());
+    await repository().write(DEFAULT_WORKSPACE, dto(early._id), read());
 
     let readPast: string;
     const follower = new FeedFollower([base()], { cursor: await head(), copy: new Map() });
@@ -234,14 +235,14 @@ describe('GET /changes on one replica', () => {
       const accountRead = { readId: randomUUID(), startedAt: new Date(), lastEventAt: new Map<string, Date>() };
       await harness.service.app
         .get(AccountMirrorRepository)
-        .writeAccounts([plainToInstance(PozyAccountDto, world().getAccount(account._id))], accountRead, trx);
+        .writeAccounts(DEFAULT_WORKSPACE, [plainToInstance(PozyAccountDto, world().getAccount(account._id))], accountRead, trx);
       accountWritten();
       await held;
     });
     await written;
     let postWriteDone = false;
     const postWrite = repository()
-      .write(dto(post._id), read())
+      .write(DEFAULT_WORKSPACE, dto(post._id), read())
       .finally(() => (postWriteDone = true));
     try {
       const firstEntry = await waitFor('the post entry, without the profile', async () => {
@@ -275,7 +276,7 @@ describe('GET /changes on one replica', () => {
     const post = world().createPost({ content: 'awaited', accountIds: [instagram] });
     const started = Date.now();
     const waiting = api(`/changes?after=${from}&wait=30`);
-    setTimeout(() => void repository().write(dto(post._id), read()), 300);
+    setTimeout(() => void repository().write(DEFAULT_WORKSPACE, dto(post._id), read()), 300);
     const answer = await waiting;
     expect(answer.status).toBe(200);
     expect((answer.body.data as FeedItem[]).map((item) => item.id)).toEqual([post._id]);

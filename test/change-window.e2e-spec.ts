@@ -18,8 +18,8 @@ const PLATFORMS = ['instagram', 'linkedin', 'tiktok'];
  * more than 10,000 apart, so that a filtered read's scan window (10,000 positions) matters.
  */
 const LOAD = `
-  INSERT INTO change (position, type, resource_id, sequence, changed_at, profile_ids, platforms, data)
-  SELECT i, (ARRAY['post.changed','post.deleted','account.changed','account.removed'])[1 + (i / 7) % 4],
+  INSERT INTO change (workspace_id, position, type, resource_id, sequence, changed_at, profile_ids, platforms, data)
+  SELECT 'default', i, (ARRAY['post.changed','post.deleted','account.changed','account.removed'])[1 + (i / 7) % 4],
          'r' || (i % 997), i, now(),
          CASE WHEN i IN (${PRUNED + 50}, ${PRUNED + 50 + 10_500}) THEN ARRAY['p-rare']
               WHEN i % 5 = 0 THEN ARRAY[]::text[] WHEN i % 5 = 1 THEN ARRAY['p-brand'] WHEN i % 5 = 2 THEN ARRAY['p-other']

@@ -29,8 +29,8 @@ interface Run {
  */
 async function insertReconcileLetters(pool: Pool, prefix: string, count: number): Promise<string[]> {
   const { rows } = await pool.query<{ id: string }>(
-    `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at)
-     SELECT gen_random_uuid(), 'delivery', 'reconcile', 'profile:' || $1 || '-' || i,
+    `INSERT INTO dead_letter (workspace_id, id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at)
+     SELECT 'default', gen_random_uuid(), 'delivery', 'reconcile', 'profile:' || $1 || '-' || i,
             jsonb_build_object('resource', 'profile', 'id', $1 || '-' || i), 'timed out or was unreachable for over 60 s',
             'TimeoutError: aborted', 5, now() - interval '2 hours', now() - interval '1 hour',
             now() - interval '1 hour' + (i / 3) * interval '1 millisecond'
@@ -54,12 +54,12 @@ async function insertNotificationLetters(pool: Pool, resources: number, olderVer
        FROM generate_series(1, $2) AS r, generate_series(1, 2) AS s
        WHERE s = 2 OR r <= $3
      ), notes AS (
-       INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, state, next_attempt_at, created_at)
-       SELECT id, $1::uuid, 'post.changed', key, s, '{}'::jsonb, 'dead', NULL, now() - interval '30 minutes' + s * interval '1 second'
+       INSERT INTO notification (workspace_id, id, subscription_id, type, resource_key, sequence, data, state, next_attempt_at, created_at)
+       SELECT 'default', id, $1::uuid, 'post.changed', key, s, '{}'::jsonb, 'dead', NULL, now() - interval '30 minutes' + s * interval '1 second'
        FROM versions
      )
-     INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at)
-     SELECT gen_random_uuid(), 'delivery', 'notification', key,
+     INSERT INTO dead_letter (workspace_id, id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at)
+     SELECT 'default', gen_random_uuid(), 'delivery', 'notification', key,
             jsonb_build_object('notificationId', id, 'subscriptionId', $1::text, 'type', 'post.changed', 'sequence', s),
             'the subscriber answered 400', 'HTTP 400', 1, now() - interval '30 minutes', now() - interval '30 minutes',
             now() - interval '30 minutes' + s * interval '1 second' + r * interval '1 millisecond'
@@ -128,8 +128,8 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
     await insertNotificationLetters(direct, 40, 10);
     // Already settled: a run leaves them as they are.
     await direct.query(
-      `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, replayed_at, replay_count, resolved_at)
-       SELECT gen_random_uuid(), 'delivery', 'reconcile', 'profile:settled-' || i, jsonb_build_object('resource', 'profile', 'id', 'settled-' || i),
+      `INSERT INTO dead_letter (workspace_id, id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, replayed_at, replay_count, resolved_at)
+       SELECT 'default', gen_random_uuid(), 'delivery', 'reconcile', 'profile:settled-' || i, jsonb_build_object('resource', 'profile', 'id', 'settled-' || i),
               'r', 'e', 1, now(), now(), CASE WHEN i % 2 = 0 THEN now() END, CASE WHEN i % 2 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 2 = 1 THEN now() END
        FROM generate_series(1, 6) AS i`,
     );

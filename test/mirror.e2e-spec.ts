@@ -9,6 +9,7 @@ import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness 
 import { mirrorDifferences } from './support/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const POST_ROUTE = 'GET /v1/posts/:postId';
 
@@ -138,10 +139,16 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const started = Date.now();
 
     // The newer read started later and finished first; the older one arrives after it.
-    expect((await repository.write(newer, { readId: randomUUID(), startedAt: new Date(started + 20), lastEventAt: null })).outcome).toBe('written');
-    expect((await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 10), lastEventAt: null })).outcome).toBe('stale');
+    expect(
+      (await repository.write(DEFAULT_WORKSPACE, newer, { readId: randomUUID(), startedAt: new Date(started + 20), lastEventAt: null })).outcome,
+    ).toBe('written');
+    expect(
+      (await repository.write(DEFAULT_WORKSPACE, older, { readId: randomUUID(), startedAt: new Date(started + 10), lastEventAt: null })).outcome,
+    ).toBe('stale');
     // An old version never wins, even from a read that started later.
-    expect((await repository.write(older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).outcome).toBe('stale');
+    expect(
+      (await repository.write(DEFAULT_WORKSPACE, older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).outcome,
+    ).toBe('stale');
 
     expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ content: 'new', pozyUpdatedAt: newer.updatedAt });
   });
@@ -264,10 +271,10 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const alive = plainToInstance(PozyPostDto, world().getPost(post._id));
 
     // Held first: a 404 for a post the mirror never held writes nothing (see reconcile-edges.e2e-spec.ts).
-    expect((await repository.write(alive, read(1))).outcome).toBe('written');
-    expect((await repository.markDeleted(post._id, read(10))).outcome).toBe('written');
-    expect((await repository.write(alive, read(5))).outcome).toBe('stale');
-    expect((await repository.write(alive, read(20))).outcome).toBe('written');
+    expect((await repository.write(DEFAULT_WORKSPACE, alive, read(1))).outcome).toBe('written');
+    expect((await repository.markDeleted(DEFAULT_WORKSPACE, post._id, read(10))).outcome).toBe('written');
+    expect((await repository.write(DEFAULT_WORKSPACE, alive, read(5))).outcome).toBe('stale');
+    expect((await repository.write(DEFAULT_WORKSPACE, alive, read(20))).outcome).toBe('written');
 
     expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'draft', deletedAt: null });
   });

@@ -14,10 +14,10 @@ const POSTS = 500_000;
  * rare tag, titles in several languages, a rare word in a few contents.
  */
 const LOAD = `
-  INSERT INTO post (id, status, title, content, scheduled_for, published_at, platforms, tags, hashtags, visibility, extra,
+  INSERT INTO post (workspace_id, id, status, title, content, scheduled_for, published_at, platforms, tags, hashtags, visibility, extra,
                     account_ids, platform_names, error_categories, has_media, pozy_created_at, pozy_updated_at,
                     synced_at, read_started_at, read_id, sequence)
-  SELECT lpad(to_hex(i), 24, '0'),
+  SELECT 'default', lpad(to_hex(i), 24, '0'),
          (ARRAY['draft','scheduled','published','partial','failed'])[1 + i % 5],
          CASE WHEN i % 10 < 8 THEN 'Title ' || i || ' ' || (ARRAY['spring','summer','autumn','winter','frühling','распродажа'])[1 + i % 6] END,
          'Content of post ' || i || ' about ' || (ARRAY['coffee','tea','shoes','books','travel','music','garden'])[1 + (i * 7) % 7]

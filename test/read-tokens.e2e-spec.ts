@@ -5,6 +5,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { RunningService, startService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 // Two read tokens at once: a rotation under way. Neither is the admin token.
 const READ_OLD = 'read_old_4c1d9e7a2b';
@@ -94,6 +95,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
 
     // A dead letter about a known post, and a failed backfill run, each with an error text, through the service's own stores.
     known.letter = await service.app.get(DeadLetterRepository).addReconcile({
+      workspaceId: DEFAULT_WORKSPACE,
       resourceKey: `post:${known.post}`,
       payload: { resource: 'post', id: known.post },
       reason: 'Pozy answered something retrying cannot change',
@@ -103,7 +105,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     });
     const runs = service.app.get(BackfillRunRepository);
     known.backfillRun = '0b5f5c9e-2f4e-4d8a-9a51-8c1f7e3b6a20';
-    await runs.create({ id: known.backfillRun, trigger: 'admin', scanFrom: new Date() });
+    await runs.create({ workspaceId: DEFAULT_WORKSPACE, id: known.backfillRun, trigger: 'admin', scanFrom: new Date() });
     await runs.finish(known.backfillRun, 'failed', BACKFILL_ERROR);
   });
 

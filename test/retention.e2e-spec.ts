@@ -7,6 +7,7 @@ import { PozyEventRepository } from '../src/events/pozy-event.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const ADMIN_TOKEN = 'retention-admin-token';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -108,7 +109,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
 
     const again = await deliver(service.baseUrl, inWindow, { headers: { 'x-pozy-attempt': '2' } });
 
-    expect(again).toEqual({ status: 200, body: { received: true, eventId: inWindow.id, duplicate: true, reconcile: null } });
+    expect(again).toEqual({ status: 200, body: { received: true, workspaceId: 'default', eventId: inWindow.id, duplicate: true, reconcile: null } });
     expect(await stored()).toEqual(before);
 
     const late = await deliver(service.baseUrl, pruned, { headers: { 'x-pozy-attempt': '5' } });
@@ -130,8 +131,8 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
       options: { deliveredDays?: number; resource?: string; sequence?: number } = {},
     ) =>
       service.pool.query(
-        `INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, created_at, state, next_attempt_at, delivered_at)
-         VALUES ($1, $2, 'post.changed', $3, $4, '{}', now() - $5 * interval '1 day', $6,
+        `INSERT INTO notification (workspace_id, id, subscription_id, type, resource_key, sequence, data, created_at, state, next_attempt_at, delivered_at)
+         VALUES ('default', $1, $2, 'post.changed', $3, $4, '{}', now() - $5 * interval '1 day', $6,
                  CASE WHEN $6 = 'pending' THEN now() END, now() - $7 * interval '1 day')`,
         [id, subscription, options.resource ?? `post:${id}`, options.sequence ?? 1, createdDays, state, options.deliveredDays ?? null],
       );
@@ -168,8 +169,8 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
       const id = randomUUID();
       return service.pool
         .query(
-          `INSERT INTO backfill_run (id, trigger, status, started_at, finished_at, newest_log_at)
-           VALUES ($1, 'schedule', $2, now() - (coalesce($3, 10) + 0.01) * interval '1 day',
+          `INSERT INTO backfill_run (workspace_id, id, trigger, status, started_at, finished_at, newest_log_at)
+           VALUES ('default', $1, 'schedule', $2, now() - (coalesce($3, 10) + 0.01) * interval '1 day',
                    now() - $3 * interval '1 day', now() - $4 * interval '1 day')`,
           [id, status, finishedDays, newestLogDays],
         )
@@ -179,7 +180,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const checkpointRun = await run('succeeded', 20, 20);
     const oldRuns = [await run('succeeded', 25, 25), await run('failed', 9, 9), await run('succeeded', 8, null)];
     const keptRuns = [checkpointRun, await run('running', null, 10), await run('failed', 1, 1)];
-    const checkpoint = await service.app.get(BackfillRunRepository).checkpoint();
+    const checkpoint = await service.app.get(BackfillRunRepository).checkpoint(DEFAULT_WORKSPACE);
     expect(checkpoint).not.toBeNull();
 
     const replayRun = async (status: string, startedDays: number) =>
@@ -199,8 +200,8 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     const letter = async (createdDays: number, replayedDays: number | null) =>
       (
         await service.pool.query<{ id: string }>(
-          `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at, replayed_at)
-           VALUES (gen_random_uuid(), 'delivery', 'reconcile', 'post:x', '{}', 'timeout', 'timed out', 5,
+          `INSERT INTO dead_letter (workspace_id, id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at, created_at, replayed_at)
+           VALUES ('default', gen_random_uuid(), 'delivery', 'reconcile', 'post:x', '{}', 'timeout', 'timed out', 5,
                    now() - $1 * interval '1 day', now() - $1 * interval '1 day', now() - $1 * interval '1 day', now() - $2 * interval '1 day')
            RETURNING id`,
           [createdDays, replayedDays],
@@ -250,7 +251,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
     expect(letters).toEqual([...keptLetters].sort());
     const gone = new Set([...oldAttempts, cascaded, ...oldRuns, ...oldLetters, ...oldReplayRuns]);
     expect([...attempts, ...runs, ...letters].filter((id) => gone.has(id))).toEqual([]);
-    expect(await service.app.get(BackfillRunRepository).checkpoint()).toEqual(checkpoint);
+    expect(await service.app.get(BackfillRunRepository).checkpoint(DEFAULT_WORKSPACE)).toEqual(checkpoint);
     expect(await ids('SELECT key AS id FROM graphile_worker._private_jobs')).toEqual(
       ['post:failed-yesterday', 'post:still-retrying', 'post:locked'].sort(),
     );

@@ -5,6 +5,7 @@ import { SweepRunRepository } from '../src/sweep/sweep-run.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { explainAnalyzed, planNodes, recordingDatabase, rowsReadFrom, SentStatement } from './support/explain';
 import { startService } from './support/service';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 /**
  * The two statements an import runs on every page that read tables growing with the run: which listed posts the run
@@ -46,11 +47,14 @@ describe('the per-page statements of an import, 200,000 rows into a run', () => 
 
   it("looks up a page's posts in what the run has seen with one probe each, however much it has seen", async () => {
     const load = (run: string) =>
-      pool.query(`INSERT INTO sweep_seen (run_id, resource, id) SELECT $1, 'post', 'p' || i FROM generate_series(1, ${SEEN}) i`, [run]);
+      pool.query(
+        `INSERT INTO sweep_seen (workspace_id, run_id, resource, id) SELECT 'default', $1, 'post', 'p' || i FROM generate_series(1, ${SEEN}) i`,
+        [run],
+      );
     // A page of 500: the first half seen already, the rest new.
     const page = Array.from({ length: 500 }, (_, i) => `p${SEEN - 250 + i + 1}`);
     const lookUp = async (run: string) => {
-      const seen = await runs.seen(run, 'post', page);
+      const seen = await runs.seen(DEFAULT_WORKSPACE, run, 'post', page);
       expect([...seen].sort()).toEqual(page.slice(0, 250).sort());
       const { plan } = await explainAnalyzed(pool, statement(/"sweep_seen"/i));
       return rowsReadFrom(plan, 'sweep_seen');
@@ -76,8 +80,8 @@ describe('the per-page statements of an import, 200,000 rows into a run', () => 
     await pool.query('ALTER TABLE change SET (autovacuum_enabled = false)');
     const insert = (from: number, to: number) =>
       pool.query(
-        `INSERT INTO change (type, resource_id, sequence, profile_ids, platforms, data)
-         SELECT 'post.changed', 'post' || i, 1, ARRAY['prof'], ARRAY['x'], jsonb_build_object('id', 'post' || i, 'content', repeat('x', 200))
+        `INSERT INTO change (workspace_id, type, resource_id, sequence, profile_ids, platforms, data)
+         SELECT 'default', 'post.changed', 'post' || i, 1, ARRAY['prof'], ARRAY['x'], jsonb_build_object('id', 'post' || i, 'content', repeat('x', 200))
            FROM generate_series(${from}, ${to}) i`,
       );
     await insert(1, SEEN);

@@ -7,6 +7,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TcpProxy } from './support/tcp-proxy';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const ADMIN = { authorization: 'Bearer spool-admin-token' };
 
@@ -130,6 +131,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     const good = postEvent('66aa01f3c2b1e4d5f6a7cccc');
     const bad = postEvent('66aa01f3c2b1e4d5f6a7cccd');
     const spooledEvent = (event: typeof good, payloadJson: string) => ({
+      workspaceId: DEFAULT_WORKSPACE,
       id: event.id,
       type: event.event,
       payloadJson,
@@ -168,6 +170,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     spool().add(
       [
         {
+          workspaceId: DEFAULT_WORKSPACE,
           id: event.id,
           type: event.event,
           payloadJson: JSON.stringify(event),

@@ -61,16 +61,16 @@ describe('GET /, /sync/status and /metrics flooded by anonymous callers while we
     try {
       // Posts of another workspace's past (ids the simulator never answers for), and a month of their events.
       await seed.query(
-        `INSERT INTO post (id, status, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
+        `INSERT INTO post (workspace_id, id, status, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
                            synced_at, read_started_at, read_id, deleted_at, sequence)
-         SELECT 'load_' || lpad(i::text, 7, '0'), 'published', 'an older post ' || i, '[]'::jsonb, '{}', '{}',
+         SELECT 'default', 'load_' || lpad(i::text, 7, '0'), 'published', 'an older post ' || i, '[]'::jsonb, '{}', '{}',
                 now() - interval '40 days', now() - interval '40 days', now() - interval '1 day', now() - interval '1 day',
                 gen_random_uuid(), CASE WHEN i % 10 = 0 THEN now() - interval '1 day' END, 1
            FROM generate_series(1, ${MIRRORED_POSTS}) i`,
       );
       await seed.query(
-        `INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
-         SELECT 'evt_load_' || i, 'post.published', '{}'::jsonb, t, 'dlv_load_' || i, 1, 'post',
+        `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
+         SELECT 'default', 'evt_load_' || i, 'post.published', '{}'::jsonb, t, 'dlv_load_' || i, 1, 'post',
                 'load_' || lpad((1 + i % ${MIRRORED_POSTS})::text, 7, '0'), t
            FROM (SELECT i, now() - interval '30 days' + i * interval '30 days' / ${STORED_EVENTS} AS t
                    FROM generate_series(1, ${STORED_EVENTS}) i) s`,

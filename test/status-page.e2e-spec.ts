@@ -6,6 +6,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { RunningService, startService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = resolve(__dirname, '..', '.data', 'screenshots', 'status-page.png');
@@ -203,6 +204,7 @@ describe('GET / over plain HTTP', () => {
 
   it('escapes every value it shows: a dead letter whose error holds markup renders as text', async () => {
     await service.app.get(DeadLetterRepository).addReconcile({
+      workspaceId: DEFAULT_WORKSPACE,
       resourceKey: 'post:"><img src=x onerror=alert(1)>',
       payload: { resource: 'post', id: 'x' },
       reason: "Pozy answered <b>bold</b> & 'quoted'",

@@ -113,9 +113,9 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
       await Promise.all([
         withIndexesDeferred(posts, ['post', 'account', 'reconcile_request'], async () => {
           await posts.query(
-            `INSERT INTO account (id, profile_id, platform, username, display_name, is_active, needs_reconnection,
+            `INSERT INTO account (workspace_id, id, profile_id, platform, username, display_name, is_active, needs_reconnection,
                                   synced_at, read_started_at, read_id, removed_at)
-             SELECT 'acc_' || i, 'prof_' || (i % 20), (ARRAY['instagram', 'linkedin', 'threads', 'x'])[1 + i % 4], 'user' || i,
+             SELECT 'default', 'acc_' || i, 'prof_' || (i % 20), (ARRAY['instagram', 'linkedin', 'threads', 'x'])[1 + i % 4], 'user' || i,
                     'User ' || i, true, false, $1::timestamptz - interval '5 minutes' - (${ACCOUNTS} - i) * interval '1 second',
                     $1::timestamptz - interval '6 minutes', gen_random_uuid(),
                     CASE WHEN i <= ${REMOVED_ACCOUNTS} THEN $1::timestamptz - interval '1 day' END
@@ -123,10 +123,10 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
             params,
           );
           await posts.query(
-            `INSERT INTO post (id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
+            `INSERT INTO post (workspace_id, id, status, content, scheduled_for, published_at, platforms, account_ids, platform_names,
                                pozy_created_at, pozy_updated_at, last_event_at, synced_at, read_started_at, read_id, deleted_at,
                                sequence, changed_by)
-             SELECT 'post_' || lpad(i::text, 7, '0'), CASE WHEN i % 10 = 0 THEN 'deleted' ELSE 'published' END,
+             SELECT 'default', 'post_' || lpad(i::text, 7, '0'), CASE WHEN i % 10 = 0 THEN 'deleted' ELSE 'published' END,
                     CASE WHEN i % 10 <> 0 THEN 'Spring sale starts today #' || i END, t, t,
                     CASE WHEN i % 10 = 0 THEN '[]'::jsonb
                          ELSE jsonb_build_array(jsonb_build_object('platform', 'instagram', 'accountId', 'acc_' || (1 + i % ${ACCOUNTS}),
@@ -140,8 +140,8 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
           );
           // Every post has been read once; a few reads are pending, the oldest asked for 7 minutes before the load.
           await posts.query(
-            `INSERT INTO reconcile_request (key, resource_type, resource_id, due_at, requested_at, dispatched_at, last_read_at)
-             SELECT 'post:' || id, 'post', id,
+            `INSERT INTO reconcile_request (workspace_id, key, resource_type, resource_id, due_at, requested_at, dispatched_at, last_read_at)
+             SELECT 'default', 'post:' || id, 'post', id,
                     CASE WHEN n <= ${PENDING_READS} THEN $1::timestamptz + interval '1 day' END,
                     $1::timestamptz - interval '7 minutes' + least(n - 1, ${PENDING_READS}) * interval '1 second', synced_at, synced_at
                FROM (SELECT id, synced_at, row_number() OVER (ORDER BY id DESC) AS n FROM post) p`,
@@ -150,29 +150,29 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
         }),
         withIndexesDeferred(events, ['pozy_event', 'notification', 'dead_letter'], async () => {
           await events.query(
-            `INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
-             SELECT 'evt_' || i, 'post.published', ${PAYLOAD("'evt_' || i", 't')}, t, 'dlv_' || i, 1, 'post', 'post_' || lpad((1 + i % ${POSTS})::text, 7, '0'), t
+            `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
+             SELECT 'default', 'evt_' || i, 'post.published', ${PAYLOAD("'evt_' || i", 't')}, t, 'dlv_' || i, 1, 'post', 'post_' || lpad((1 + i % ${POSTS})::text, 7, '0'), t
                FROM (SELECT i, $1::timestamptz - interval '30 days' + (i - 1) * (interval '30 days' - interval '2 hours') / ${OLD_EVENTS} AS t
                        FROM generate_series(1, ${OLD_EVENTS}) i) s`,
             params,
           );
           await events.query(
-            `INSERT INTO backfill_run (id, trigger, status, started_at, finished_at, rows_scanned, events_recovered)
-             VALUES ($2, 'schedule', 'succeeded', $1::timestamptz - interval '2 hours', $1::timestamptz - interval '2 hours', 500, $3)`,
+            `INSERT INTO backfill_run (workspace_id, id, trigger, status, started_at, finished_at, rows_scanned, events_recovered)
+             VALUES ('default', $2, 'schedule', 'succeeded', $1::timestamptz - interval '2 hours', $1::timestamptz - interval '2 hours', 500, $3)`,
             [loadedAt, backfillRunId, RECOVERED_EVENTS],
           );
           for (const [ago, count] of Object.entries(RECOVERED)) {
             await events.query(
-              `INSERT INTO pozy_event (id, type, payload, "timestamp", resource_type, resource_id, received_at, recovered_by)
-               SELECT 'evt_recovered_' || $3 || '_' || i, 'post.published', '{}', $1::timestamptz - $3::interval, 'post', 'post_0000001',
+              `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", resource_type, resource_id, received_at, recovered_by)
+               SELECT 'default', 'evt_recovered_' || $3 || '_' || i, 'post.published', '{}', $1::timestamptz - $3::interval, 'post', 'post_0000001',
                       $1::timestamptz - interval '2 hours', $2
                  FROM generate_series(1, ${count}) i`,
               [loadedAt, backfillRunId, ago],
             );
           }
           await events.query(
-            `INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
-             SELECT 'evt_recent_' || i, 'post.published', ${PAYLOAD("'evt_recent_' || i", 't')}, t, 'dlv_recent_' || i, 1,
+            `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
+             SELECT 'default', 'evt_recent_' || i, 'post.published', ${PAYLOAD("'evt_recent_' || i", 't')}, t, 'dlv_recent_' || i, 1,
                     'post', 'post_0000001', t
                FROM (SELECT i, $1::timestamptz - interval '50 minutes' + (i - 1) * interval '24 minutes' / (${LAST_HOUR_EVENTS} - 1) AS t
                        FROM generate_series(1, ${LAST_HOUR_EVENTS}) i) s`,
@@ -186,38 +186,38 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
           );
           // Delivered history, then per subscriber its pending ones (the oldest 3 minutes before the load) and dead ones.
           await events.query(
-            `INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts,
+            `INSERT INTO notification (workspace_id, id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts,
                                        next_attempt_at, delivered_at)
-             SELECT 'msg_delivered_' || i, ($2::uuid[])[1 + i % 2], 'post.changed', 'post:post_' || lpad((1 + i % ${POSTS})::text, 7, '0'),
+             SELECT 'default', 'msg_delivered_' || i, ($2::uuid[])[1 + i % 2], 'post.changed', 'post:post_' || lpad((1 + i % ${POSTS})::text, 7, '0'),
                     1, '{"id": "x"}', $1::timestamptz - interval '1 day', 'delivered', 1, NULL, $1::timestamptz - interval '1 day'
                FROM generate_series(1, ${DELIVERED_NOTIFICATIONS}) i`,
             [loadedAt, subscriptionIds],
           );
           for (const [s, subscriptionId] of subscriptionIds.entries()) {
             await events.query(
-              `INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts, next_attempt_at)
-               SELECT 'msg_pending_' || $4::int || '_' || i, $2, 'post.changed', 'post:post_000000' || i, 2, '{"id": "x"}',
+              `INSERT INTO notification (workspace_id, id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts, next_attempt_at)
+               SELECT 'default', 'msg_pending_' || $4::int || '_' || i, $2, 'post.changed', 'post:post_000000' || i, 2, '{"id": "x"}',
                       $1::timestamptz - interval '3 minutes' + i * interval '1 second', 'pending', 1, $1::timestamptz + interval '1 day'
                  FROM generate_series(1, $3::int) i`,
               [loadedAt, subscriptionId, PENDING_NOTIFICATIONS[s], s],
             );
             await events.query(
-              `INSERT INTO notification (id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts)
-               SELECT 'msg_dead_' || $4::int || '_' || i, $2, 'post.changed', 'post:post_100000' || i, 2, '{"id": "x"}', $1, 'dead', 5
+              `INSERT INTO notification (workspace_id, id, subscription_id, type, resource_key, sequence, data, created_at, state, attempts)
+               SELECT 'default', 'msg_dead_' || $4::int || '_' || i, $2, 'post.changed', 'post:post_100000' || i, 2, '{"id": "x"}', $1, 'dead', 5
                  FROM generate_series(1, $3::int) i`,
               [loadedAt, subscriptionId, DEAD_NOTIFICATIONS[s], s],
             );
           }
           await events.query(
-            `INSERT INTO dead_letter (id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at,
+            `INSERT INTO dead_letter (workspace_id, id, queue, kind, resource_key, payload, reason, error, attempts, first_failure_at, last_failure_at,
                                       created_at, replayed_at, resolved_at)
              WITH at AS (SELECT $1::timestamptz AS t)
-             SELECT gen_random_uuid(), 'delivery', CASE WHEN i % 2 = 0 THEN 'reconcile' ELSE 'notification' END,
+             SELECT 'default', gen_random_uuid(), 'delivery', CASE WHEN i % 2 = 0 THEN 'reconcile' ELSE 'notification' END,
                     'post:post_' || lpad(i::text, 7, '0'), '{}'::jsonb, 'timed out', 'timeout', 5, at.t, at.t, at.t - interval '2 days',
                     CASE WHEN i % 2 = 0 THEN at.t END, CASE WHEN i % 2 = 1 THEN at.t END
                FROM at, generate_series(1, ${DEAD_LETTERS.settled}) i
              UNION ALL
-             SELECT gen_random_uuid(), 'delivery', k.kind, 'post:post_0000001', '{}'::jsonb, 'timed out', 'timeout', 5, at.t, at.t, at.t,
+             SELECT 'default', gen_random_uuid(), 'delivery', k.kind, 'post:post_0000001', '{}'::jsonb, 'timed out', 'timeout', 5, at.t, at.t, at.t,
                     NULL::timestamptz, NULL::timestamptz
                FROM at, (SELECT 'reconcile' AS kind FROM generate_series(1, ${DEAD_LETTERS.reconcile})
                          UNION ALL SELECT 'notification' FROM generate_series(1, ${DEAD_LETTERS.notification})) k`,
@@ -358,8 +358,8 @@ describe('GET /sync/status, GET / and GET /metrics with a million posts and a mi
         // 4,000 events a minute for two whole five-minute slices from 20 to 25 minutes before the load, after the
         // others in time as on disk: more than one pass reads.
         await client.query(
-          `INSERT INTO pozy_event (id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
-           SELECT 'evt_burst_' || i, 'post.published', ${PAYLOAD("'evt_burst_' || i", 't')}, t, 'dlv_burst_' || i, 1, 'post', 'post_0000002', t
+          `INSERT INTO pozy_event (workspace_id, id, type, payload, "timestamp", delivery_id, attempt, resource_type, resource_id, received_at)
+           SELECT 'default', 'evt_burst_' || i, 'post.published', ${PAYLOAD("'evt_burst_' || i", 't')}, t, 'dlv_burst_' || i, 1, 'post', 'post_0000002', t
              FROM (SELECT i, date_bin('5 minutes', $1::timestamptz - interval '20 minutes', timestamptz '2000-01-01 00:00Z')
                              + (i - 1) * interval '10 minutes' / ${BURST} AS t
                      FROM generate_series(1, ${BURST}) i) s`,
@@ -416,9 +416,9 @@ describe('GET /sync/status right after a first import, before PostgreSQL has ana
       // As an import writes them, in pages: no ANALYZE, and autovacuum kept off this table for the test.
       await client.query('ALTER TABLE post SET (autovacuum_enabled = false)');
       await client.query(
-        `INSERT INTO post (id, status, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
+        `INSERT INTO post (workspace_id, id, status, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
                            synced_at, read_started_at, read_id, deleted_at, sequence)
-         SELECT lpad(to_hex(i), 24, '0'), 'published', 'a post of some length, like the real ones ' || i,
+         SELECT 'default', lpad(to_hex(i), 24, '0'), 'published', 'a post of some length, like the real ones ' || i,
                 '[{"platform":"linkedin","accountId":"acc_1","status":"published","platformPostId":"urn:li:share:1"}]'::jsonb,
                 '{acc_1}', '{linkedin}', now(), now(), now(), now(), gen_random_uuid(),
                 CASE WHEN i <= ${DELETED} THEN now() END, 1

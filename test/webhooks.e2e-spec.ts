@@ -42,7 +42,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
     expect(response).toEqual({
       status: 200,
-      body: { received: true, eventId: event.id, duplicate: false, reconcile: 'post:66aa01f3c2b1e4d5f6a7b8c9' },
+      body: { received: true, workspaceId: 'default', eventId: event.id, duplicate: false, reconcile: 'post:66aa01f3c2b1e4d5f6a7b8c9' },
     });
     const { rows } = await service.pool.query(
       'SELECT id, type, payload, "timestamp", delivery_id, attempt, test, resource_type, resource_id, received_at FROM pozy_event',
@@ -71,7 +71,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
     expect(first.status).toBe(200);
     expect(first.body.duplicate).toBe(false);
-    expect(second).toEqual({ status: 200, body: { received: true, eventId: event.id, duplicate: true, reconcile: null } });
+    expect(second).toEqual({ status: 200, body: { received: true, workspaceId: 'default', eventId: event.id, duplicate: true, reconcile: null } });
     expect(await events()).toHaveLength(1);
     // The very same request row: the duplicate did not touch it.
     expect(await reconcileRequests(service.pool)).toEqual([request]);
@@ -192,9 +192,57 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
     const response = await deliver(service.baseUrl, unknown);
 
-    expect(response).toEqual({ status: 200, body: { received: true, eventId: 'unknown-1', duplicate: false, reconcile: null } });
+    expect(response).toEqual({ status: 200, body: { received: true, workspaceId: 'default', eventId: 'unknown-1', duplicate: false, reconcile: null } });
     expect(await events()).toEqual([{ id: 'unknown-1', type: 'comment.received', test: false, resource_type: null, resource_id: null }]);
     expect(await pending()).toEqual([]);
+  });
+
+  describe("a workspace's own path, /webhooks/pozy/:workspace", () => {
+    it('is the same path as /webhooks/pozy for the default workspace: one event, deduplicated across both', async () => {
+      const event = postEvent('66aa01f3c2b1e4d5f6a7b8d0');
+      const first = await deliver(service.baseUrl, event, { path: '/webhooks/pozy/default' });
+      const again = await deliver(service.baseUrl, event);
+
+      expect(first).toEqual({
+        status: 200,
+        body: { received: true, workspaceId: 'default', eventId: event.id, duplicate: false, reconcile: 'post:66aa01f3c2b1e4d5f6a7b8d0' },
+      });
+      expect(again.body).toMatchObject({ workspaceId: 'default', duplicate: true });
+      expect((await events()).map((e) => e.id)).toEqual([event.id]);
+      const stored = await service.pool.query<{ workspace_id: string }>('SELECT workspace_id FROM pozy_event');
+      expect(stored.rows).toEqual([{ workspace_id: 'default' }]);
+    });
+
+    it('checks the signature there as on /webhooks/pozy', async () => {
+      const wrong = await deliver(service.baseUrl, postEvent('post-bad'), { path: '/webhooks/pozy/default', secret: 'not-the-secret' });
+
+      expect(wrong).toMatchObject({ status: 401, body: { error: 'invalid_signature' } });
+      expect(await events()).toEqual([]);
+    });
+
+    it.each([
+      ['a workspace this deployment does not mirror', '/webhooks/pozy/acme'],
+      ['an id that is no workspace slug', '/webhooks/pozy/Not_A-Slug'],
+    ])('answers 404 unknown_workspace for %s, even signed with the secret, and stores nothing', async (_what, path) => {
+      const response = await deliver(service.baseUrl, postEvent('post-elsewhere'), { path });
+
+      expect(response.status).toBe(404);
+      expect(response.body).toMatchObject({ error: 'unknown_workspace', message: expect.stringMatching(/No workspace/) });
+      expect(await events()).toEqual([]);
+      expect(await pending()).toEqual([]);
+    });
+
+    it('refuses malformed and oversized bodies there as on /webhooks/pozy', async () => {
+      const malformed = await deliver(service.baseUrl, postEvent('post-bad'), { path: '/webhooks/pozy/default', body: '{"id":' });
+      const oversized = await deliver(service.baseUrl, postEvent('post-bad'), {
+        path: '/webhooks/pozy/default',
+        body: JSON.stringify({ ...postEvent('post-bad'), padding: 'x'.repeat(1_100_000) }),
+      });
+
+      expect(malformed).toMatchObject({ status: 400, body: { error: 'malformed_json' } });
+      expect(oversized).toMatchObject({ status: 413, body: { error: 'payload_too_large' } });
+      expect(await events()).toEqual([]);
+    });
   });
 
   describe('rejects bad deliveries with a 4xx naming the problem, storing nothing', () => {

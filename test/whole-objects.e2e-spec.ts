@@ -7,8 +7,8 @@ import { TestSubscriber } from './support/subscriber';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
-const POST_BOOKKEEPING = ['profileIds', 'pozyCreatedAt', 'pozyUpdatedAt', 'lastEventAt', 'syncedAt', 'deletedAt', 'sequence'];
-const ACCOUNT_BOOKKEEPING = ['lastEventAt', 'syncedAt', 'removedAt', 'sequence'];
+const POST_BOOKKEEPING = ['workspaceId', 'profileIds', 'pozyCreatedAt', 'pozyUpdatedAt', 'lastEventAt', 'syncedAt', 'deletedAt', 'sequence'];
+const ACCOUNT_BOOKKEEPING = ['workspaceId', 'lastEventAt', 'syncedAt', 'removedAt', 'sequence'];
 
 const plainId = (target: PlatformTarget) => (typeof target.accountId === 'string' ? target.accountId : target.accountId._id);
 

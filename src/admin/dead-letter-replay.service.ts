@@ -100,7 +100,7 @@ export class DeadLetterReplayService {
       const { replayed, reason } = await this.notifications.replayDeadLetter(letter.payload.notificationId);
       return { skipped: !replayed, reason };
     }
-    const key = await this.resync.request(letter.payload.resource, letter.payload.id);
+    const key = await this.resync.request(letter.payload.resource, letter.payload.id, letter.workspaceId);
     await this.deadLetters.markReplayed(letter.id);
     return { reconcile: key };
   }

@@ -1,9 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
-import { ResourceType, resourceJobKey } from '../queue/tasks';
+import { ResourceType, resourceJobKey, workspaceJobKey } from '../queue/tasks';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../workspaces/workspace-id';
 
 @Injectable()
 export class ResyncService {
@@ -20,18 +21,18 @@ export class ResyncService {
    * held is first read here, synchronously: if Pozy does not know it either, the caller is told so (404) and
    * nothing is queued (the job would write nothing). If that read fails, the resync is queued as usual.
    */
-  async request(type: ResourceType, id: string): Promise<string> {
-    if (type === 'post' && (await this.unknownToPozy(id))) {
+  async request(type: ResourceType, id: string, workspace: WorkspaceId = DEFAULT_WORKSPACE): Promise<string> {
+    if (type === 'post' && (await this.unknownToPozy(workspace, id))) {
       throw new ApiError(404, 'unknown_to_pozy', `Pozy does not know post ${id}, and the mirror never held it`);
     }
     const key = resourceJobKey(type, id);
-    this.dispatcher.nudge(await this.requests.requestForcedRead(key, type, id));
-    return key;
+    this.dispatcher.nudge(await this.requests.requestForcedRead(workspace, key, type, id));
+    return workspaceJobKey(workspace, key);
   }
 
-  private async unknownToPozy(id: string): Promise<boolean> {
+  private async unknownToPozy(workspace: WorkspaceId, id: string): Promise<boolean> {
     try {
-      return await this.reconciler.unknownPost(id);
+      return await this.reconciler.unknownPost(workspace, id);
     } catch (error) {
       this.logger.warn(`post:${id}: could not ask Pozy whether it knows the post (${(error as Error).message}); resync queued`);
       return false;

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { sql } from 'kysely';
+import { type Expression, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, type Db } from '../database/database.service';
 import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
+import type { WorkspaceId } from '../workspaces/workspace-id';
 
 const TRIGGERS = ['schedule', 'admin'] as const;
 const STATUSES = ['running', 'succeeded', 'failed'] as const;
@@ -27,24 +28,30 @@ function toRun(row: BackfillRunRow): BackfillRun {
  * deletes it: without it the next backfill would scan Pozy's whole 30 days of logs and store every pruned event
  * still in them again.
  */
-const checkpointRun = (db: Db) =>
-  db.selectFrom('backfill_run').where('status', '=', 'succeeded').where('newest_log_at', 'is not', null).orderBy('newest_log_at', 'desc').limit(1);
+const checkpointRun = (db: Db, workspaceId: Expression<string> | WorkspaceId) =>
+  db
+    .selectFrom('backfill_run')
+    .where('workspace_id', '=', workspaceId)
+    .where('status', '=', 'succeeded')
+    .where('newest_log_at', 'is not', null)
+    .orderBy('newest_log_at', 'desc')
+    .limit(1);
 
 @Injectable()
 export class BackfillRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Where the next run starts: the newest log row the last successful run saw, or null (never ran). */
-  async checkpoint(): Promise<Date | null> {
-    const row = await checkpointRun(this.database.db).select('newest_log_at').executeTakeFirst();
+  async checkpoint(workspaceId: WorkspaceId): Promise<Date | null> {
+    const row = await checkpointRun(this.database.db, workspaceId).select('newest_log_at').executeTakeFirst();
     return row?.newest_log_at ?? null;
   }
 
   /** started_at is the database's clock, like finished_at. */
-  async create(run: Pick<BackfillRun, 'id' | 'trigger' | 'scanFrom'>): Promise<void> {
+  async create(run: Pick<BackfillRun, 'workspaceId' | 'id' | 'trigger' | 'scanFrom'>): Promise<void> {
     await this.database.db
       .insertInto('backfill_run')
-      .values({ id: run.id, trigger: run.trigger, status: 'running', scan_from: run.scanFrom })
+      .values({ workspace_id: run.workspaceId, id: run.id, trigger: run.trigger, status: 'running', scan_from: run.scanFrom })
       .execute();
   }
 
@@ -73,7 +80,7 @@ export class BackfillRunRepository {
   }
 
   async get(id: string): Promise<BackfillRun | undefined> {
-    const row = await this.database.prisma.backfillRun.findUnique({ where: { id } });
+    const row = await this.database.prisma.backfillRun.findFirst({ where: { id } });
     return row ? toRun(row) : undefined;
   }
 
@@ -83,6 +90,7 @@ export class BackfillRunRepository {
     return (
       row &&
       toRun({
+        workspaceId: row.workspace_id,
         id: row.id,
         trigger: row.trigger,
         status: row.status,
@@ -99,14 +107,14 @@ export class BackfillRunRepository {
     );
   }
 
-  async running(): Promise<BackfillRun | undefined> {
-    const row = await this.database.prisma.backfillRun.findFirst({ where: { status: 'running' }, orderBy: { startedAt: 'desc' } });
+  async running(workspaceId: WorkspaceId): Promise<BackfillRun | undefined> {
+    const row = await this.database.prisma.backfillRun.findFirst({ where: { workspaceId, status: 'running' }, orderBy: { startedAt: 'desc' } });
     return row ? toRun(row) : undefined;
   }
 
   /** Which of these event ids are not stored yet. */
-  async missing(eventIds: string[]): Promise<Set<string>> {
-    const rows = await this.database.prisma.pozyEvent.findMany({ where: { id: { in: eventIds } }, select: { id: true } });
+  async missing(workspaceId: WorkspaceId, eventIds: string[]): Promise<Set<string>> {
+    const rows = await this.database.prisma.pozyEvent.findMany({ where: { workspaceId, id: { in: eventIds } }, select: { id: true } });
     const stored = new Set(rows.map((r) => r.id));
     return new Set(eventIds.filter((id) => !stored.has(id)));
   }
@@ -120,17 +128,21 @@ export class BackfillRunRepository {
     const db = this.database.db;
     const { numDeletedRows } = await db
       .deleteFrom('backfill_run')
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('backfill_run')
-          .select('id')
-          .where('status', '<>', 'running')
-          .where('finished_at', '<', cutoff)
-          .where('id', 'is distinct from', checkpointRun(db).select('id'))
+      .using(
+        db
+          .selectFrom('backfill_run as r')
+          .select(['r.workspace_id', 'r.id'])
+          .where('r.status', '<>', 'running')
+          .where('r.finished_at', '<', cutoff)
+          // Each workspace keeps its checkpoint's run.
+          .where('r.id', 'is distinct from', (eb) => checkpointRun(db, eb.ref('r.workspace_id')).select('backfill_run.id'))
           .limit(limit)
           .forUpdate()
-          .skipLocked(),
+          .skipLocked()
+          .as('old'),
       )
+      .whereRef('backfill_run.workspace_id', '=', 'old.workspace_id')
+      .whereRef('backfill_run.id', '=', 'old.id')
       .executeTakeFirst();
     return Number(numDeletedRows);
   }

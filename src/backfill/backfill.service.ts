@@ -10,6 +10,7 @@ import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 const PAGE_SIZE = 100;
 /** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */
@@ -79,7 +80,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     if (!lock)
       return {
         started: false,
-        runningRunId: await this.runs.running().then(
+        runningRunId: await this.runs.running(DEFAULT_WORKSPACE).then(
           (run) => run?.id ?? null,
           () => null,
         ),
@@ -87,10 +88,10 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     let runId: string;
     let scanFrom: Date | null;
     try {
-      const checkpoint = await this.runs.checkpoint();
+      const checkpoint = await this.runs.checkpoint(DEFAULT_WORKSPACE);
       runId = randomUUID();
       scanFrom = checkpoint && new Date(checkpoint.getTime() - this.config.backfillOverlapMs);
-      await this.runs.create({ id: runId, trigger, scanFrom });
+      await this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: runId, trigger, scanFrom });
     } catch (error) {
       await lock.release();
       throw error;
@@ -166,11 +167,11 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     for (const row of rows) if (!seen.has(row.eventId) && !fresh.has(row.eventId)) fresh.set(row.eventId, row);
     for (const id of fresh.keys()) seen.add(id);
     if (fresh.size === 0) return;
-    const missing = [...(await this.runs.missing([...fresh.keys()]))];
+    const missing = [...(await this.runs.missing(DEFAULT_WORKSPACE, [...fresh.keys()]))];
     const settled = await Promise.allSettled(
       missing.map((id) => {
         const row = fresh.get(id)!;
-        return this.webhooks.receiveRecovered(row.requestPayload, runId, row.attemptNumber ?? null);
+        return this.webhooks.receiveRecovered(DEFAULT_WORKSPACE, row.requestPayload, runId, row.attemptNumber ?? null);
       }),
     );
     let failure: Error | undefined;

@@ -16,6 +16,7 @@ class FakeFeed {
     const position = String(this.rows.length + 1);
     this.rows.push({
       position,
+      workspace_id: 'default',
       type,
       resource_id: `r${position}`,
       sequence: 1,

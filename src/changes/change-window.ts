@@ -4,6 +4,7 @@ import { nextCursor, oldestAvailable } from './change-cursor';
 
 export interface ChangeItem {
   cursor: string;
+  workspaceId: string;
   type: string;
   id: string;
   sequence: number;
@@ -36,6 +37,7 @@ export function expiredCursor(after: string, oldest: string | null): ApiError | 
 export function toPage(read: ChangePageRead, after: string, limit: number, scan: number): ChangePage {
   const data = read.rows.map((row): ChangeItem => ({
     cursor: row.position,
+    workspaceId: row.workspace_id,
     type: row.type,
     id: row.resource_id,
     sequence: row.sequence,

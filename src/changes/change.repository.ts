@@ -18,7 +18,10 @@ export interface ChangeFilter {
 }
 
 /** A placed entry, with what the filters match (so a page read unfiltered can be filtered in memory: change-window.ts). */
-export type ChangeRow = Pick<Selectable<DB['change']>, 'type' | 'resource_id' | 'sequence' | 'changed_at' | 'data' | 'profile_ids' | 'platforms'> & {
+export type ChangeRow = Pick<
+  Selectable<DB['change']>,
+  'workspace_id' | 'type' | 'resource_id' | 'sequence' | 'changed_at' | 'data' | 'profile_ids' | 'platforms'
+> & {
   position: string;
 };
 
@@ -55,8 +58,11 @@ export class ChangeRepository {
       const placed = await trx
         .with('next', (qc) =>
           qc
-            .selectFrom((eb) => eb.selectFrom('change').select('id').where('position', 'is', null).orderBy('id').limit(limit).as('unplaced'))
+            .selectFrom((eb) =>
+              eb.selectFrom('change').select(['workspace_id', 'id']).where('position', 'is', null).orderBy('id').limit(limit).as('unplaced'),
+            )
             .select((eb) => [
+              'unplaced.workspace_id',
               'unplaced.id',
               eb.fn
                 .agg<string>('row_number')
@@ -68,6 +74,8 @@ export class ChangeRepository {
         .updateTable('change')
         .from(['next', 'top'])
         .set((eb) => ({ position: eb(eb.ref('top.position'), '+', eb.ref('next.n')) }))
+        // By the primary key: an entry's id is unique across workspaces, yet only with its workspace indexed.
+        .whereRef('change.workspace_id', '=', 'next.workspace_id')
         .whereRef('change.id', '=', 'next.id')
         .returning('change.position')
         .execute();
@@ -100,7 +108,7 @@ export class ChangeRepository {
       .with('entries', (qc) =>
         qc
           .selectFrom('change')
-          .select(['position', 'type', 'resource_id', 'sequence', 'changed_at', 'data', 'profile_ids', 'platforms'])
+          .select(['position', 'workspace_id', 'type', 'resource_id', 'sequence', 'changed_at', 'data', 'profile_ids', 'platforms'])
           .where((eb) =>
             eb.and([
               eb('position', '>', sql<string>`${after}::bigint`),
@@ -119,6 +127,7 @@ export class ChangeRepository {
         'bounds.oldest',
         'bounds.newest',
         'entries.position',
+        'entries.workspace_id',
         'entries.type',
         'entries.resource_id',
         'entries.sequence',
@@ -135,6 +144,7 @@ export class ChangeRepository {
       newest,
       rows: rows.flatMap((r) =>
         r.position === null ||
+        r.workspace_id === null ||
         r.type === null ||
         r.resource_id === null ||
         r.sequence === null ||
@@ -145,6 +155,7 @@ export class ChangeRepository {
           : [
               {
                 position: r.position,
+                workspace_id: r.workspace_id,
                 type: r.type,
                 resource_id: r.resource_id,
                 sequence: r.sequence,
@@ -175,7 +186,12 @@ export class ChangeRepository {
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const result = await this.database.db
       .with('head', (qc) =>
-        qc.selectFrom('change').select(['id', 'position', 'changed_at']).where('position', 'is not', null).orderBy('position').limit(limit),
+        qc
+          .selectFrom('change')
+          .select(['workspace_id', 'id', 'position', 'changed_at'])
+          .where('position', 'is not', null)
+          .orderBy('position')
+          .limit(limit),
       )
       .with('stop', (qc) =>
         qc.selectNoFrom((eb) =>
@@ -195,7 +211,10 @@ export class ChangeRepository {
         ),
       )
       .deleteFrom('change')
-      .where('id', 'in', (eb) => eb.selectFrom(['head', 'stop']).select('head.id').whereRef('head.position', '<', 'stop.position'))
+      .using(['head', 'stop'])
+      .whereRef('change.workspace_id', '=', 'head.workspace_id')
+      .whereRef('change.id', '=', 'head.id')
+      .whereRef('head.position', '<', 'stop.position')
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }

@@ -10,7 +10,7 @@ export type ChangeType = (typeof CHANGE_TYPES)[number];
  * A row of a mirror write's `changes` CTE, as the feed keeps it: `resource` is the post or account exactly as
  * GET /posts/:id or GET /accounts/:id answers it right after the change.
  */
-export type FeedChange = Pick<Selectable<DB['change']>, 'type' | 'resource_id' | 'sequence' | 'profile_ids' | 'platforms'> & {
+export type FeedChange = Pick<Selectable<DB['change']>, 'workspace_id' | 'type' | 'resource_id' | 'sequence' | 'profile_ids' | 'platforms'> & {
   resource: Selectable<DB['change']>['data'];
 };
 
@@ -23,8 +23,10 @@ export const recordChanges = (db: Db) =>
   db
     .withTables<{ changes: FeedChange }>()
     .insertInto('change')
-    .columns(['type', 'resource_id', 'sequence', 'profile_ids', 'platforms', 'data'])
+    .columns(['workspace_id', 'type', 'resource_id', 'sequence', 'profile_ids', 'platforms', 'data'])
     .expression((eb) =>
-      eb.selectFrom('changes as c').select(['c.type', 'c.resource_id', 'c.sequence', 'c.profile_ids', 'c.platforms', 'c.resource as data']),
+      eb
+        .selectFrom('changes as c')
+        .select(['c.workspace_id', 'c.type', 'c.resource_id', 'c.sequence', 'c.profile_ids', 'c.platforms', 'c.resource as data']),
     )
     .returning((eb) => eb.lit(1).as('one'));

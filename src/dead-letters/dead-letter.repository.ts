@@ -68,12 +68,15 @@ export class DeadLetterRepository {
 
   /** A reconcile given up on. (Notification letters are written with the attempt that gave up: notification.repository.ts.) */
   async addReconcile(
-    letter: Pick<DeadLetter, 'resourceKey' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'> & { payload: ReconcileLetterPayload },
+    letter: Pick<DeadLetter, 'workspaceId' | 'resourceKey' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'> & {
+      payload: ReconcileLetterPayload;
+    },
   ): Promise<string> {
     const id = randomUUID();
     await this.database.db
       .insertInto('dead_letter')
       .values({
+        workspace_id: letter.workspaceId,
         id,
         queue: 'delivery',
         kind: 'reconcile',
@@ -95,6 +98,7 @@ export class DeadLetterRepository {
     const rows = await db
       .selectFrom('dead_letter')
       .select([
+        'workspace_id as workspaceId',
         'id',
         'queue',
         'kind',
@@ -121,7 +125,7 @@ export class DeadLetterRepository {
   }
 
   async get(id: string): Promise<DeadLetter | undefined> {
-    const row = await this.database.prisma.deadLetter.findUnique({ where: { id } });
+    const row = await this.database.prisma.deadLetter.findFirst({ where: { id } });
     return row ? typed(row) : undefined;
   }
 

@@ -4,9 +4,12 @@ import { type Db, DatabaseService } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
 import type { ResourceType } from '../queue/tasks';
+import type { WorkspaceId } from '../workspaces/workspace-id';
 import { withDeadline } from './ack-deadline';
 
 export interface NewPozyEvent {
+  /** The workspace whose webhook path (or delivery log) brought the event: event ids are unique within one. */
+  workspaceId: WorkspaceId;
   id: string;
   type: string;
   /** The body exactly as received; PostgreSQL parses it into jsonb. */
@@ -21,9 +24,12 @@ export interface NewPozyEvent {
   recoveredBy: string | null;
 }
 
+/** An event's identity across workspaces: its workspace and its id (a slug holds no `/`). */
+export const eventKey = (event: Pick<NewPozyEvent, 'workspaceId' | 'id'>): string => `${event.workspaceId}/${event.id}`;
+
 export interface BatchOutcome {
-  /** Ids of the events this statement stored; any other id of the batch was stored before. */
-  insertedIds: Set<string>;
+  /** The eventKey of each event this statement stored; any other event of the batch was stored before. */
+  inserted: Set<string>;
   /** When the earliest reconcile this batch asked for falls due; null if it asked for none (all joined pending ones). */
   firstRequestDueAt: Date | null;
 }
@@ -48,7 +54,7 @@ const DELETION_HINTS = ['post.platform.deleted'];
 /** One event of a batch as unnest() spreads the batch's columns into rows. */
 type BatchRow = Pick<
   Selectable<DB['pozy_event']>,
-  'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by'
+  'workspace_id' | 'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by'
 > & {
   /** JSON text; cast to jsonb on insert. */
   payload: string;
@@ -60,6 +66,7 @@ type Column<K extends keyof BatchRow> = BatchRow[K][];
 
 /** The receive statement's parameters: one array per column of the batch, and the throttle window. */
 interface BatchParams {
+  workspaceIds: Column<'workspace_id'>;
   ids: Column<'id'>;
   types: Column<'type'>;
   payloads: Column<'payload'>;
@@ -85,21 +92,35 @@ class Slot {
 // dispatched read; with a read already pending, the event joins it. Rows go in id and key order, so concurrent
 // batches take their locks in one order.
 function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown) {
-  const batch = sql<BatchRow>`unnest(${p('ids')}::text[], ${p('types')}::text[], ${p('payloads')}::text[], ${p('timestamps')}::timestamptz[],
+  const batch =
+    sql<BatchRow>`unnest(${p('workspaceIds')}::text[], ${p('ids')}::text[], ${p('types')}::text[], ${p('payloads')}::text[], ${p('timestamps')}::timestamptz[],
     ${p('deliveryIds')}::text[], ${p('attempts')}::int[], ${p('tests')}::boolean[], ${p('resourceTypes')}::text[], ${p('resourceIds')}::text[],
     ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[])`.as<'t'>(
-    sql`t(id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by)`,
-  );
+      sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by)`,
+    );
   return db
     .with('input', (db) => db.selectFrom(batch).selectAll())
     .with('inserted', (db) =>
       db
         .insertInto('pozy_event')
-        .columns(['id', 'type', 'payload', 'timestamp', 'delivery_id', 'attempt', 'test', 'resource_type', 'resource_id', 'recovered_by'])
+        .columns([
+          'workspace_id',
+          'id',
+          'type',
+          'payload',
+          'timestamp',
+          'delivery_id',
+          'attempt',
+          'test',
+          'resource_type',
+          'resource_id',
+          'recovered_by',
+        ])
         .expression(
           db
             .selectFrom('input')
             .select((eb) => [
+              'workspace_id',
               'id',
               'type',
               eb.cast('payload', 'jsonb').as('payload'),
@@ -111,27 +132,36 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
               'resource_id',
               'recovered_by',
             ])
+            .orderBy('workspace_id')
             .orderBy('id'),
         )
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id'),
+        .onConflict((oc) => oc.columns(['workspace_id', 'id']).doNothing())
+        .returning(['workspace_id', 'id']),
     )
     .with('requested', (db) =>
       db
         .insertInto('reconcile_request')
-        .columns(['key', 'resource_type', 'resource_id', 'due_at', 'requested_at'])
+        .columns(['workspace_id', 'key', 'resource_type', 'resource_id', 'due_at', 'requested_at'])
         .expression(
           db
             .selectFrom('input as i')
-            .innerJoin('inserted', 'inserted.id', 'i.id')
-            .distinctOn('i.request_key')
-            .select((eb) => ['i.request_key', 'i.resource_type', 'i.resource_id', eb.fn('now').as('due_at'), eb.fn('now').as('requested_at')])
+            .innerJoin('inserted', (join) => join.onRef('inserted.workspace_id', '=', 'i.workspace_id').onRef('inserted.id', '=', 'i.id'))
+            .distinctOn(['i.workspace_id', 'i.request_key'])
+            .select((eb) => [
+              'i.workspace_id',
+              'i.request_key',
+              'i.resource_type',
+              'i.resource_id',
+              eb.fn('now').as('due_at'),
+              eb.fn('now').as('requested_at'),
+            ])
             .where('i.request_key', 'is not', null)
+            .orderBy('i.workspace_id')
             .orderBy('i.request_key'),
         )
         .onConflict((oc) =>
           oc
-            .column('key')
+            .columns(['workspace_id', 'key'])
             .doUpdateSet((eb) => ({
               due_at: eb.fn('greatest', [
                 eb.fn('now'),
@@ -144,7 +174,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
         .returning('due_at'),
     )
     .selectNoFrom((eb) => [
-      sql<string[]>`ARRAY(${eb.selectFrom('inserted').select('id')})`.as('inserted_ids'),
+      sql<string[]>`ARRAY(${eb.selectFrom('inserted').select(sql<string>`workspace_id || '/' || id`.as('key'))})`.as('inserted_keys'),
       eb
         .selectFrom('requested')
         .select((eb) => eb.fn.min('due_at').as('first'))
@@ -190,6 +220,7 @@ export class PozyEventRepository {
   async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number, timeoutMs: number): Promise<BatchOutcome> {
     const column = <T>(pick: (e: NewPozyEvent) => T) => events.map(pick);
     const params: BatchParams = {
+      workspaceIds: column((e) => e.workspaceId),
       ids: column((e) => e.id),
       types: column((e) => e.type),
       payloads: column((e) => e.payloadJson),
@@ -206,22 +237,23 @@ export class PozyEventRepository {
     const { compiled, order } = this.insert;
     const statement = this.database.db.executeQuery<BatchResult>({ ...compiled, parameters: order.map((name) => params[name]) });
     const row = (await withDeadline(statement, timeoutMs)).rows[0];
-    const insertedIds = new Set(row.inserted_ids);
+    const inserted = new Set(row.inserted_keys);
     // New events asking for a read that was already pending (or asked for twice in this batch) cost no read of their own.
-    const joined = events.filter((e) => e.reconcile && insertedIds.has(e.id)).length - (row.requested ?? 0);
+    const joined = events.filter((e) => e.reconcile && inserted.has(eventKey(e))).length - (row.requested ?? 0);
     if (joined > 0) this.metrics.apiCallsSaved.inc({ reason: 'coalesced' }, joined);
-    return { insertedIds, firstRequestDueAt: row.first_due_at ?? null };
+    return { inserted, firstRequestDueAt: row.first_due_at ?? null };
   }
 
   /** The latest (non-test) event times of a resource, which tell whether its last read already reflects them. */
-  async resourceEvents(type: ResourceType, id: string): Promise<ResourceEvents> {
+  async resourceEvents(workspaceId: WorkspaceId, type: ResourceType, id: string): Promise<ResourceEvents> {
     const ofResource = this.database.db
       .selectFrom('pozy_event')
+      .where('workspace_id', '=', workspaceId)
       .where('resource_type', '=', type)
       .where('resource_id', '=', id)
       .where((eb) => eb.not(eb.ref('test')));
     if (type === 'post') {
-      // The latest event, from the (resource_type, resource_id, timestamp) index.
+      // The latest event, from the (workspace_id, resource_type, resource_id, timestamp) index.
       const row = await ofResource
         .select(['timestamp', 'type', 'received_at'])
         .orderBy('timestamp', 'desc')
@@ -256,7 +288,11 @@ export class PozyEventRepository {
   async pruneBefore(cutoff: Date, limit: number, db: Db = this.database.db): Promise<number> {
     const result = await db
       .deleteFrom('pozy_event')
-      .where('id', 'in', (eb) => eb.selectFrom('pozy_event').select('id').where('received_at', '<', cutoff).limit(limit).forUpdate().skipLocked())
+      .using(
+        db.selectFrom('pozy_event').select(['workspace_id', 'id']).where('received_at', '<', cutoff).limit(limit).forUpdate().skipLocked().as('old'),
+      )
+      .whereRef('pozy_event.workspace_id', '=', 'old.workspace_id')
+      .whereRef('pozy_event.id', '=', 'old.id')
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }

@@ -35,7 +35,7 @@ export const notifySubscribers = (db: Db) =>
   db
     .withTables<{ changes: ChangeRow }>()
     .insertInto('notification')
-    .columns(['id', 'subscription_id', 'type', 'resource_key', 'sequence', 'pozy_updated_at', 'data'])
+    .columns(['id', 'subscription_id', 'workspace_id', 'type', 'resource_key', 'sequence', 'pozy_updated_at', 'data'])
     .expression((eb) =>
       eb
         .selectFrom('changes as c')
@@ -53,12 +53,13 @@ export const notifySubscribers = (db: Db) =>
         .select((eb) => [
           sql<string>`'msg_' || replace(gen_random_uuid()::text, '-', '')`.as('id'),
           's.id as subscription_id',
+          'c.workspace_id',
           'c.type',
           'c.resource_key',
           'c.sequence',
           'c.pozy_updated_at',
           // The resource's key is the type's first word: `post` or `account`.
-          sql<unknown>`jsonb_build_object('id', ${eb.ref('c.resource_id')}, 'sequence', ${eb.ref('c.sequence')},
+          sql<unknown>`jsonb_build_object('id', ${eb.ref('c.resource_id')}, 'workspaceId', ${eb.ref('c.workspace_id')}, 'sequence', ${eb.ref('c.sequence')},
             'pozyUpdatedAt', ${isoText(eb.ref('c.pozy_updated_at'))}, split_part(${eb.ref('c.type')}, '.', 1), ${eb.ref('c.resource')})`.as('data'),
         ]),
     )

@@ -22,6 +22,7 @@ export function newerVersionExists(eb: ExpressionBuilder<DB & { n: Notification 
       .selectFrom('notification as m')
       .select(eb.lit(1).as('one'))
       .whereRef('m.subscription_id', '=', 'n.subscription_id')
+      .whereRef('m.workspace_id', '=', 'n.workspace_id')
       .whereRef('m.resource_key', '=', 'n.resource_key')
       .whereRef('m.sequence', '>', 'n.sequence')
       .where('m.state', '<>', 'cancelled'),

@@ -103,6 +103,7 @@ export class NotificationHistoryRepository {
       .innerJoin('notification as m', (join) =>
         join
           .onRef('m.subscription_id', '=', 'n.subscription_id')
+          .onRef('m.workspace_id', '=', 'n.workspace_id')
           .onRef('m.resource_key', '=', 'n.resource_key')
           .onRef('m.sequence', '>', 'n.sequence')
           .on('m.state', '<>', 'cancelled'),
@@ -239,6 +240,7 @@ export class NotificationHistoryRepository {
                   .selectFrom('notification as o')
                   .select(eb.lit(1).as('one'))
                   .whereRef('o.subscription_id', '=', 'n.subscription_id')
+                  .whereRef('o.workspace_id', '=', 'n.workspace_id')
                   .whereRef('o.resource_key', '=', 'n.resource_key')
                   .whereRef('o.sequence', '<', 'n.sequence')
                   .where('o.state', 'in', ['pending', 'dead']),

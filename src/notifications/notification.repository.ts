@@ -183,7 +183,19 @@ const RECORD = precompiled(
       .with('letters', (db) =>
         db
           .insertInto('dead_letter')
-          .columns(['id', 'queue', 'kind', 'resource_key', 'payload', 'reason', 'error', 'attempts', 'first_failure_at', 'last_failure_at'])
+          .columns([
+            'workspace_id',
+            'id',
+            'queue',
+            'kind',
+            'resource_key',
+            'payload',
+            'reason',
+            'error',
+            'attempts',
+            'first_failure_at',
+            'last_failure_at',
+          ])
           .expression(
             db
               .selectFrom('r')
@@ -191,6 +203,7 @@ const RECORD = precompiled(
               .innerJoin('notification as n', 'n.id', 'r.id')
               .where('r.outcome', '=', 'dead')
               .select((eb) => [
+                'n.workspace_id',
                 sql<string>`gen_random_uuid()`.as('id'),
                 eb.val('delivery').as('queue'),
                 eb.val('notification').as('kind'),
@@ -225,6 +238,7 @@ const RECORD = precompiled(
           .set({ state: 'superseded' })
           .where('r.outcome', '=', 'delivered')
           .whereRef('o.subscription_id', '=', 'n.subscription_id')
+          .whereRef('o.workspace_id', '=', 'n.workspace_id')
           .whereRef('o.resource_key', '=', 'n.resource_key')
           .whereRef('o.sequence', '<', 'n.sequence')
           .where('o.state', '=', 'dead')

@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DatabaseService } from '../database/database.service';
 import { JobQueueRepository, JobSpec } from '../queue/job-queue.repository';
-import { isResourceType } from '../queue/tasks';
+import { isResourceType, workspaceJobKey } from '../queue/tasks';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 
 /** Requests handed to the worker per transaction; a full batch is followed at once by the next. */
@@ -69,13 +69,14 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
       const due = await this.requests.takeDue(BATCH_SIZE, trx);
       const jobs: JobSpec<'reconcile'>[] = [];
       const keys: string[] = [];
-      for (const { key, resource_type: resource, resource_id: id } of due) {
+      for (const { workspace_id: workspace, key: requestKey, resource_type: resource, resource_id: id } of due) {
+        const key = workspaceJobKey(workspace, requestKey);
         // Only the receiver and the admin resync write requests, both with a known type.
         if (!isResourceType(resource)) {
           this.logger.error(`Reconcile request ${key} names an unknown resource type (${resource}); dropped`);
           continue;
         }
-        jobs.push({ task: 'reconcile', payload: { resource, id }, jobKey: key });
+        jobs.push({ task: 'reconcile', payload: { workspace, resource, id }, jobKey: key });
         keys.push(key);
       }
       // A job of the same key still waiting to run absorbs this one (graphile-worker's job_key): one read saved.

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
 import type { ResourceType } from '../queue/tasks';
+import type { WorkspaceId } from '../workspaces/workspace-id';
 
 export interface ReadState {
   /** When the last successful read of the resource began. */
@@ -30,7 +31,7 @@ export class ReconcileRequestRepository {
       .from(
         db
           .selectFrom('reconcile_request')
-          .select('key')
+          .select(['workspace_id', 'key'])
           .where((eb) => eb('due_at', '<=', eb.fn<Date>('now')))
           .orderBy('due_at')
           .limit(limit)
@@ -38,8 +39,9 @@ export class ReconcileRequestRepository {
           .skipLocked()
           .as('due'),
       )
+      .whereRef('r.workspace_id', '=', 'due.workspace_id')
       .whereRef('r.key', '=', 'due.key')
-      .returning(['r.key', 'r.resource_type', 'r.resource_id'])
+      .returning(['r.workspace_id', 'r.key', 'r.resource_type', 'r.resource_id'])
       .execute();
   }
 
@@ -56,39 +58,52 @@ export class ReconcileRequestRepository {
    * An operator's read (admin resync): due now, and forced: only a read that starts after this request may count as
    * having seen everything. Answers when it is due.
    */
-  async requestForcedRead(key: string, type: ResourceType, id: string): Promise<Date> {
+  async requestForcedRead(workspaceId: WorkspaceId, key: string, type: ResourceType, id: string): Promise<Date> {
     const row = await this.database.db
       .insertInto('reconcile_request')
-      .values((eb) => ({ key, resource_type: type, resource_id: id, due_at: eb.fn('now'), requested_at: eb.fn('now'), forced_at: eb.fn('now') }))
-      .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ due_at: eb.fn('now'), requested_at: eb.fn('now'), forced_at: eb.fn('now') })))
+      .values((eb) => ({
+        workspace_id: workspaceId,
+        key,
+        resource_type: type,
+        resource_id: id,
+        due_at: eb.fn('now'),
+        requested_at: eb.fn('now'),
+        forced_at: eb.fn('now'),
+      }))
+      .onConflict((oc) =>
+        oc.columns(['workspace_id', 'key']).doUpdateSet((eb) => ({ due_at: eb.fn('now'), requested_at: eb.fn('now'), forced_at: eb.fn('now') })),
+      )
       .returning('due_at')
       .executeTakeFirstOrThrow();
     // Set to now() just above.
     return row.due_at ?? new Date();
   }
 
-  async readState(key: string): Promise<ReadState> {
+  async readState(workspaceId: WorkspaceId, key: string): Promise<ReadState> {
     const row = await this.database.db
       .selectFrom('reconcile_request')
       .select(['last_read_at', 'forced_at'])
+      .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .executeTakeFirst();
     return { lastReadAt: row?.last_read_at ?? null, forcedAt: row?.forced_at ?? null };
   }
 
-  async recordRead(key: string, startedAt: Date): Promise<void> {
+  async recordRead(workspaceId: WorkspaceId, key: string, startedAt: Date): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')
       .set((eb) => ({ last_read_at: eb.fn('greatest', [eb.ref('last_read_at'), eb.val(startedAt)]) }))
+      .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .execute();
   }
 
   /** A read failed on a timeout or an unreachable Pozy: how long (by the database's clock) have failures lasted? */
-  async markFailing(key: string): Promise<{ since: Date; forMs: number }> {
+  async markFailing(workspaceId: WorkspaceId, key: string): Promise<{ since: Date; forMs: number }> {
     const row = await this.database.db
       .updateTable('reconcile_request')
       .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.fn<Date>('now')) }))
+      .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .returning((eb) => [
         eb.ref('failing_since').as('since'),
@@ -98,17 +113,18 @@ export class ReconcileRequestRepository {
     return row?.since ? { since: row.since, forMs: row.for_ms } : { since: new Date(), forMs: 0 };
   }
 
-  async clearFailing(key: string): Promise<void> {
+  async clearFailing(workspaceId: WorkspaceId, key: string): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')
       .set({ failing_since: null })
+      .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .where('failing_since', 'is not', null)
       .execute();
   }
 
   /** Pozy asked us to wait: the read is pending again, due no sooner than `ms` from now. */
-  async postpone(key: string, ms: number): Promise<void> {
+  async postpone(workspaceId: WorkspaceId, key: string, ms: number): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')
       .set((eb) => ({
@@ -117,6 +133,7 @@ export class ReconcileRequestRepository {
           sql<Date>`now() + ${Math.ceil(ms)}::int * interval '1 millisecond'`,
         ]),
       }))
+      .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .execute();
   }

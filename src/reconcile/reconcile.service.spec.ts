@@ -4,6 +4,7 @@ import type { PozyPostDto } from '../pozy/dto/pozy-post.dto';
 import type { Lane } from '../pozy/budget/budget-policy';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ReconcileService } from './reconcile.service';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 const SKEW_MS = 5_000;
 const GRACE_MS = 10_000;
@@ -54,14 +55,14 @@ function build(w: World): ReconcileService {
     },
   };
   const posts = {
-    async write(post: PozyPostDto, read: unknown) {
+    async write(_workspace: string, post: PozyPostDto, read: unknown) {
       w.writes.push({ kind: 'write', id: post._id, read });
       return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0 };
     },
-    async versions(ids: string[]) {
+    async versions(_workspace: string, ids: string[]) {
       return new Map(ids.filter((id) => w.held.has(id)).map((id) => [id, { pozyUpdatedAt: null, deleted: false, whole: true }]));
     },
-    async markDeleted(id: string, read: unknown) {
+    async markDeleted(_workspace: string, id: string, read: unknown) {
       w.writes.push({ kind: 'markDeleted', id, read });
       // As the repository: a post the mirror never held gets a tombstone (created, nothing changed).
       if (!w.held.has(id)) return { outcome: 'written' as const, created: 1, changed: 0, notified: 0 };
@@ -69,7 +70,7 @@ function build(w: World): ReconcileService {
     },
   };
   const accounts = {
-    async writeProfile(profileId: string, _accounts: unknown[], read: unknown) {
+    async writeProfile(_workspace: string, profileId: string, _accounts: unknown[], read: unknown) {
       w.writes.push({ kind: 'writeProfile', id: profileId, read });
       const written = w.writeOutcome === 'written' ? 1 : 0;
       return { written, created: 0, removed: 0, stale: 1 - written, changed: written, notified: 0 };
@@ -86,10 +87,10 @@ function build(w: World): ReconcileService {
     async readState() {
       return { lastReadAt: w.lastReadAt, forcedAt: w.forcedAt };
     },
-    async recordRead(key: string, startedAt: Date) {
+    async recordRead(_workspace: string, key: string, startedAt: Date) {
       w.recordedReads.push({ key, startedAt });
     },
-    async postpone(key: string, ms: number) {
+    async postpone(_workspace: string, key: string, ms: number) {
       w.postponed.push({ key, ms });
     },
   };
@@ -118,7 +119,7 @@ describe('ReconcileService: the skip rule', () => {
     w.latestEvent = at(0);
     w.lastReadAt = new Date(at(0).getTime() + SKEW_MS + 1);
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('skipped');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('skipped');
 
     expect(w.pozyReads).toEqual([]);
     expect(w.writes).toEqual([]);
@@ -136,7 +137,7 @@ describe('ReconcileService: the skip rule', () => {
     w.latestEvent = at(0);
     w.lastReadAt = new Date(at(0).getTime() + offsetMs);
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('written');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('written');
 
     expect(w.pozyReads).toEqual([{ resource: 'post:p1', lane: 'realtime' }]);
     expect(w.saved).toEqual([]);
@@ -146,7 +147,7 @@ describe('ReconcileService: the skip rule', () => {
     const w = world();
     w.latestEvent = at(0);
 
-    await build(w).reconcile('post', 'p1');
+    await build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1');
 
     expect(w.pozyReads).toHaveLength(1);
   });
@@ -155,7 +156,7 @@ describe('ReconcileService: the skip rule', () => {
     const w = world();
     w.lastReadAt = at(50);
 
-    await build(w).reconcile('post', 'p1');
+    await build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1');
 
     expect(w.pozyReads).toHaveLength(1);
   });
@@ -166,7 +167,7 @@ describe('ReconcileService: the skip rule', () => {
     w.lastReadAt = at(20);
     w.forcedAt = at(20);
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('written');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('written');
 
     expect(w.pozyReads).toEqual([{ resource: 'post:p1', lane: 'operator' }]);
   });
@@ -177,11 +178,11 @@ describe('ReconcileService: the skip rule', () => {
     w.forcedAt = at(10);
     w.lastReadAt = at(20);
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('skipped');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('skipped');
 
     w.lastReadAt = at(3);
     w.forcedAt = at(2);
-    await build(w).reconcile('post', 'p1');
+    await build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1');
     expect(w.pozyReads).toEqual([{ resource: 'post:p1', lane: 'realtime' }]);
   });
 
@@ -191,10 +192,10 @@ describe('ReconcileService: the skip rule', () => {
     w.lastReadAt = new Date(at(0).getTime() + SKEW_MS + 20_000);
     w.aheadMs = 30_000;
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('written');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('written');
 
     w.aheadMs = 14_000;
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('skipped');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('skipped');
   });
 
   it('applies to a profile by its latest account event', async () => {
@@ -203,10 +204,10 @@ describe('ReconcileService: the skip rule', () => {
     w.perAccount = new Map([['a1', at(0)]]);
     w.lastReadAt = at(10);
 
-    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('skipped');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'profile', 'pr1')).resolves.toBe('skipped');
 
     w.latestEvent = at(8);
-    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('written');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'profile', 'pr1')).resolves.toBe('written');
     expect(w.pozyReads).toEqual([{ resource: 'profile:pr1', lane: 'realtime' }]);
   });
 });
@@ -217,7 +218,7 @@ describe('ReconcileService: a read', () => {
     w.latestEvent = at(0);
     w.pozyAnswer = { found: true, sentAt: at(31) };
 
-    await build(w).reconcile('post', 'p1');
+    await build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1');
 
     expect(w.writes).toEqual([{ kind: 'write', id: 'p1', read: { readId: expect.any(String), startedAt: at(31), lastEventAt: at(0) } }]);
     expect(w.recordedReads).toEqual([{ key: 'post:p1', startedAt: at(31) }]);
@@ -227,7 +228,7 @@ describe('ReconcileService: a read', () => {
     const w = world();
     w.writeOutcome = 'stale';
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('stale');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('stale');
     expect(w.recordedReads).toHaveLength(1);
   });
 
@@ -235,11 +236,11 @@ describe('ReconcileService: a read', () => {
     const w = world();
     w.pozyAnswer = { found: false, sentAt: at(40) };
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('deleted');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('deleted');
     expect(w.writes).toEqual([{ kind: 'markDeleted', id: 'p1', read: expect.objectContaining({ startedAt: at(40) }) }]);
 
     w.writeOutcome = 'stale';
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('stale');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('stale');
   });
 
   it('leaves only a tombstone for a post Pozy answers 404 for that the mirror never held', async () => {
@@ -248,7 +249,7 @@ describe('ReconcileService: a read', () => {
     w.latestEvent = at(0);
     w.pozyAnswer = { found: false, sentAt: at(40) };
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('unknown');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('unknown');
 
     // The repository's tombstone: no endpoint answers it, and it feeds and notifies nothing.
     expect(w.writes).toEqual([{ kind: 'markDeleted', id: 'p1', read: expect.objectContaining({ startedAt: at(40) }) }]);
@@ -261,7 +262,7 @@ describe('ReconcileService: a read', () => {
     w.announcedAt = new Date(Date.now() - 1_000);
     w.pozyAnswer = { found: false, sentAt: at(40) };
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('lagging');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('lagging');
 
     expect(w.writes).toEqual([]);
     expect(w.recordedReads).toEqual([]);
@@ -275,7 +276,7 @@ describe('ReconcileService: a read', () => {
     w.announcedAt = new Date(Date.now() - GRACE_MS - 1);
     w.pozyAnswer = { found: false, sentAt: at(40) };
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('deleted');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('deleted');
     expect(w.postponed).toEqual([]);
   });
 
@@ -288,12 +289,12 @@ describe('ReconcileService: a read', () => {
       ['a2', new Date(Date.now() - 500)],
     ]);
 
-    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('lagging');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'profile', 'pr1')).resolves.toBe('lagging');
     expect(w.writes).toEqual([]);
     expect(w.postponed).toEqual([{ key: 'profile:pr1', ms: expect.any(Number) }]);
 
     w.announcedPerAccount.set('a2', new Date(Date.now() - GRACE_MS - 1));
-    await expect(build(w).reconcile('profile', 'pr1')).resolves.toBe('written');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'profile', 'pr1')).resolves.toBe('written');
     expect(w.writes).toHaveLength(1);
   });
 
@@ -305,7 +306,7 @@ describe('ReconcileService: a read', () => {
     ]);
     w.latestEvent = at(2);
 
-    await build(w).reconcile('profile', 'pr1');
+    await build(w).reconcile(DEFAULT_WORKSPACE, 'profile', 'pr1');
 
     expect(w.writes).toEqual([
       { kind: 'writeProfile', id: 'pr1', read: { readId: expect.any(String), startedAt: at(30), lastEventAt: w.perAccount } },
@@ -317,7 +318,7 @@ describe('ReconcileService: a read', () => {
     const w = world();
     w.rateLimited = 45_000;
 
-    await expect(build(w).reconcile('post', 'p1')).resolves.toBe('postponed');
+    await expect(build(w).reconcile(DEFAULT_WORKSPACE, 'post', 'p1')).resolves.toBe('postponed');
 
     expect(w.postponed).toEqual([{ key: 'post:p1', ms: 45_000 }]);
     expect(w.writes).toEqual([]);

@@ -12,6 +12,7 @@ import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
+import type { WorkspaceId } from '../workspaces/workspace-id';
 
 /**
  * `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
@@ -42,9 +43,9 @@ export class ReconcileService {
     private readonly clock: PozyClock,
   ) {}
 
-  async reconcile(type: ResourceType, id: string): Promise<ReconcileOutcome> {
+  async reconcile(workspace: WorkspaceId, type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
-    const [events, state] = await Promise.all([this.events.resourceEvents(type, id), this.requests.readState(key)]);
+    const [events, state] = await Promise.all([this.events.resourceEvents(workspace, type, id), this.requests.readState(workspace, key)]);
     if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtLeastMs())) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
       return 'skipped';
@@ -53,21 +54,21 @@ export class ReconcileService {
     const lane: Lane = state.forcedAt && (!state.lastReadAt || state.lastReadAt <= state.forcedAt) ? 'operator' : 'realtime';
     let result: ReadResult;
     try {
-      result = type === 'post' ? await this.reconcilePost(id, events, lane) : await this.reconcileProfile(id, events, lane);
+      result = type === 'post' ? await this.reconcilePost(workspace, id, events, lane) : await this.reconcileProfile(workspace, id, events, lane);
     } catch (error) {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
-      await this.requests.postpone(key, error.retryAfterMs);
+      await this.requests.postpone(workspace, key, error.retryAfterMs);
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
       return 'postponed';
     }
     if (result.retryInMs !== undefined) {
       // Not recorded as a read: the next one must not be skipped.
-      await this.requests.postpone(key, result.retryInMs);
+      await this.requests.postpone(workspace, key, result.retryInMs);
       this.logger.debug(`${key}: Pozy's answer contradicts a recent event; read again in ${result.retryInMs} ms`);
       return 'lagging';
     }
-    await this.requests.recordRead(key, result.sentAt);
+    await this.requests.recordRead(workspace, key, result.sentAt);
     this.logger.debug(`${key}: ${result.outcome}`);
     return result.outcome;
   }
@@ -76,27 +77,27 @@ export class ReconcileService {
    * Whether Pozy does not know this post, which the mirror never held either: then an operator's resync has nothing
    * to read. False when the mirror holds (or held) it, or when Pozy knows it.
    */
-  async unknownPost(id: string): Promise<boolean> {
-    if ((await this.posts.versions([id])).has(id)) return false;
+  async unknownPost(workspace: WorkspaceId, id: string): Promise<boolean> {
+    if ((await this.posts.versions(workspace, [id])).has(id)) return false;
     return !(await this.pozy.getPost(id, 'operator', { once: true })).found;
   }
 
-  private async reconcilePost(id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
+  private async reconcilePost(workspace: WorkspaceId, id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
     const answer = await this.pozy.getPost(id, lane);
     const { sentAt } = answer;
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
-    if (answer.found) return { outcome: (await this.posts.write(answer.post, read)).outcome, sentAt };
+    if (answer.found) return { outcome: (await this.posts.write(workspace, answer.post, read)).outcome, sentAt };
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
     // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
     // read still in flight, such as an import page, from bringing the post back as live.
-    const { outcome, created } = await this.posts.markDeleted(id, read);
+    const { outcome, created } = await this.posts.markDeleted(workspace, id, read);
     if (created > 0) return { outcome: 'unknown', sentAt };
     return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt };
   }
 
-  private async reconcileProfile(profileId: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
+  private async reconcileProfile(workspace: WorkspaceId, profileId: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
     const { accounts, sentAt } = await this.pozy.listAccounts(profileId, lane);
     // An account a recent event announced, missing from the list: Pozy's list may lag; read again before believing it.
     const listed = new Set(accounts.map((account) => account._id));
@@ -108,7 +109,7 @@ export class ReconcileService {
       if (wait !== null) retryInMs = Math.min(retryInMs ?? wait, wait);
     }
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
-    const written = await this.accounts.writeProfile(profileId, accounts, {
+    const written = await this.accounts.writeProfile(workspace, profileId, accounts, {
       readId: randomUUID(),
       startedAt: sentAt,
       lastEventAt: events.perAccount,

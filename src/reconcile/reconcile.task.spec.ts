@@ -22,12 +22,12 @@ function setup(failure?: Error, failingForMs = 0) {
     },
   };
   const requests = {
-    async markFailing(key: string) {
-      calls.push(`markFailing ${key}`);
+    async markFailing(workspace: string, key: string) {
+      calls.push(`markFailing ${workspace}/${key}`);
       return { since: FIRST_FAILURE, forMs: failingForMs };
     },
-    async clearFailing(key: string) {
-      calls.push(`clearFailing ${key}`);
+    async clearFailing(workspace: string, key: string) {
+      calls.push(`clearFailing ${workspace}/${key}`);
     },
   };
   const letters = {
@@ -63,7 +63,7 @@ describe('ReconcileTask: when a reconcile ends in the delivery dead-letter queue
 
     await s.run();
 
-    expect(s.calls).toEqual(['clearFailing post:p1']);
+    expect(s.calls).toEqual(['clearFailing default/post:p1']);
     expect(s.outcomes).toEqual([{ resource: 'post', outcome: 'written' }]);
     expect(s.deadLetters).toEqual([]);
   });
@@ -74,7 +74,7 @@ describe('ReconcileTask: when a reconcile ends in the delivery dead-letter queue
 
     await expect(s.run()).rejects.toBe(error);
 
-    expect(s.calls).toEqual(['markFailing post:p1']);
+    expect(s.calls).toEqual(['markFailing default/post:p1']);
     expect(s.deadLetters).toEqual([]);
     expect(s.outcomes).toEqual([{ resource: 'post', outcome: 'failed' }]);
   });
@@ -86,6 +86,7 @@ describe('ReconcileTask: when a reconcile ends in the delivery dead-letter queue
 
     expect(s.deadLetters).toEqual([
       {
+        workspaceId: 'default',
         resourceKey: 'post:p1',
         payload: { resource: 'post', id: 'p1' },
         reason: 'Pozy timed out or was unreachable for over 60 s',
@@ -95,7 +96,7 @@ describe('ReconcileTask: when a reconcile ends in the delivery dead-letter queue
       },
     ]);
     // The next failure of this resource starts a clock of its own.
-    expect(s.calls).toEqual(['markFailing post:p1', 'clearFailing post:p1']);
+    expect(s.calls).toEqual(['markFailing default/post:p1', 'clearFailing default/post:p1']);
     expect(s.outcomes).toEqual([{ resource: 'post', outcome: 'dead_lettered' }]);
   });
 
@@ -109,7 +110,7 @@ describe('ReconcileTask: when a reconcile ends in the delivery dead-letter queue
     const firstFailureAt = (s.deadLetters[0].firstFailureAt as Date).getTime();
     expect(firstFailureAt).toBeGreaterThanOrEqual(before);
     expect(firstFailureAt).toBeLessThanOrEqual(Date.now());
-    expect(s.calls).toEqual(['clearFailing post:p1']);
+    expect(s.calls).toEqual(['clearFailing default/post:p1']);
   });
 
   it('never dead-letters Pozy answering 5xx, however long: graphile-worker keeps retrying it', async () => {

@@ -6,6 +6,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PozyProtocolError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
 import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 
@@ -29,20 +30,21 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
   ) {}
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
+    const workspace = payload.workspace ?? DEFAULT_WORKSPACE;
     const key = resourceJobKey(payload.resource, payload.id);
     try {
-      const outcome = await this.reconciler.reconcile(payload.resource, payload.id);
+      const outcome = await this.reconciler.reconcile(workspace, payload.resource, payload.id);
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome });
-      await this.requests.clearFailing(key);
+      await this.requests.clearFailing(workspace, key);
     } catch (error) {
       if (error instanceof PozyProtocolError) {
-        return this.deadLetter(key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
+        return this.deadLetter(workspace, key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
       }
       if (error instanceof PozyUnavailableError && error.network) {
-        const { since, forMs } = await this.requests.markFailing(key);
+        const { since, forMs } = await this.requests.markFailing(workspace, key);
         if (forMs > this.config.deadLetterAfterMs) {
           const reason = `Pozy timed out or was unreachable for over ${Math.round(this.config.deadLetterAfterMs / 1000)} s`;
-          return this.deadLetter(key, payload, reason, error, helpers, since);
+          return this.deadLetter(workspace, key, payload, reason, error, helpers, since);
         }
       }
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'failed' });
@@ -51,6 +53,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
   }
 
   private async deadLetter(
+    workspace: string,
     key: string,
     payload: ReconcilePayload,
     reason: string,
@@ -59,6 +62,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     firstFailureAt: Date,
   ): Promise<void> {
     const id = await this.deadLetters.addReconcile({
+      workspaceId: workspace,
       resourceKey: key,
       payload: { resource: payload.resource, id: payload.id },
       reason,
@@ -66,7 +70,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
       attempts: helpers.job.attempts,
       firstFailureAt,
     });
-    await this.requests.clearFailing(key);
+    await this.requests.clearFailing(workspace, key);
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
     this.logger.warn({
       msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`,

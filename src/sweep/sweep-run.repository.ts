@@ -3,6 +3,7 @@ import { Expression, Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
+import type { WorkspaceId } from '../workspaces/workspace-id';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
@@ -28,6 +29,7 @@ export interface SweepCounts {
 }
 
 export interface SweepRun {
+  workspaceId: WorkspaceId;
   id: string;
   kind: RunKind;
   trigger: RunTrigger;
@@ -98,6 +100,7 @@ function oneOf<T extends string>(values: readonly T[], value: string, column: st
 
 function toRun(r: RunRow): SweepRun {
   return {
+    workspaceId: r.workspace_id,
     id: r.id,
     kind: oneOf(RUN_KINDS, r.kind, 'kind'),
     trigger: oneOf(RUN_TRIGGERS, r.trigger, 'trigger'),
@@ -135,10 +138,19 @@ const WALK_CHUNK = 10_000;
 export class SweepRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  async create(run: Pick<SweepRun, 'id' | 'kind' | 'trigger' | 'dryRun' | 'owner'>): Promise<SweepRun> {
+  async create(run: Pick<SweepRun, 'workspaceId' | 'id' | 'kind' | 'trigger' | 'dryRun' | 'owner'>): Promise<SweepRun> {
     const row = await this.database.db
       .insertInto('sweep_run')
-      .values({ id: run.id, kind: run.kind, trigger: run.trigger, dry_run: run.dryRun, status: 'running', phase: 'accounts', owner: run.owner })
+      .values({
+        workspace_id: run.workspaceId,
+        id: run.id,
+        kind: run.kind,
+        trigger: run.trigger,
+        dry_run: run.dryRun,
+        status: 'running',
+        phase: 'accounts',
+        owner: run.owner,
+      })
       .returningAll()
       .returning(readAt)
       .executeTakeFirstOrThrow();
@@ -151,11 +163,12 @@ export class SweepRunRepository {
   }
 
   /** The run in progress, if any: at most one runs at a time. */
-  async running(): Promise<SweepRun | undefined> {
+  async running(workspaceId: WorkspaceId): Promise<SweepRun | undefined> {
     const row = await this.database.db
       .selectFrom('sweep_run')
       .selectAll()
       .select(readAt)
+      .where('workspace_id', '=', workspaceId)
       .where('status', '=', 'running')
       .orderBy('started_at', 'desc')
       .limit(1)
@@ -164,11 +177,12 @@ export class SweepRunRepository {
   }
 
   /** The newest run of `kind`; in the caller's snapshot when it passes one. */
-  async latest(kind: RunKind, db: Db = this.database.db): Promise<SweepRun | undefined> {
+  async latest(workspaceId: WorkspaceId, kind: RunKind, db: Db = this.database.db): Promise<SweepRun | undefined> {
     const row = await db
       .selectFrom('sweep_run')
       .selectAll()
       .select(readAt)
+      .where('workspace_id', '=', workspaceId)
       .where('kind', '=', kind)
       .orderBy('started_at', 'desc')
       .limit(1)
@@ -177,10 +191,11 @@ export class SweepRunRepository {
   }
 
   /** Whether a run has ever listed the whole workspace into the mirror (an import, or a full sweep that wrote). */
-  async completedOnce(db: Db = this.database.db): Promise<boolean> {
+  async completedOnce(workspaceId: WorkspaceId, db: Db = this.database.db): Promise<boolean> {
     const run = await db
       .selectFrom('sweep_run')
       .select('id')
+      .where('workspace_id', '=', workspaceId)
       .where('status', '=', 'succeeded')
       .where('dry_run', '=', false)
       .limit(1)
@@ -215,14 +230,14 @@ export class SweepRunRepository {
    * throws LostRunError if `owner` no longer owns the run.
    */
   commitPage(
-    run: { id: string; owner: string },
+    run: { workspaceId: WorkspaceId; id: string; owner: string },
     seen: { resource: SweepResource; ids: string[] },
     write: (trx: Db) => Promise<number>,
     progress: () => RunProgress,
   ): Promise<number> {
     return this.database.db.transaction().execute(async (trx) => {
       const notified = await write(trx);
-      await this.markSeen(run.id, seen.resource, seen.ids, trx);
+      await this.markSeen(run.workspaceId, run.id, seen.resource, seen.ids, trx);
       await this.advance(run.id, run.owner, progress(), trx);
       return notified;
     });
@@ -303,14 +318,14 @@ export class SweepRunRepository {
       }))
       .where('id', '=', id)
       .where('owner', '=', owner)
-      .returning('kind')
+      .returning(['workspace_id', 'kind'])
       .executeTakeFirst();
     if (!row) throw new LostRunError(id);
-    if (status === 'succeeded' || row.kind !== 'import') await this.forgetSeen(id);
+    if (status === 'succeeded' || row.kind !== 'import') await this.forgetSeen(row.workspace_id, id);
   }
 
   /** Which of `ids` the run has already seen listed. */
-  async seen(runId: string, resource: SweepResource, ids: string[]): Promise<Set<string>> {
+  async seen(workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[]): Promise<Set<string>> {
     // One probe of the primary key per id, whatever the statistics say: a LATERAL subquery with a LIMIT is never
     // turned into a join. The planner takes a new run for an empty one, so as `id = ANY(ids)` or as a join it read
     // every id the run had seen (to filter or hash them): a page's lookup grew with the run, an import's with the
@@ -322,6 +337,7 @@ export class SweepRunRepository {
           eb
             .selectFrom('sweep_seen as s')
             .select(eb.lit(1).as('one'))
+            .where('s.workspace_id', '=', workspaceId)
             .where('s.run_id', '=', runId)
             .where('s.resource', '=', resource)
             .whereRef('s.id', '=', 'listed.id')
@@ -335,11 +351,12 @@ export class SweepRunRepository {
   }
 
   /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */
-  async seenThenDeleted(runId: string, pass: number): Promise<number> {
+  async seenThenDeleted(workspaceId: WorkspaceId, runId: string, pass: number): Promise<number> {
     const { n } = await this.database.db
       .selectFrom('sweep_seen as s')
-      .innerJoin('post as p', 'p.id', 's.id')
+      .innerJoin('post as p', (join) => join.onRef('p.workspace_id', '=', 's.workspace_id').onRef('p.id', '=', 's.id'))
       .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .where('s.workspace_id', '=', workspaceId)
       .where('s.run_id', '=', runId)
       .where('s.resource', '=', postsSeenIn(pass))
       .where('p.deleted_at', 'is not', null)
@@ -347,15 +364,16 @@ export class SweepRunRepository {
     return n;
   }
 
-  async markSeen(runId: string, resource: SweepResource, ids: string[], db: Db = this.database.db): Promise<void> {
+  async markSeen(workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[], db: Db = this.database.db): Promise<void> {
     if (ids.length === 0) return;
     await db
       .insertInto('sweep_seen')
-      .columns(['run_id', 'resource', 'id'])
+      .columns(['workspace_id', 'run_id', 'resource', 'id'])
       .expression(
         db
           .selectFrom(sql<{ id: string }>`unnest(${ids}::text[])`.as<'listed'>(sql`listed(id)`))
           .select((eb) => [
+            eb.val(workspaceId).as('workspace_id'),
             eb.cast<string>(eb.val(runId), 'uuid').as('run_id'),
             eb.cast<string>(eb.val(resource), 'text').as('resource'),
             'listed.id',
@@ -370,12 +388,19 @@ export class SweepRunRepository {
    * and the misses: the chunk's live rows the run has not seen listed, read from Pozy before the listing began (a
    * row read since is fresher than the listing).
    */
-  async missingPosts(runId: string, pass: number, cursor: string | null, listedFrom: Date): Promise<{ last: string | null; missing: string[] }> {
+  async missingPosts(
+    workspaceId: WorkspaceId,
+    runId: string,
+    pass: number,
+    cursor: string | null,
+    listedFrom: Date,
+  ): Promise<{ last: string | null; missing: string[] }> {
     const { last, missing } = await this.database.db
       .with('chunk', (db) =>
         db
           .selectFrom('post')
           .select(['id', 'deleted_at', 'read_started_at'])
+          .where('workspace_id', '=', workspaceId)
           .where('id', '>', cursor ?? '')
           .orderBy('id')
           .limit(WALK_CHUNK),
@@ -393,7 +418,7 @@ export class SweepRunRepository {
             eb.and([
               eb('c.deleted_at', 'is', null),
               eb('c.read_started_at', '<', listedFrom),
-              eb.not(eb.exists(this.seenRow(runId, postsSeenIn(pass), eb.ref('c.id')))),
+              eb.not(eb.exists(this.seenRow(workspaceId, runId, postsSeenIn(pass), eb.ref('c.id')))),
             ]),
           )
           .$asScalar()
@@ -405,6 +430,7 @@ export class SweepRunRepository {
 
   /** The same for accounts, each with its profile (a profile's list says whether it is gone). */
   async missingAccounts(
+    workspaceId: WorkspaceId,
     runId: string,
     cursor: string | null,
     listedFrom: Date,
@@ -414,6 +440,7 @@ export class SweepRunRepository {
         db
           .selectFrom('account')
           .select(['id', 'profile_id', 'removed_at', 'read_started_at'])
+          .where('workspace_id', '=', workspaceId)
           .where('id', '>', cursor ?? '')
           .orderBy('id')
           .limit(WALK_CHUNK),
@@ -426,7 +453,7 @@ export class SweepRunRepository {
             eb.and([
               eb('c.removed_at', 'is', null),
               eb('c.read_started_at', '<', listedFrom),
-              eb.not(eb.exists(this.seenRow(runId, 'account', eb.ref('c.id')))),
+              eb.not(eb.exists(this.seenRow(workspaceId, runId, 'account', eb.ref('c.id')))),
             ]),
           ),
       )
@@ -453,16 +480,17 @@ export class SweepRunRepository {
   }
 
   /** The run's `sweep_seen` row for `id` under `resource`, for an EXISTS. */
-  private seenRow(runId: string, resource: SweepResource, id: Expression<string>) {
+  private seenRow(workspaceId: WorkspaceId, runId: string, resource: SweepResource, id: Expression<string>) {
     return this.database.db
       .selectFrom('sweep_seen as s')
       .select((eb) => eb.lit(1).as('one'))
+      .where('s.workspace_id', '=', workspaceId)
       .where('s.run_id', '=', runId)
       .where('s.resource', '=', resource)
       .where('s.id', '=', id);
   }
 
-  private async forgetSeen(runId: string): Promise<void> {
-    await this.database.db.deleteFrom('sweep_seen').where('run_id', '=', runId).execute();
+  private async forgetSeen(workspaceId: WorkspaceId, runId: string): Promise<void> {
+    await this.database.db.deleteFrom('sweep_seen').where('workspace_id', '=', workspaceId).where('run_id', '=', runId).execute();
   }
 }

@@ -154,6 +154,7 @@ export class SweepRunner {
 
   private async writeAccounts(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
     const seen = await this.runs.seen(
+      x.run.workspaceId,
       x.run.id,
       'account',
       batch.map((a) => a._id),
@@ -162,7 +163,7 @@ export class SweepRunner {
       batch.filter((a) => !seen.has(a._id)),
       (a) => a._id,
     );
-    const unchanged = fresh.length > 0 ? await this.accounts.unchanged(fresh) : new Set<string>();
+    const unchanged = fresh.length > 0 ? await this.accounts.unchanged(x.run.workspaceId, fresh) : new Set<string>();
     const differing = fresh.filter((a) => !unchanged.has(a._id));
     const counts: Partial<SweepCounts> = {};
     count(counts, 'unchanged', unchanged.size);
@@ -171,12 +172,15 @@ export class SweepRunner {
       { resource: 'account', ids: fresh.map((a) => a._id) },
       async (trx) => {
         if (x.run.dryRun) {
-          const known = await this.accounts.existing(differing.map((a) => a._id));
+          const known = await this.accounts.existing(
+            x.run.workspaceId,
+            differing.map((a) => a._id),
+          );
           count(counts, 'created', differing.filter((a) => !known.has(a._id)).length);
           count(counts, 'changed', differing.filter((a) => known.has(a._id)).length);
         } else if (differing.length > 0) {
           const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: new Map<string, Date>() };
-          const written = await this.accounts.writeAccounts(differing, read, trx);
+          const written = await this.accounts.writeAccounts(x.run.workspaceId, differing, read, trx);
           count(counts, 'created', written.created);
           count(counts, 'changed', written.changed - written.created);
           // Listed differently, yet not written: the mirror already holds a newer read.
@@ -212,6 +216,7 @@ export class SweepRunner {
       ahead.delete(readAt);
       const tag = postsSeenIn(x.run.pass);
       const seen = await this.runs.seen(
+        x.run.workspaceId,
         x.run.id,
         tag,
         page.posts.map((p) => p._id),
@@ -277,7 +282,7 @@ export class SweepRunner {
    * listing is spent on it.
    */
   private async unexplained(x: Execution, seenInPass: number, total: number): Promise<number> {
-    const count = async () => seenInPass - (await this.runs.seenThenDeleted(x.run.id, x.run.pass)) - total;
+    const count = async () => seenInPass - (await this.runs.seenThenDeleted(x.run.workspaceId, x.run.id, x.run.pass)) - total;
     const first = await count();
     if (first <= 0) return first;
     await x.sleep(SETTLE_BEFORE_ANOTHER_PASS_MS);
@@ -285,7 +290,10 @@ export class SweepRunner {
   }
 
   private async writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
-    const mirrored = await this.posts.versions(fresh.map((p) => p._id));
+    const mirrored = await this.posts.versions(
+      x.run.workspaceId,
+      fresh.map((p) => p._id),
+    );
     // A row mirrored before the mirror kept whole posts is written again, whatever its version: the sweep refills it.
     const differing = fresh.filter((post) => !holds(mirrored.get(post._id), post.updatedAt));
     const counts: Partial<SweepCounts> = {};
@@ -302,7 +310,7 @@ export class SweepRunner {
           return 0;
         }
         if (differing.length === 0) return 0;
-        const written = await this.posts.writeMany(differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
+        const written = await this.posts.writeMany(x.run.workspaceId, differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
         count(counts, 'created', written.created);
         count(counts, 'changed', written.changed - written.created);
         // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
@@ -320,7 +328,7 @@ export class SweepRunner {
     const listedFrom = x.run.accountsListedFrom ?? x.run.startedAt;
     for (let cursor = x.run.missingCursor; ;) {
       x.checkStop();
-      const chunk = await this.runs.missingAccounts(x.run.id, cursor, listedFrom);
+      const chunk = await this.runs.missingAccounts(x.run.workspaceId, x.run.id, cursor, listedFrom);
       const counts: Partial<SweepCounts> = {};
       // A profile's own list says which of its accounts are gone; it is read once for all of them.
       const byProfile = new Map<string, string[]>();
@@ -332,7 +340,7 @@ export class SweepRunner {
           count(counts, 'deleted', ids.filter((id) => !listed.has(id)).length);
           continue;
         }
-        const outcome = await this.accounts.writeProfile(profileId, answer.accounts, {
+        const outcome = await this.accounts.writeProfile(x.run.workspaceId, profileId, answer.accounts, {
           readId: randomUUID(),
           startedAt: answer.sentAt,
           lastEventAt: new Map(),
@@ -357,7 +365,7 @@ export class SweepRunner {
     const listedFrom = x.run.postsListedFrom ?? x.run.startedAt;
     for (let cursor = x.run.missingCursor; ;) {
       x.checkStop();
-      const chunk = await this.runs.missingPosts(x.run.id, x.run.pass, cursor, listedFrom);
+      const chunk = await this.runs.missingPosts(x.run.workspaceId, x.run.id, x.run.pass, cursor, listedFrom);
       const counts: Partial<SweepCounts> = {};
       // Each one's own answer says whether it is gone, or was only missed by the list; a few are read at once.
       await inParallel(chunk.missing, VERIFY_CONCURRENCY, async (id) => {
@@ -365,12 +373,12 @@ export class SweepRunner {
         const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: null };
         if (!answer.found) {
           count(counts, 'deleted', 1);
-          if (!x.run.dryRun) await this.posts.markDeleted(id, read);
+          if (!x.run.dryRun) await this.posts.markDeleted(x.run.workspaceId, id, read);
           return;
         }
-        const same = holds((await this.posts.versions([id])).get(id), answer.post.updatedAt);
+        const same = holds((await this.posts.versions(x.run.workspaceId, [id])).get(id), answer.post.updatedAt);
         count(counts, same ? 'unchanged' : 'changed', 1);
-        if (!same && !x.run.dryRun) await this.posts.write(answer.post, read);
+        if (!same && !x.run.dryRun) await this.posts.write(x.run.workspaceId, answer.post, read);
       });
       const done = chunk.last === null;
       await this.commit(x, done ? { phase: 'done', posts: counts } : { missingCursor: chunk.last, posts: counts });
@@ -425,7 +433,7 @@ export class SweepRunner {
     write: (trx: Db) => Promise<number>,
     progress: () => RunProgress,
   ): Promise<void> {
-    const notified = await this.runs.commitPage({ id: x.run.id, owner: x.owner }, seen, write, progress);
+    const notified = await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress);
     this.signal.queued(notified);
     // A page that changed nothing leaves the sequencer an empty pass: cheaper than counting its feed entries here.
     this.changeSignal.recorded(1);

@@ -9,6 +9,7 @@ import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
 import { StopRequested, SweepRunner } from './sweep-runner';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 /** How often a worker looks for a run to start or resume (an import not done yet, a run whose replica died). */
 const SUPERVISE_EVERY_MS = 10_000;
@@ -55,12 +56,12 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** The import and the last sweep, for GET /sync/status, the status page and /metrics: in their snapshot (`db`). */
   async status(db?: Db): Promise<RunsStatus> {
-    const importRun = await this.runs.latest('import', db);
-    const sweepRun = await this.runs.latest('sweep', db);
+    const importRun = await this.runs.latest(DEFAULT_WORKSPACE, 'import', db);
+    const sweepRun = await this.runs.latest(DEFAULT_WORKSPACE, 'sweep', db);
     let state: ImportState;
     if (importRun && importRun.status !== 'failed') state = importRun.status;
     // A failed import is not tried again once a full sweep has listed the workspace instead.
-    else if (await this.runs.completedOnce(db)) state = 'not_needed';
+    else if (await this.runs.completedOnce(DEFAULT_WORKSPACE, db)) state = 'not_needed';
     else if (importRun) state = importRun.status;
     else state = this.config.initialImport ? 'pending' : 'off';
     return { import: { status: state, run: importRun ? runView(importRun) : null }, lastSweep: sweepRun ? runView(sweepRun) : null };
@@ -88,7 +89,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     const lock = await this.lockUnlessRunning();
     if (!lock.held) return { started: false, runningRunId: lock.runningRunId };
     try {
-      const run = await this.runs.create({ id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
+      const run = await this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
       this.launch(run, lock.held);
       return { started: true, runId: run.id };
     } catch (error) {
@@ -113,7 +114,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       const held = await this.jobs.tryLock(LockKey.Sweep);
       if (held) {
         try {
-          const orphan = await this.runs.running();
+          const orphan = await this.runs.running(DEFAULT_WORKSPACE);
           if (!orphan) return { held };
           this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
           this.launch(await this.runs.claim(orphan.id, this.owner), held);
@@ -123,7 +124,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
           throw error;
         }
       }
-      const running = await this.runs.running();
+      const running = await this.runs.running(DEFAULT_WORKSPACE);
       if (running || attempt >= 40) return { held: null, runningRunId: running?.id ?? null };
       // Held, yet nothing runs: a run letting go of it this very moment.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -158,20 +159,20 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   /** With the lock held: a run left behind, else the import if one is due; claimed by this replica. */
   private async nextRun(): Promise<SweepRun | undefined> {
     // Nobody holds the lock, so a run still marked running has lost its replica.
-    const orphan = await this.runs.running();
+    const orphan = await this.runs.running(DEFAULT_WORKSPACE);
     if (orphan) {
       this.logger.warn(`Resuming ${orphan.kind} ${orphan.id} from its checkpoint (${orphan.postsDone} posts done)`);
       return this.runs.claim(orphan.id, this.owner);
     }
-    if (!this.config.initialImport || (await this.runs.completedOnce())) return undefined;
-    const last = await this.runs.latest('import');
+    if (!this.config.initialImport || (await this.runs.completedOnce(DEFAULT_WORKSPACE))) return undefined;
+    const last = await this.runs.latest(DEFAULT_WORKSPACE, 'import');
     if (last?.status === 'failed') {
       if (last.finishedAt && last.readAt.getTime() - last.finishedAt.getTime() < IMPORT_RETRY_AFTER_MS) return undefined;
       this.logger.warn(`Trying the import ${last.id} again from its checkpoint (it failed: ${last.error})`);
       return this.runs.claim(last.id, this.owner);
     }
     this.logger.log('No run has listed this workspace yet: importing every account and post from Pozy (INITIAL_IMPORT=auto)');
-    return this.runs.create({ id: randomUUID(), kind: 'import', trigger: 'auto', dryRun: false, owner: this.owner });
+    return this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: randomUUID(), kind: 'import', trigger: 'auto', dryRun: false, owner: this.owner });
   }
 
   private launch(run: SweepRun, lock: HeldLock): void {

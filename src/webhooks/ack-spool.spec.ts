@@ -6,7 +6,8 @@ import Database from 'better-sqlite3';
 import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
-import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 const FIRST_RETRY_MS = 10_000;
 const NEXT_RETRIES_MS = 20 * 60_000;
@@ -17,6 +18,7 @@ const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:54
 
 function event(id: string): NewPozyEvent {
   return {
+    workspaceId: DEFAULT_WORKSPACE,
     id,
     type: 'post.published',
     payloadJson: `{"id":"${id}"}`,
@@ -43,9 +45,9 @@ function setup(spoolDir?: (root: string) => string) {
     async insertBatch(events: readonly NewPozyEvent[]): Promise<BatchOutcome> {
       database.attempts.push({ at: Date.now(), ids: events.map((e) => e.id) });
       if (database.failWith) throw database.failWith();
-      const insertedIds = new Set(events.map((e) => e.id).filter((id) => !database.stored.has(id)));
-      for (const id of insertedIds) database.stored.add(id);
-      return { insertedIds, firstRequestDueAt: null };
+      const fresh = events.filter((e) => !database.stored.has(e.id));
+      for (const e of fresh) database.stored.add(e.id);
+      return { inserted: new Set(fresh.map(eventKey)), firstRequestDueAt: null };
     },
   };
   const config = {

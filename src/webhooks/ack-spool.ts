@@ -8,7 +8,8 @@ import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckTimeoutError } from '../events/ack-deadline';
 import { isEventDataError } from './event-data-error';
-import { NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 export { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 
@@ -260,7 +261,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
     this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();
-    return events.filter((e) => outcome.insertedIds.has(e.id)).length;
+    return events.filter((e) => outcome.inserted.has(eventKey(e))).length;
   }
 
   /** PostgreSQL refuses this event's data: no retry can store it. Kept in the dead-letter queue with the reason. */
@@ -300,8 +301,9 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
 }
 
 function reviveEvent(json: string): NewPozyEvent {
-  const event = JSON.parse(json) as NewPozyEvent & { timestamp: string };
-  return { ...event, timestamp: new Date(event.timestamp) };
+  const event = JSON.parse(json) as Omit<NewPozyEvent, 'workspaceId'> & { workspaceId?: string; timestamp: string };
+  // Spooled by a version that mirrored one workspace: the default one's.
+  return { ...event, workspaceId: event.workspaceId ?? DEFAULT_WORKSPACE, timestamp: new Date(event.timestamp) };
 }
 
 function toSpooled(row: Row): SpooledEvent {

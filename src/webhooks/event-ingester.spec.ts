@@ -4,7 +4,8 @@ import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import type { AckSpool } from './ack-spool';
 import { EventIngester, StoreOutcome } from './event-ingester';
-import type { BatchOutcome, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
+import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
 
 const DUE_AT = new Date('2026-11-30T12:00:01Z');
 
@@ -43,14 +44,14 @@ class FakeEventStore implements Pick<PozyEventRepository, 'insertBatch'> {
       if (events.some((e) => e.payloadJson.includes('\\u0000'))) {
         throw Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
       }
-      const insertedIds = new Set<string>();
+      const inserted = new Set<string>();
       for (const event of events) {
         if (this.stored.has(event.id)) continue;
         this.stored.add(event.id);
-        insertedIds.add(event.id);
+        inserted.add(eventKey(event));
       }
-      const requested = events.some((e) => e.reconcile && insertedIds.has(e.id));
-      return { insertedIds, firstRequestDueAt: requested ? DUE_AT : null };
+      const requested = events.some((e) => e.reconcile && inserted.has(eventKey(e)));
+      return { inserted, firstRequestDueAt: requested ? DUE_AT : null };
     } finally {
       this.inFlight -= 1;
     }
@@ -61,6 +62,7 @@ const connectionLost = () => new Error('Connection terminated unexpectedly');
 
 function event(id: string, options: { bad?: boolean; reconcile?: boolean } = {}): NewPozyEvent {
   return {
+    workspaceId: DEFAULT_WORKSPACE,
     id,
     type: 'post.published',
     payloadJson: options.bad ? `{"id":"${id}","note":"\\u0000"}` : `{"id":"${id}"}`,

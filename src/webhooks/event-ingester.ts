@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
 import { isEventDataError } from './event-data-error';
-import { NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
 
 /** Events per statement at most. */
 const MAX_BATCH = 200;
@@ -72,7 +72,10 @@ export class EventIngester {
   private async run(batch: Waiting[]): Promise<void> {
     // Deliveries of one event in one batch: the first is the one stored, the others are its duplicates.
     const groups = new Map<string, Waiting[]>();
-    for (const waiting of batch) groups.set(waiting.event.id, [...(groups.get(waiting.event.id) ?? []), waiting]);
+    for (const waiting of batch) {
+      const key = eventKey(waiting.event);
+      groups.set(key, [...(groups.get(key) ?? []), waiting]);
+    }
     try {
       await this.insert([...groups.values()]);
     } catch (error) {
@@ -111,7 +114,7 @@ export class EventIngester {
     );
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     for (const group of groups) {
-      const inserted = outcome.insertedIds.has(group[0].event.id);
+      const inserted = outcome.inserted.has(eventKey(group[0].event));
       group.forEach((waiting, i) => waiting.resolve(inserted && i === 0 ? 'stored' : 'duplicate'));
     }
   }

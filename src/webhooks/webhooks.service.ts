@@ -14,12 +14,15 @@ import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
 import { isEventDataError } from './event-data-error';
 import { EventIngester } from './event-ingester';
 import { matchingPozySecret } from './webhook-signature';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../workspaces/workspace-id';
 
 /** The label of the secret that matched, by its place in POZY_WEBHOOK_SECRET: never anything of the secret itself. */
 const SECRET_POSITIONS = ['first', 'second'] as const;
 
 export interface WebhookReceipt {
   received: true;
+  /** The workspace whose path received it. */
+  workspaceId: WorkspaceId;
   eventId: string;
   /** True when this event id was already stored: nothing was done again. */
   duplicate: boolean;
@@ -74,8 +77,14 @@ export class WebhooksService implements OnModuleInit {
     }
   }
 
-  /** Authenticates the raw bytes, then parses and validates, then stores once and enqueues. */
-  async receive(rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
+  /**
+   * Authenticates the raw bytes, then parses and validates, then stores once and enqueues. A workspace this
+   * deployment does not mirror is a 404 before anything else: there is no secret to check the bytes with.
+   */
+  async receive(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
+    if (workspaceId !== DEFAULT_WORKSPACE) {
+      throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
+    }
     this.authenticate(rawBody, headers['x-pozy-signature']);
     const delivery = validateInstance(PozyDeliveryHeadersDto.fromHeaders(headers), {
       code: 'invalid_headers',
@@ -90,7 +99,7 @@ export class WebhooksService implements OnModuleInit {
       throw new ApiError(400, 'event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
     }
 
-    const receipt = await this.store(envelope, text, {
+    const receipt = await this.store(workspaceId, envelope, text, {
       deliveryId: delivery.deliveryId ?? null,
       attempt: delivery.attempt ? Number(delivery.attempt) : null,
     });
@@ -104,11 +113,16 @@ export class WebhooksService implements OnModuleInit {
    * signature): validated and stored exactly like a delivery. A refusal of the event itself resolves `refused`;
    * every other failure rejects.
    */
-  async receiveRecovered(payload: Record<string, unknown>, recoveredBy: string, attempt: number | null): Promise<RecoveredOutcome> {
+  async receiveRecovered(
+    workspaceId: WorkspaceId,
+    payload: Record<string, unknown>,
+    recoveredBy: string,
+    attempt: number | null,
+  ): Promise<RecoveredOutcome> {
     try {
       const text = JSON.stringify(payload);
       const envelope = this.validateEvent(payload, text, 'logged event');
-      const receipt = await this.store(envelope, text, { deliveryId: null, attempt, recoveredBy });
+      const receipt = await this.store(workspaceId, envelope, text, { deliveryId: null, attempt, recoveredBy });
       return { outcome: receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : 'stored' };
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_event') return { outcome: 'refused', reason: error.message };
@@ -150,6 +164,7 @@ export class WebhooksService implements OnModuleInit {
   }
 
   private async store(
+    workspaceId: WorkspaceId,
     envelope: PozyEventEnvelopeDto,
     text: string,
     delivery: { deliveryId: string | null; attempt: number | null; recoveredBy?: string },
@@ -160,6 +175,7 @@ export class WebhooksService implements OnModuleInit {
     const reconcile = resource && { key: resourceJobKey(resource.type, resource.id), type: resource.type, id: resource.id };
     const outcome = await this.ingester
       .store({
+        workspaceId,
         id: envelope.id,
         type: envelope.event,
         payloadJson: text,
@@ -178,9 +194,10 @@ export class WebhooksService implements OnModuleInit {
         }
         throw error;
       });
-    if (outcome === 'spooled') return { received: true, eventId: envelope.id, duplicate: false, spooled: true, reconcile: null };
+    if (outcome === 'spooled') return { received: true, workspaceId, eventId: envelope.id, duplicate: false, spooled: true, reconcile: null };
     return {
       received: true,
+      workspaceId,
       eventId: envelope.id,
       duplicate: outcome === 'duplicate',
       ...(test ? { test: true as const } : {}),

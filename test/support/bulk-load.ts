@@ -30,9 +30,9 @@ export async function withIndexesDeferred(client: Client, tables: string[], load
  */
 export function postsSharingTwoWords(count: number): string {
   return `
-  INSERT INTO post (id, status, title, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
+  INSERT INTO post (workspace_id, id, status, title, content, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
                     synced_at, read_started_at, read_id, sequence)
-  SELECT lpad(to_hex(i), 24, '0'), 'published', 'Post ' || i,
+  SELECT 'default', lpad(to_hex(i), 24, '0'), 'published', 'Post ' || i,
          'Morning ' || i || ': coffee first, then a walk by the river, then tea with '
            || (ARRAY['milk','sugar','lemon'])[1 + i % 3] || '. ' || repeat('Words about the day and the weather ', 6),
          '[]'::jsonb, ARRAY[]::text[], ARRAY[]::text[], timestamptz '2025-06-01' + i * interval '1 second',

@@ -28,6 +28,8 @@ export interface Delivery {
   body?: string | Buffer;
   headers?: Record<string, string | undefined>;
   secret?: string | null;
+  /** Where to: `/webhooks/pozy` unless given (a workspace's own path, say). */
+  path?: string;
 }
 
 /** Delivers an event the way Pozy does: JSON body, X-Pozy-* headers, hex HMAC-SHA256 signature. */
@@ -50,7 +52,7 @@ export async function deliver(
     if (value === undefined) delete headers[name];
     else headers[name] = value;
   }
-  const response = await fetch(`${baseUrl}/webhooks/pozy`, { method: 'POST', headers, body });
+  const response = await fetch(`${baseUrl}${delivery.path ?? '/webhooks/pozy'}`, { method: 'POST', headers, body });
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }

@@ -7,6 +7,9 @@ export class ChangeResponse {
   @ApiProperty({ ...CURSOR, description: "This change's place in the feed: `after` it, the feed goes on with the next one." })
   cursor!: string;
 
+  @ApiProperty({ description: 'The workspace the post or account belongs to.', example: 'default' })
+  workspaceId!: string;
+
   @ApiProperty({ enum: CHANGE_TYPES, example: 'post.changed' })
   type!: string;
 

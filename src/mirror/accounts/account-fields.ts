@@ -28,7 +28,7 @@ export const POZY_ACCOUNT_FIELDS = [
 ] as const;
 
 /** The mirror's own fields, after Pozy's. */
-export const MIRROR_ACCOUNT_FIELDS = ['lastEventAt', 'syncedAt', 'removedAt', 'sequence'] as const;
+export const MIRROR_ACCOUNT_FIELDS = ['workspaceId', 'lastEventAt', 'syncedAt', 'removedAt', 'sequence'] as const;
 
 export const ACCOUNT_FIELD_ORDER: FieldOrder = { pozy: POZY_ACCOUNT_FIELDS, mirror: MIRROR_ACCOUNT_FIELDS };
 
@@ -77,6 +77,7 @@ export function accountJson(alias: string): RawBuilder<Record<string, unknown>> 
     enabled: c('enabled'),
   });
   const mirror = jsonbObject({
+    workspaceId: c('workspace_id'),
     lastEventAt: isoText(c('last_event_at')),
     syncedAt: isoText(c('synced_at')),
     removedAt: isoText(c('removed_at')),

@@ -10,6 +10,7 @@ import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { accountColumns, AccountColumns, accountJson } from './account-fields';
+import type { WorkspaceId } from '../../workspaces/workspace-id';
 
 export interface ProfileRead {
   readId: string;
@@ -79,10 +80,11 @@ export class AccountMirrorRepository {
    * Writes a profile's whole account list in one transaction: every account listed, and the removal of the rest,
    * with the notifications of what changed.
    */
-  async writeProfile(profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
+  async writeProfile(workspaceId: WorkspaceId, profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
     const { written, removed } = await this.database.db.transaction().execute(async (trx) => ({
-      written: await this.writeAccounts(accounts, read, trx),
+      written: await this.writeAccounts(workspaceId, accounts, read, trx),
       removed: await this.markRemoved(
+        workspaceId,
         profileId,
         accounts.map((account) => account._id),
         read,
@@ -102,19 +104,20 @@ export class AccountMirrorRepository {
   }
 
   /** Which of these account ids the mirror holds (removed ones included). */
-  async existing(ids: string[]): Promise<Set<string>> {
-    const rows = await this.database.prisma.account.findMany({ where: { id: { in: ids } }, select: { id: true } });
+  async existing(workspaceId: WorkspaceId, ids: string[]): Promise<Set<string>> {
+    const rows = await this.database.prisma.account.findMany({ where: { workspaceId, id: { in: ids } }, select: { id: true } });
     return new Set(rows.map((r) => r.id));
   }
 
   /** Which of these accounts the mirror holds exactly as Pozy listed them (bookkeeping aside). */
-  async unchanged(accounts: PozyAccountDto[]): Promise<Set<string>> {
+  async unchanged(workspaceId: WorkspaceId, accounts: PozyAccountDto[]): Promise<Set<string>> {
     const rows = await this.database.db
       .selectFrom('account as a')
       .innerJoin(accountsFromJson(accounts.map(accountColumns)), 'input.id', 'a.id')
       .select('a.id')
       .where((eb) =>
         eb.and([
+          eb('a.workspace_id', '=', workspaceId),
           eb('a.removed_at', 'is', null),
           sql<boolean>`(${sql.join(ACCOUNT_STATE.map((column) => eb.ref(`a.${column}`)))})
                        IS NOT DISTINCT FROM (${sql.join(ACCOUNT_STATE.map((column) => eb.ref(`input.${column}`)))})`,
@@ -129,15 +132,27 @@ export class AccountMirrorRepository {
    * it leaves out), inside the caller's transaction: the caller tells the NotificationSignal once it commits.
    * Accounts have no version in Pozy: the read that started later wins.
    */
-  async writeAccounts(accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
+  async writeAccounts(workspaceId: WorkspaceId, accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
     const rows = accounts.map((account) => ({ ...accountColumns(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
     const written = trx
       .insertInto('account')
-      .columns(['id', ...ACCOUNT_STATE, 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'removed_at', 'sequence', 'changed_by'])
+      .columns([
+        'workspace_id',
+        'id',
+        ...ACCOUNT_STATE,
+        'last_event_at',
+        'synced_at',
+        'read_started_at',
+        'read_id',
+        'removed_at',
+        'sequence',
+        'changed_by',
+      ])
       .expression((eb) =>
         eb
           .selectFrom(accountsFromJson(rows))
           .select((eb) => [
+            eb.val(workspaceId).as('workspace_id'),
             'input.id',
             ...ACCOUNT_STATE.map((name) => `input.${name}` as const),
             'input.last_event_at',
@@ -153,7 +168,7 @@ export class AccountMirrorRepository {
       )
       .onConflict((oc) =>
         oc
-          .column('id')
+          .columns(['workspace_id', 'id'])
           .doUpdateSet((eb) => {
             const differs = accountDiffers(eb);
             return {
@@ -172,7 +187,7 @@ export class AccountMirrorRepository {
       .returningAll()
       .returning(inserted);
     const row = await this.fanOut(trx, written);
-    const posts = await this.posts.refreshProfiles(row.created_ids, read.readId, trx);
+    const posts = await this.posts.refreshProfiles(workspaceId, row.created_ids, read.readId, trx);
     return {
       written: row.written,
       created: row.created,
@@ -183,7 +198,7 @@ export class AccountMirrorRepository {
   }
 
   /** Accounts of the profile that its list no longer has were removed (kept, queryable, marked). */
-  private markRemoved(profileId: string, listed: string[], read: ProfileRead, trx: Db) {
+  private markRemoved(workspaceId: WorkspaceId, profileId: string, listed: string[], read: ProfileRead, trx: Db) {
     const written = trx
       .updateTable('account')
       .set((eb) => ({
@@ -196,6 +211,7 @@ export class AccountMirrorRepository {
       }))
       .where((eb) =>
         eb.and([
+          eb('workspace_id', '=', workspaceId),
           eb('profile_id', '=', profileId),
           eb.not(eb('id', '=', eb.fn.any(eb.val(listed)))),
           eb('removed_at', 'is', null),
@@ -221,6 +237,7 @@ export class AccountMirrorRepository {
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
             .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
             .select((eb) => [
+              'w.workspace_id',
               eb.case().when('w.removed_at', 'is', null).then(sql.lit('account.changed')).else(sql.lit('account.removed')).end().as('type'),
               sql<string>`'account:' || ${eb.ref('w.id')}`.as('resource_key'),
               'w.id as resource_id',

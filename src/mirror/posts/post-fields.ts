@@ -37,7 +37,16 @@ export const POZY_POST_FIELDS = [
 ] as const;
 
 /** The mirror's own fields, after Pozy's. */
-export const MIRROR_POST_FIELDS = ['profileIds', 'pozyCreatedAt', 'pozyUpdatedAt', 'lastEventAt', 'syncedAt', 'deletedAt', 'sequence'] as const;
+export const MIRROR_POST_FIELDS = [
+  'workspaceId',
+  'profileIds',
+  'pozyCreatedAt',
+  'pozyUpdatedAt',
+  'lastEventAt',
+  'syncedAt',
+  'deletedAt',
+  'sequence',
+] as const;
 
 export const POST_FIELD_ORDER: FieldOrder = { pozy: POZY_POST_FIELDS, mirror: MIRROR_POST_FIELDS };
 
@@ -134,6 +143,7 @@ export function postJson(alias: string, profileIds?: RawBuilder<unknown>): RawBu
     updatedAt: isoText(c('pozy_updated_at')),
   });
   const mirror = jsonbObject({
+    workspaceId: c('workspace_id'),
     ...(profileIds ? { profileIds } : {}),
     pozyCreatedAt: isoText(c('pozy_created_at')),
     pozyUpdatedAt: isoText(c('pozy_updated_at')),

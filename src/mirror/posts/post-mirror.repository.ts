@@ -11,6 +11,8 @@ import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { postColumns, PostColumns, postJson } from './post-fields';
+import type { WorkspaceId } from '../../workspaces/workspace-id';
+
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
   readId: string;
@@ -95,8 +97,8 @@ export class PostMirrorRepository {
    * Writes the whole post as Pozy answered it, unless the mirror already holds a newer state; when that changes
    * the mirrored post, the matching subscribers' notifications are queued in the same statement.
    */
-  write(post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
-    return this.writeMany([post], read);
+  write(workspaceId: WorkspaceId, post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
+    return this.writeMany(workspaceId, [post], read);
   }
 
   /**
@@ -104,7 +106,7 @@ export class PostMirrorRepository {
    * single post. With `trx`, it runs inside the caller's transaction, and the caller tells the
    * NotificationSignal once it commits.
    */
-  async writeMany(posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
+  async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
     const rows = posts.map((post) => ({ ...postColumns(post), last_event_at: read.lastEventAt?.toISOString() ?? null }));
     const db = trx ?? this.database.db;
     // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
@@ -112,11 +114,23 @@ export class PostMirrorRepository {
     // seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
     const written = db
       .insertInto('post')
-      .columns(['id', ...FROM_READ, 'last_event_at', 'synced_at', 'read_started_at', 'read_id', 'deleted_at', 'sequence', 'changed_by'])
+      .columns([
+        'workspace_id',
+        'id',
+        ...FROM_READ,
+        'last_event_at',
+        'synced_at',
+        'read_started_at',
+        'read_id',
+        'deleted_at',
+        'sequence',
+        'changed_by',
+      ])
       .expression((eb) =>
         eb
           .selectFrom(postsFromJson(rows))
           .select((eb) => [
+            eb.val(workspaceId).as('workspace_id'),
             'input.id',
             ...FROM_READ.map((name) => `input.${name}` as const),
             'input.last_event_at',
@@ -132,7 +146,7 @@ export class PostMirrorRepository {
       )
       .onConflict((oc) =>
         oc
-          .column('id')
+          .columns(['workspace_id', 'id'])
           .doUpdateSet((eb) => {
             const differs = postDiffers(eb);
             return {
@@ -160,16 +174,16 @@ export class PostMirrorRepository {
       .returningAll()
       .returning(inserted);
     const row = await this.fanOut(db, written);
-    return trx ? this.result(row, false) : this.afterCommit(row);
+    return trx ? this.result(row, false) : this.afterCommit(workspaceId, row);
   }
 
   /**
    * The mirror's version of each of these posts it holds: Pozy's updatedAt, whether it is marked deleted, and whether
    * the row holds the whole post (a row mirrored before the mirror kept whole posts does not, whatever its version).
    */
-  async versions(ids: string[]): Promise<Map<string, PostVersion>> {
+  async versions(workspaceId: WorkspaceId, ids: string[]): Promise<Map<string, PostVersion>> {
     const rows = await this.database.prisma.post.findMany({
-      where: { id: { in: ids } },
+      where: { workspaceId, id: { in: ids } },
       select: { id: true, pozyUpdatedAt: true, deletedAt: true, extra: true },
     });
     return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozyUpdatedAt, deleted: r.deletedAt !== null, whole: r.extra !== null }]));
@@ -185,11 +199,12 @@ export class PostMirrorRepository {
    * the guard alone: an older read still in flight (an import page listed before the post was deleted) must not bring
    * it back as live, and the unique key makes that read wait for this one.
    */
-  async markDeleted(postId: string, read: PostRead): Promise<PostWriteResult> {
+  async markDeleted(workspaceId: WorkspaceId, postId: string, read: PostRead): Promise<PostWriteResult> {
     const db = this.database.db;
     const written = db
       .insertInto('post')
       .values((eb) => ({
+        workspace_id: workspaceId,
         id: postId,
         status: 'deleted',
         platforms: JSON.stringify([]),
@@ -205,7 +220,7 @@ export class PostMirrorRepository {
       }))
       .onConflict((oc) =>
         oc
-          .column('id')
+          .columns(['workspace_id', 'id'])
           .doUpdateSet((eb) => {
             const wasLive = eb('post.deleted_at', 'is', null);
             return {
@@ -222,7 +237,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    return this.afterCommit(await this.fanOut(db, written));
+    return this.afterCommit(workspaceId, await this.fanOut(db, written));
   }
 
   /**
@@ -233,16 +248,17 @@ export class PostMirrorRepository {
    * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
    * committed, is not seen here: its own write rechecks once this transaction has committed (afterCommit).
    */
-  async refreshProfiles(accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
+  async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0 };
     // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (afterCommit).
-    await lockAccounts(trx, accountIds, 'exclusive');
+    await lockAccounts(trx, workspaceId, accountIds, 'exclusive');
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
     const written = trx
       .updateTable('post')
       .set((eb) => ({ sequence: eb('sequence', '+', 1), read_id: readId, changed_by: readId }))
       .where((eb) =>
         eb.and([
+          eb('post.workspace_id', '=', workspaceId),
           eb('post.account_ids', '&&', fresh),
           eb.exists(
             eb
@@ -250,6 +266,7 @@ export class PostMirrorRepository {
               .select(eb.lit(1).as('one'))
               .where((eb) =>
                 eb.and([
+                  eb('a.workspace_id', '=', workspaceId),
                   eb('a.id', '=', eb.fn.any('post.account_ids')),
                   eb('a.id', '=', eb.fn.any(fresh)),
                   eb.not(
@@ -259,6 +276,7 @@ export class PostMirrorRepository {
                         .select(eb.lit(1).as('one'))
                         .where((eb) =>
                           eb.and([
+                            eb('b.workspace_id', '=', workspaceId),
                             eb('b.id', '=', eb.fn.any('post.account_ids')),
                             eb.not(eb('b.id', '=', eb.fn.any(fresh))),
                             eb('b.profile_id', '=', eb.ref('a.profile_id')),
@@ -289,10 +307,11 @@ export class PostMirrorRepository {
             .selectFrom('written as w')
             // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
             // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
-            .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.account_ids')).as('profiles'))
+            .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
             .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
             .select((eb) => [
+              'w.workspace_id',
               eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
               sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
               'w.id as resource_id',
@@ -325,25 +344,32 @@ export class PostMirrorRepository {
    * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
    * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
    */
-  private async afterCommit(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
+  private async afterCommit(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
     const result = this.result(row, true);
     if (row.unmirrored_posts.length === 0) return result;
     const recheckId = randomUUID();
     const rechecked = await this.database.db.transaction().execute(async (trx) => {
-      await lockAccounts(trx, row.unmirrored_accounts, 'shared');
+      await lockAccounts(trx, workspaceId, row.unmirrored_accounts, 'shared');
       const written = trx
         .updateTable('post')
         .set((eb) => ({ sequence: eb('sequence', '+', 1), read_id: recheckId, changed_by: recheckId }))
         .where((eb) =>
           eb.and([
+            eb('post.workspace_id', '=', workspaceId),
             eb('post.id', '=', eb.fn.any(eb.val(row.unmirrored_posts))),
             eb(
-              profilesOf(trx, eb.ref('post.account_ids')),
+              profilesOf(trx, eb.ref('post.workspace_id'), eb.ref('post.account_ids')),
               'is distinct from',
               eb
                 .selectFrom('change as c')
                 .select('c.profile_ids')
-                .where((eb) => eb.and([eb('c.resource_id', '=', eb.ref('post.id')), eb('c.type', 'in', ['post.changed', 'post.deleted'])]))
+                .where((eb) =>
+                  eb.and([
+                    eb('c.workspace_id', '=', eb.ref('post.workspace_id')),
+                    eb('c.resource_id', '=', eb.ref('post.id')),
+                    eb('c.type', 'in', ['post.changed', 'post.deleted']),
+                  ]),
+                )
                 .orderBy('c.id', 'desc')
                 .limit(1),
             ),
@@ -362,22 +388,24 @@ export class PostMirrorRepository {
  * A post's profiles, as `profileIds` answers them: those of its mirrored accounts, distinct and sorted (its entries
  * keep this, and the recheck compares with it). Each account is found by its key.
  */
-function profilesOf(db: Db, accountIds: Expression<string[]>) {
+function profilesOf(db: Db, workspaceId: Expression<string>, accountIds: Expression<string[]>) {
   return db
     .selectFrom(sql<{ id: string }>`unnest(${accountIds})`.as<'u'>(sql`u(id)`))
-    .innerJoin('account as a', 'a.id', 'u.id')
+    .innerJoin('account as a', (join) => join.onRef('a.id', '=', 'u.id').on('a.workspace_id', '=', workspaceId))
     .select((eb) =>
       eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`).as('ids'),
     );
 }
 
-/** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), in one order. */
-async function lockAccounts(trx: Db, accountIds: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
+/** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), by workspace and id, in one order. */
+async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
   if (accountIds.length === 0) return;
   const lock = mode === 'exclusive' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
   await trx
     .selectFrom(sql<{ id: string }>`unnest(${[...accountIds].sort()}::text[])`.as<'u'>(sql`u(id)`))
-    .select((eb) => eb.fn(lock, [eb.val(LockKey.AccountFirstMirrored), eb.fn('hashtext', ['u.id'])]).as('locked'))
+    .select((eb) =>
+      eb.fn(lock, [eb.val(LockKey.AccountFirstMirrored), eb.fn('hashtext', [sql`${workspaceId} || '/' || ${eb.ref('u.id')}`])]).as('locked'),
+    )
     .orderBy('u.id')
     .execute();
 }
@@ -388,7 +416,7 @@ async function lockAccounts(trx: Db, accountIds: readonly string[], mode: 'exclu
  */
 const unmirroredAccounts = (db: Db) => {
   const missing = db
-    .withTables<{ written: Pick<Selectable<DB['post']>, 'id' | 'account_ids' | 'changed_by' | 'read_id'> }>()
+    .withTables<{ written: Pick<Selectable<DB['post']>, 'workspace_id' | 'id' | 'account_ids' | 'changed_by' | 'read_id'> }>()
     .selectFrom('written as w')
     .crossJoinLateral((eb) =>
       eb
@@ -399,7 +427,11 @@ const unmirroredAccounts = (db: Db) => {
     .where((eb) =>
       eb.and([
         eb('w.changed_by', '=', eb.ref('w.read_id')),
-        eb.not(eb.exists(eb.selectFrom('account as a').select(eb.lit(1).as('one')).whereRef('a.id', '=', 'u.id'))),
+        eb.not(
+          eb.exists(
+            eb.selectFrom('account as a').select(eb.lit(1).as('one')).whereRef('a.workspace_id', '=', 'w.workspace_id').whereRef('a.id', '=', 'u.id'),
+          ),
+        ),
       ]),
     );
   return [
