@@ -8,7 +8,8 @@
  *   shifts later ones a place left, a post created lands wherever its order puts it. An unknown parameter is a 400.
  * - `GET /v1/accounts`: `{accounts, hasAnalyticsAccess}`, plus `pagination` only when `page` and `limit` (at most
  *   100) are both sent; one without the other is a 400.
- * - `GET /v1/webhooks/settings`: the key's subscriptions; the logs, redeliveries and test events are the key's too.
+ * - `GET|POST|PUT|DELETE /v1/webhooks/settings`: the key's subscriptions (at most 50); the logs, redeliveries and
+ *   test events are the key's too.
  * - Rate limit (rate-limit.ts): every answer carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds
  *   when the next slot frees up); a full window answers 429 with `Retry-After` (seconds).
  */
@@ -16,7 +17,8 @@ import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitStats } from './rate-limit';
-import { RequestCounts, WorkspaceRuntime } from './workspace';
+import type { SubscriptionSettings } from './webhook-sender';
+import { MAX_SUBSCRIPTIONS, RequestCounts, WorkspaceRuntime } from './workspace';
 import { type Account, POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
 
 export interface SimulatorServerOptions {
@@ -81,6 +83,26 @@ const POST_LIST_PARAMS = [
 ] as const;
 const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
 const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
+/** The event types a subscription can name: Pozy's post and account events (the simulator emits no others). */
+export const SUBSCRIBABLE_EVENTS = [
+  'post.scheduled',
+  'post.published',
+  'post.partial',
+  'post.failed',
+  'post.cancelled',
+  'post.recycled',
+  'post.platform.published',
+  'post.platform.failed',
+  'post.platform.deleted',
+  'post.tiktok.url_resolved',
+  'account.connected',
+  'account.disconnected',
+] as const;
+const SUBSCRIPTION_FIELDS = ['name', 'url', 'secret', 'events', 'isActive'] as const;
+const NAME_MAX = 50;
+const URL_MAX = 2048;
+const SECRET_MAX = 1000;
+
 export class SimulatorServer {
   private readonly app: FastifyInstance;
   private readonly held = new Set<Socket>();
@@ -193,6 +215,9 @@ class Routes {
     this.route(app, 'GET', '/v1/posts', (request, ws) => this.listPosts(ws, request.query as Query));
     this.route(app, 'GET', '/v1/accounts', (request, ws) => this.listAccounts(ws, request.query as Query));
     this.route(app, 'GET', '/v1/webhooks/settings', (_request, ws) => ({ webhooks: ws.sender.subscriptions() }));
+    this.route(app, 'POST', '/v1/webhooks/settings', (request, ws) => this.createSubscription(ws, request.body));
+    this.route(app, 'PUT', '/v1/webhooks/settings', (request, ws) => this.updateSubscription(ws, request.body));
+    this.route(app, 'DELETE', '/v1/webhooks/settings', (request, ws) => this.deleteSubscription(ws, request.query as Query));
     this.route(app, 'GET', '/v1/webhooks/logs', (request, ws) => this.listLogs(ws, request.query as Query));
     this.route(app, 'POST', '/v1/webhooks/logs/redeliver', (request, ws) => this.redeliver(ws, request.body));
     this.route(app, 'POST', '/v1/webhooks/test', (request, ws) => this.sendTest(ws, request.body));
@@ -411,6 +436,97 @@ class Routes {
   private knownWebhook(ws: WorkspaceRuntime, webhookId: string): void {
     if (!ws.sender.subscription(webhookId)) throw WEBHOOK_NOT_FOUND();
   }
+
+  // ---- subscriptions ----
+
+  private createSubscription(ws: WorkspaceRuntime, body: unknown): unknown {
+    const fields = subscriptionFields(body, SUBSCRIPTION_FIELDS);
+    for (const required of ['name', 'url', 'events'] as const) {
+      if (fields[required] === undefined) throw badRequest(`${required} is required`, required);
+    }
+    if (ws.sender.subscriptionCount >= MAX_SUBSCRIPTIONS) throw badRequest(`At most ${MAX_SUBSCRIPTIONS} webhooks per user`);
+    const webhook = ws.sender.addSubscription({
+      name: fields.name!,
+      url: fields.url!,
+      secret: fields.secret,
+      events: fields.events!,
+      isActive: fields.isActive,
+    });
+    return { success: true, webhook };
+  }
+
+  private updateSubscription(ws: WorkspaceRuntime, body: unknown): unknown {
+    const fields = subscriptionFields(body, ['_id', ...SUBSCRIPTION_FIELDS]);
+    if (fields._id === undefined) throw badRequest('_id is required', '_id');
+    const { _id, ...patch } = fields;
+    const webhook = ws.sender.updateSubscription(_id, patch);
+    if (!webhook) throw WEBHOOK_NOT_FOUND();
+    return { success: true, webhook };
+  }
+
+  private deleteSubscription(ws: WorkspaceRuntime, query: Query): unknown {
+    accept(query, ['id']);
+    const id = stringParam(query, 'id', 100);
+    if (id === undefined) throw badRequest('id is required', 'id');
+    if (!ws.sender.removeSubscription(id)) throw WEBHOOK_NOT_FOUND();
+    return { success: true };
+  }
+}
+
+/**
+ * A subscription body's fields, each checked: `name` 1–50 characters, `url` an http(s) URL (trimmed), `secret` a
+ * string ('' for none), `events` a non-empty list of SUBSCRIBABLE_EVENTS, `isActive` a boolean, `_id` a string.
+ * Any other field is a 400 naming it, so a misspelt one is not silently ignored.
+ */
+function subscriptionFields(body: unknown, accepted: readonly string[]): Partial<SubscriptionSettings> & { _id?: string; url?: string } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The body must be a JSON object');
+  const given = body as Record<string, unknown>;
+  const unknown = Object.keys(given).filter((name) => !accepted.includes(name));
+  if (unknown.length > 0) {
+    const hint = unknown.includes('customHeaders') ? ' (the simulator sends no custom headers)' : '';
+    throw badRequest(`Unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}${hint}. Accepted: ${accepted.join(', ')}`, unknown[0]);
+  }
+  const fields: Partial<SubscriptionSettings> & { _id?: string; url?: string } = {};
+  if (given._id !== undefined) {
+    if (typeof given._id !== 'string' || given._id === '') throw badRequest('_id must be a webhook id', '_id');
+    fields._id = given._id;
+  }
+  if (given.name !== undefined) {
+    const name = typeof given.name === 'string' ? given.name.trim() : '';
+    if (name.length < 1 || name.length > NAME_MAX) throw badRequest(`name must be 1 to ${NAME_MAX} characters`, 'name');
+    fields.name = name;
+  }
+  if (given.url !== undefined) fields.url = urlField(given.url);
+  if (given.secret !== undefined) {
+    if (typeof given.secret !== 'string' || given.secret.length > SECRET_MAX)
+      throw badRequest(`secret must be a string of at most ${SECRET_MAX} characters`, 'secret');
+    fields.secret = given.secret;
+  }
+  if (given.events !== undefined) {
+    const events = given.events;
+    const known = (e: unknown) => typeof e === 'string' && (SUBSCRIBABLE_EVENTS as readonly string[]).includes(e);
+    if (!Array.isArray(events) || events.length === 0 || !events.every(known)) {
+      throw badRequest(`events must be a non-empty list of: ${SUBSCRIBABLE_EVENTS.join(', ')}`, 'events');
+    }
+    fields.events = events as string[];
+  }
+  if (given.isActive !== undefined) {
+    if (typeof given.isActive !== 'boolean') throw badRequest('isActive must be true or false', 'isActive');
+    fields.isActive = given.isActive;
+  }
+  return fields;
+}
+
+function urlField(value: unknown): string {
+  const url = typeof value === 'string' ? value.trim() : '';
+  let parsed: URL | undefined;
+  try {
+    parsed = url.length <= URL_MAX ? new URL(url) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw badRequest('url must be a valid http or https URL', 'url');
+  return url;
 }
 
 // ---- query parameters: every one given at most once, and checked ----
