@@ -11,8 +11,9 @@ import { PozyWorkspace, SimulatorStats, WorkspaceContext, WorkspaceOptions, Work
 import { PozyWorld } from './world';
 import type { PozyEvent } from './world/pozy-shapes';
 
-export { SIMULATOR_WEBHOOK_NAME } from './workspace';
-export type { PozyWorkspace, SimulatorStats, WorkspaceOptions } from './workspace';
+export { PozyWorkspace, SIMULATOR_WEBHOOK_NAME } from './workspace';
+export type { SimulatorStats, WorkspaceOptions } from './workspace';
+export type { SubscriptionView, WebhookLogRow } from './webhook-sender';
 
 export interface SimulatorOptions {
   /** 0 or absent: any free port. */
@@ -62,7 +63,6 @@ interface Entry {
 export class PozySimulator {
   private stopping: Promise<void> | undefined;
   private readonly byKey = new Map<string, Entry>();
-  private readonly seeds = new Set<number>();
   private readonly removing = new Set<Promise<void>>();
   private server!: SimulatorServer;
 
@@ -72,7 +72,6 @@ export class PozySimulator {
     private readonly agent: Agent,
   ) {
     this.byKey.set(first.runtime.apiKey, first);
-    this.seeds.add(first.runtime.seed);
   }
 
   static async start(options: SimulatorOptions): Promise<PozySimulator> {
@@ -171,11 +170,11 @@ export class PozySimulator {
     if (this.byKey.has(options.apiKey)) throw new RangeError('A workspace with this API key exists already');
     const { apiKey, seed: given, ...rest } = options;
     let seed = given ?? keySeed(this.first.runtime.seed, apiKey);
-    if (given === undefined) while (this.seeds.has(seed)) seed = (seed + 1) >>> 0;
+    const taken = (s: number) => [...this.byKey.values()].some((entry) => entry.runtime.seed === s);
+    if (given === undefined) while (taken(seed)) seed = (seed + 1) >>> 0;
     const runtime = new WorkspaceRuntime(apiKey, seed, rest, this.context);
     const entry = { runtime, handle: new PozyWorkspace(runtime) };
     this.byKey.set(apiKey, entry);
-    this.seeds.add(seed);
     return entry.handle;
   }
 
@@ -198,7 +197,6 @@ export class PozySimulator {
     if (!entry) throw new RangeError('No workspace has this API key');
     if (entry === this.first) throw new RangeError('The first workspace cannot be removed');
     this.byKey.delete(apiKey);
-    this.seeds.delete(entry.runtime.seed);
     const closing = entry.runtime.close();
     this.removing.add(closing);
     try {
