@@ -17,7 +17,12 @@
  *   SIMULATOR_API_READ_LAG_MS (0: for that long after a post or account changed, the API answers as a lagging read
  *     replica would: 404 for the post, the account left out of lists),
  *   SIMULATOR_API_429_RATE (0: the share of API requests answered 429 whatever the window says, 0 to 1),
- *   SIMULATOR_API_429_RETRY_AFTER (1: those 429s' Retry-After, sent as written, e.g. 86400 or 1e300; empty: none)
+ *   SIMULATOR_API_429_RETRY_AFTER (1: those 429s' Retry-After, sent as written, e.g. 86400 or 1e300; empty: none),
+ *   SIMULATOR_EXTRA_API_KEYS (unset: one workspace; key1,key2: a workspace more for each key),
+ *   SIMULATOR_WORKSPACES (0: that many workspaces more, keyed <SIMULATOR_WORKSPACE_KEY_PREFIX>-1 to -N),
+ *   SIMULATOR_WORKSPACE_KEY_PREFIX (sk_sim_ws).
+ *   Every extra workspace is made as the first (its world, rate limit, faults, activity) but from its own seed, and
+ *   has no subscription until one is made through POST /v1/webhooks/settings.
  */
 /* eslint-disable no-console -- a command-line tool's output */
 import { PozySimulator } from './simulator';
@@ -58,10 +63,25 @@ async function main(): Promise<void> {
   }
   const unknownFields = unknownFieldsRaw === 'true';
   const apiKey = process.env.SIMULATOR_API_KEY || 'sk_sim_local';
+  const extraCount = numberFromEnv('SIMULATOR_WORKSPACES', 0, (n) => Number.isSafeInteger(n) && n >= 0 && n <= 10_000);
+  const prefix = process.env.SIMULATOR_WORKSPACE_KEY_PREFIX || 'sk_sim_ws';
+  const extraKeys = [
+    ...(process.env.SIMULATOR_EXTRA_API_KEYS ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter((key) => key !== ''),
+    ...Array.from({ length: extraCount }, (_, i) => `${prefix}-${i + 1}`),
+  ];
+  const duplicate = [apiKey, ...extraKeys].find((key, i, all) => all.indexOf(key) !== i);
+  if (duplicate !== undefined) {
+    console.error(`The API key ${duplicate} is given twice (SIMULATOR_API_KEY, SIMULATOR_EXTRA_API_KEYS, SIMULATOR_WORKSPACES)`);
+    process.exit(1);
+  }
   const url = process.env.SIMULATOR_WEBHOOK_URL || undefined;
   const secret = process.env.SIMULATOR_WEBHOOK_SECRET || undefined;
 
   const host = process.env.SIMULATOR_HOST || '127.0.0.1';
+  const faults = { apiReadLagMs, api429Rate, api429RetryAfter };
   const simulator = await PozySimulator.start({
     port,
     host,
@@ -71,15 +91,19 @@ async function main(): Promise<void> {
     rateLimitPerMinute,
     otherClientPerMinute,
     clockOffsetMs,
-    faults: { apiReadLagMs, api429Rate, api429RetryAfter },
+    faults,
     webhook: url ? { url, secret } : undefined,
   });
-  simulator.world.setUnknownFields(unknownFields);
   const seeding = Date.now();
-  if (existing) simulator.world.seedExisting({ posts: existingPosts, accounts: existingAccounts });
-  else simulator.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
+  for (const key of extraKeys) simulator.addWorkspace({ apiKey: key, rateLimitPerMinute, otherClientPerMinute, faults });
+  const workspaces = simulator.workspaces();
+  for (const workspace of workspaces) {
+    workspace.world.setUnknownFields(unknownFields);
+    if (existing) workspace.world.seedExisting({ posts: existingPosts, accounts: existingAccounts });
+    else workspace.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
+  }
   const seededMs = Date.now() - seeding;
-  const activity = activityMs > 0 ? setInterval(() => simulator.world.randomStep(), activityMs) : undefined;
+  const activity = activityMs > 0 ? setInterval(() => workspaces.forEach((workspace) => workspace.world.randomStep()), activityMs) : undefined;
 
   console.log(`Pozy simulator on ${simulator.url} (seed ${seed})`);
   console.log(`  API key     ${apiKey}`);
@@ -92,12 +116,16 @@ async function main(): Promise<void> {
       `  existing    ${simulator.world.postCount} posts, ${simulator.world.listAccounts().length} accounts, no events (seeded in ${seededMs} ms)`,
     );
   }
+  if (extraKeys.length > 0) {
+    const shown = extraKeys.length > 4 ? `${extraKeys[0]} … ${extraKeys[extraKeys.length - 1]}` : extraKeys.join(', ');
+    console.log(`  workspaces  ${extraKeys.length} more, made as the first, without subscriptions: ${shown}`);
+  }
   console.log(`  rate limit  ${rateLimitPerMinute}/min${otherClientPerMinute > 0 ? `, of which another client spends ${otherClientPerMinute}` : ''}`);
   if (unknownFields) console.log('  unknown fields on: pozyLabsInsights, pozyLabsReach, pozyLabsVerified');
   if (clockOffsetMs !== 0) console.log(`  clock       ${Math.abs(clockOffsetMs)} ms ${clockOffsetMs > 0 ? 'behind' : 'ahead of'} this host's`);
   if (apiReadLagMs > 0) console.log(`  reads lag   writes by ${apiReadLagMs} ms (404s, accounts left out)`);
   if (api429Rate > 0) console.log(`  429s        ${api429Rate * 100} % of requests, Retry-After ${JSON.stringify(api429RetryAfter)}`);
-  if (activity) console.log(`  one random change every ${activityMs} ms`);
+  if (activity) console.log(`  one random change every ${activityMs} ms${extraKeys.length > 0 ? ' in each workspace' : ''}`);
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -1,61 +1,47 @@
 /**
- * The Pozy API over the simulated world, on loopback: Bearer auth, X-Request-Id, a per-minute sliding-window rate
- * limit per API key with its headers, and the API faults drawn per authenticated request.
+ * The Pozy API over the simulated workspaces, on loopback: Bearer auth (the key picks the workspace), X-Request-Id,
+ * a per-minute sliding-window rate limit per API key with its headers, and the key's API faults drawn per
+ * authenticated request.
  *
  * - `GET /v1/posts`: `{posts, pagination: {page, limit, total, pages}}`, plain offset paging (`page` 1-based,
  *   `limit` 1–500, default 10, above 500 a 400; `offset` wins over `page`): a post deleted before the cursor
  *   shifts later ones a place left, a post created lands wherever its order puts it. An unknown parameter is a 400.
  * - `GET /v1/accounts`: `{accounts, hasAnalyticsAccess}`, plus `pagination` only when `page` and `limit` (at most
  *   100) are both sent; one without the other is a 400.
- * - Rate limit: at most `rateLimitPerMinute` requests in any sliding window (a minute at Pozy), counted per API
- *   key, so another client of the same key (the team's own product) spends the same budget. Every answer carries
- *   `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the next slot frees up); a full window
- *   answers 429 with `Retry-After` (seconds).
+ * - `GET|POST|PUT|DELETE /v1/webhooks/settings`: the key's subscriptions (at most 50); the logs, redeliveries and
+ *   test events are the key's too.
+ * - Rate limit (rate-limit.ts): every answer carries `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds
+ *   when the next slot frees up); a full window answers 429 with `Retry-After` (seconds).
  */
 import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import Fastify, { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { FaultConfig, Rng } from './faults';
-import { WebhookSender } from './webhook-sender';
-import { PozyWorld } from './world';
+import type { RateLimitStats } from './rate-limit';
+import type { SubscriptionSettings } from './webhook-sender';
+import { MAX_SUBSCRIPTIONS, RequestCounts, WorkspaceRuntime } from './workspace';
 import { type Account, POST_SORTS, POST_STATUSES } from './world/pozy-shapes';
 
 export interface SimulatorServerOptions {
-  world: PozyWorld;
-  sender: WebhookSender;
-  apiKey: string;
-  webhookId: string;
-  webhookName: string;
-  /** Per-request fault draws. */
-  rng: Rng;
-  /** Request ids. */
-  ids: Rng;
-  faults: () => Readonly<FaultConfig>;
+  /** The workspace an API key opens, if any. */
+  workspaceOf: (apiKey: string) => WorkspaceRuntime | undefined;
+  /** The first workspace: its request ids and its rate-limit figure serve the answers no key authenticated. */
+  fallback: () => WorkspaceRuntime;
   /** Pozy's clock (ms), for the `Date` header and read lag: the world's, unless a fixed one replays times. */
   now: () => number;
-  /** Requests per window, all clients of the key together. */
-  rateLimitPerMinute: number;
-  /** The window's length (Pozy's: a minute); tests shrink it. */
-  rateLimitWindowMs?: number;
-  /** Requests per window another client of the key makes (default 0). */
-  otherClientPerMinute?: number;
   port?: number;
   /** Default 127.0.0.1; 0.0.0.0 in a container, for other containers to reach it. */
   host?: string;
 }
 
-export interface ApiStats {
+export interface ApiStats extends RateLimitStats {
   requests: number;
   /** `"GET /v1/posts/:postId"` → status (or `reset` / `timeout` for those faults) → count. */
   byRoute: Record<string, Record<string, number>>;
-  /** Authenticated requests answered 429 because the window was full (injected 429 faults are not counted). */
-  rateLimited: number;
-  /** The other client of the key: requests per window, and its requests the window took or refused. */
-  otherClient: { perWindow: number; accepted: number; refused: number };
 }
 
 type Query = Record<string, string | string[] | undefined>;
 type ErrorBody = { error: string; type?: string; code?: string; param?: string; details?: unknown };
+type Handler = (request: FastifyRequest, workspace: WorkspaceRuntime) => unknown;
 
 /** An answer other than 200, thrown from a handler and sent by the error handler. */
 class HttpFailure extends Error {
@@ -70,15 +56,12 @@ class HttpFailure extends Error {
 const badRequest = (error: string, param?: string, details?: unknown) =>
   new HttpFailure(400, { error, type: 'invalid_request_error', code: 'BAD_REQUEST', ...(param ? { param } : {}), ...(details ? { details } : {}) });
 const NOT_FOUND = () => new HttpFailure(404, { error: 'Not found' });
+const WEBHOOK_NOT_FOUND = () => new HttpFailure(404, { error: 'Webhook not found' });
 
 const OBJECT_ID = /^[0-9a-fA-F]{24}$/;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-/** The other client's requests are taken on a timer this often at most, as many at a time as are due. */
-const OTHER_CLIENT_TICK_MS = 10;
-/** Accepted request times kept: past twice this, the older half is forgotten (a long-running simulator). */
-const ACCEPTED_KEPT = 1_000_000;
 
 const POST_LIST_PARAMS = [
   'page',
@@ -100,136 +83,43 @@ const POST_LIST_PARAMS = [
 ] as const;
 const ACCOUNT_LIST_PARAMS = ['profileId', 'platform', 'status', 'includeOverLimit', 'page', 'limit'] as const;
 const LOG_PARAMS = ['limit', 'skip', 'status', 'event', 'eventId', 'webhookId'] as const;
-
-/** The last `limit` accepted request times; a request is accepted while fewer than `limit` fall in the last window. */
-class SlidingWindow {
-  private times: number[] = [];
-  private head = 0;
-
-  constructor(
-    readonly limit: number,
-    readonly windowMs: number,
-  ) {}
-
-  used(now: number): number {
-    while (this.head < this.times.length && this.times[this.head] <= now - this.windowMs) this.head += 1;
-    if (this.head > 1024 && this.head * 2 > this.times.length) {
-      this.times = this.times.slice(this.head);
-      this.head = 0;
-    }
-    return this.times.length - this.head;
-  }
-
-  take(now: number): boolean {
-    if (this.used(now) >= this.limit) return false;
-    this.times.push(now);
-    return true;
-  }
-
-  /** When the oldest counted request leaves the window (ms), or now when none is counted. */
-  nextFree(now: number): number {
-    return this.used(now) === 0 ? now : this.times[this.head] + this.windowMs;
-  }
-}
-
-/**
- * The API key's budget: one sliding window shared by pozy-sync's requests and another client's, which spends
- * `perWindow` requests spread evenly over each window. The other client's requests are only slots taken (or
- * refused when the window is full: it never waits), not HTTP requests.
- */
-export class RateLimiter {
-  readonly window: SlidingWindow;
-  /** When each request of pozy-sync's that the window took arrived (ms), oldest first. */
-  private accepted: number[] = [];
-  private rateLimited = 0;
-  private readonly other = { perWindow: 0, accepted: 0, refused: 0 };
-  private timer: NodeJS.Timeout | undefined;
-  private closed = false;
-
-  constructor(limit: number, windowMs: number, otherPerWindow: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rateLimitPerMinute must be a positive integer');
-    if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError('rateLimitWindowMs must be a positive integer');
-    this.window = new SlidingWindow(limit, windowMs);
-    this.setOtherClient(otherPerWindow);
-  }
-
-  /** A request of pozy-sync's arriving at `now`: true when the window takes it. */
-  admit(now: number): boolean {
-    if (!this.window.take(now)) {
-      this.rateLimited += 1;
-      return false;
-    }
-    if (this.accepted.length >= 2 * ACCEPTED_KEPT) this.accepted = this.accepted.slice(ACCEPTED_KEPT);
-    this.accepted.push(now);
-    return true;
-  }
-
-  acceptedAt(): number[] {
-    return [...this.accepted];
-  }
-
-  /** The most of pozy-sync's accepted requests that fell within any `windowMs` (half-open, as the limit counts). */
-  mostAcceptedInWindow(windowMs: number): number {
-    let most = 0;
-    for (let first = 0, last = 0; last < this.accepted.length; last++) {
-      while (this.accepted[first] <= this.accepted[last] - windowMs) first += 1;
-      most = Math.max(most, last - first + 1);
-    }
-    return most;
-  }
-
-  stats(): Pick<ApiStats, 'rateLimited' | 'otherClient'> {
-    return { rateLimited: this.rateLimited, otherClient: { ...this.other } };
-  }
-
-  /** From now on the other client makes `perWindow` requests per window (0: none). */
-  setOtherClient(perWindow: number): void {
-    if (!Number.isInteger(perWindow) || perWindow < 0) throw new RangeError('otherClientPerMinute must be a non-negative integer');
-    clearInterval(this.timer);
-    this.timer = undefined;
-    this.other.perWindow = perWindow;
-    if (perWindow === 0 || this.closed) return;
-    const windowMs = this.window.windowMs;
-    const startedAt = Date.now();
-    let made = 0;
-    // As many requests as are due by the clock, so a late timer does not slow the client down; after a stall
-    // longer than a window, only a window's worth are made up.
-    this.timer = setInterval(
-      () => {
-        const now = Date.now();
-        const due = Math.floor(((now - startedAt) * perWindow) / windowMs);
-        made = Math.max(made, due - perWindow);
-        for (; made < due; made++) {
-          if (this.window.take(now)) this.other.accepted += 1;
-          else this.other.refused += 1;
-        }
-      },
-      Math.max(OTHER_CLIENT_TICK_MS, windowMs / perWindow),
-    ).unref();
-  }
-
-  close(): void {
-    this.closed = true;
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-}
+/** The event types a subscription can name: Pozy's post and account events (the simulator emits no others). */
+export const SUBSCRIBABLE_EVENTS = [
+  'post.scheduled',
+  'post.published',
+  'post.partial',
+  'post.failed',
+  'post.cancelled',
+  'post.recycled',
+  'post.platform.published',
+  'post.platform.failed',
+  'post.platform.deleted',
+  'post.tiktok.url_resolved',
+  'account.connected',
+  'account.disconnected',
+] as const;
+const SUBSCRIPTION_FIELDS = ['name', 'url', 'secret', 'events', 'isActive'] as const;
+const NAME_MAX = 50;
+const URL_MAX = 2048;
+const SECRET_MAX = 1000;
 
 export class SimulatorServer {
   private readonly app: FastifyInstance;
   private readonly held = new Set<Socket>();
   private readonly faulted = new WeakSet<FastifyRequest>();
-  private readonly counts: Pick<ApiStats, 'requests' | 'byRoute'> = { requests: 0, byRoute: {} };
+  /** The workspace each authenticated request's key opened. */
+  private readonly workspaces = new WeakMap<FastifyRequest, WorkspaceRuntime>();
+  /** Requests no key authenticated (401s). */
+  private readonly unauthenticated = new RequestCounts();
   private address = '';
-  readonly rateLimiter: RateLimiter;
 
   private constructor(options: SimulatorServerOptions) {
-    this.rateLimiter = new RateLimiter(options.rateLimitPerMinute, options.rateLimitWindowMs ?? 60_000, options.otherClientPerMinute ?? 0);
     // forceCloseConnections: close() also ends keep-alive and held (timeout fault) connections.
     this.app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 1024 * 1024 });
     const routes = new Routes(
       options,
-      this.rateLimiter,
+      (request, workspace) => this.workspaces.set(request, workspace),
+      (request) => this.workspaceOf(request),
       (request, label) => this.countFault(request, label),
       (socket) => this.hold(socket),
     );
@@ -244,7 +134,6 @@ export class SimulatorServer {
     try {
       await server.app.listen({ port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
     } catch (error) {
-      server.rateLimiter.close();
       await server.app.close();
       throw error;
     }
@@ -259,18 +148,21 @@ export class SimulatorServer {
     return this.address;
   }
 
-  stats(): ApiStats {
-    return {
-      requests: this.counts.requests,
-      byRoute: Object.fromEntries(Object.entries(this.counts.byRoute).map(([k, v]) => [k, { ...v }])),
-      ...this.rateLimiter.stats(),
-    };
+  /** The requests no key authenticated. */
+  unauthenticatedCounts(): Pick<ApiStats, 'requests' | 'byRoute'> {
+    return this.unauthenticated.snapshot();
   }
 
   async close(): Promise<void> {
-    this.rateLimiter.close();
     for (const socket of this.held) socket.destroy();
     await this.app.close();
+  }
+
+  private workspaceOf(request: FastifyRequest): WorkspaceRuntime {
+    const workspace = this.workspaces.get(request);
+    // Every route runs after authenticate(), which answers 401 for a request without one.
+    if (!workspace) throw new Error('A request reached a route without a workspace');
+    return workspace;
   }
 
   private hold(socket: Socket): void {
@@ -285,23 +177,18 @@ export class SimulatorServer {
 
   private count(request: FastifyRequest, status: string): void {
     const route = `${request.method} ${request.routeOptions.url ?? '(no route)'}`;
-    const byStatus = (this.counts.byRoute[route] ??= {});
-    byStatus[status] = (byStatus[status] ?? 0) + 1;
-    this.counts.requests += 1;
+    (this.workspaces.get(request)?.counts ?? this.unauthenticated).add(route, status);
   }
 }
 
 class Routes {
-  private readonly window: SlidingWindow;
-
   constructor(
     private readonly options: SimulatorServerOptions,
-    private readonly limiter: RateLimiter,
+    private readonly bind: (request: FastifyRequest, workspace: WorkspaceRuntime) => void,
+    private readonly workspaceOf: (request: FastifyRequest) => WorkspaceRuntime,
     private readonly countFault: (request: FastifyRequest, label: string) => void,
     private readonly hold: (socket: Socket) => void,
-  ) {
-    this.window = limiter.window;
-  }
+  ) {}
 
   register(app: FastifyInstance): void {
     app.addHook('onRequest', async (request, reply) => this.authenticate(request, reply));
@@ -314,78 +201,79 @@ class Routes {
       return reply.code(500).send({ error: 'Internal server error', type: 'api_error', code: 'INTERNAL_ERROR' });
     });
     app.setNotFoundHandler(async (request, reply) => {
-      if (await this.faults(request, reply)) return reply;
+      if (await this.faults(request, reply, this.workspaceOf(request))) return reply;
       return reply.code(404).send({ error: 'Not found' });
     });
 
-    const world = this.options.world;
-    this.get(app, '/v1/posts/:postId', (request) => {
+    this.route(app, 'GET', '/v1/posts/:postId', (request, ws) => {
       const { postId } = request.params as { postId: string };
       if (!OBJECT_ID.test(postId)) throw badRequest('Invalid post id: expected a 24-character hex ObjectId', 'postId');
-      const post = world.getPost(postId.toLowerCase());
-      if (!post || this.lagging(Date.parse(post.updatedAt))) throw NOT_FOUND();
+      const post = ws.world.getPost(postId.toLowerCase());
+      if (!post || this.lagging(ws, Date.parse(post.updatedAt))) throw NOT_FOUND();
       return { post };
     });
-    this.get(app, '/v1/posts', (request) => this.listPosts(request.query as Query));
-    this.get(app, '/v1/accounts', (request) => this.listAccounts(request.query as Query));
-    this.get(app, '/v1/webhooks/settings', () => ({
-      webhooks: [
-        {
-          _id: this.options.webhookId,
-          name: this.options.webhookName,
-          url: this.options.sender.webhookUrl ?? '',
-          events: [],
-          isActive: this.options.sender.webhookUrl !== undefined,
-        },
-      ],
-    }));
-    this.get(app, '/v1/webhooks/logs', (request) => this.listLogs(request.query as Query));
-    this.post(app, '/v1/webhooks/logs/redeliver', (request) => this.redeliver(request.body));
-    this.post(app, '/v1/webhooks/test', (request) => this.sendTest(request.body));
+    this.route(app, 'GET', '/v1/posts', (request, ws) => this.listPosts(ws, request.query as Query));
+    this.route(app, 'GET', '/v1/accounts', (request, ws) => this.listAccounts(ws, request.query as Query));
+    this.route(app, 'GET', '/v1/webhooks/settings', (_request, ws) => ({ webhooks: ws.sender.subscriptions() }));
+    this.route(app, 'POST', '/v1/webhooks/settings', (request, ws) => this.createSubscription(ws, request.body));
+    this.route(app, 'PUT', '/v1/webhooks/settings', (request, ws) => this.updateSubscription(ws, request.body));
+    this.route(app, 'DELETE', '/v1/webhooks/settings', (request, ws) => this.deleteSubscription(ws, request.query as Query));
+    this.route(app, 'GET', '/v1/webhooks/logs', (request, ws) => this.listLogs(ws, request.query as Query));
+    this.route(app, 'POST', '/v1/webhooks/logs/redeliver', (request, ws) => this.redeliver(ws, request.body));
+    this.route(app, 'POST', '/v1/webhooks/test', (request, ws) => this.sendTest(ws, request.body));
   }
 
   // ---- the gate: auth and rate limit before the body is read, faults before the handler ----
 
   private async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const authorization = request.headers.authorization;
+    const key = authorization?.startsWith('Bearer ') ? authorization.slice('Bearer '.length) : undefined;
+    const ws = key === undefined ? undefined : this.options.workspaceOf(key);
     const given = request.headers['x-request-id'];
-    reply.header('X-Request-Id', typeof given === 'string' && REQUEST_ID.test(given) ? given : this.options.ids.uuid());
+    reply.header('X-Request-Id', typeof given === 'string' && REQUEST_ID.test(given) ? given : (ws ?? this.options.fallback()).ids.uuid());
     // Pozy's clock, not this host's: a simulator whose clock lags says so here, as Pozy's servers would.
     reply.header('Date', new Date(this.options.now()).toUTCString());
     const now = Date.now();
-    if (request.headers.authorization !== `Bearer ${this.options.apiKey}`) {
-      this.rateHeaders(reply, now);
+    if (!ws) {
+      // No key, no window of its own: an untouched one, of the first workspace's figure.
+      const limit = this.options.fallback().limiter.window.limit;
+      reply.header('X-RateLimit-Limit', String(limit));
+      reply.header('X-RateLimit-Remaining', String(limit));
+      reply.header('X-RateLimit-Reset', String(Math.ceil(now / 1000)));
       return reply.code(401).send({ error: 'Unauthorized' });
     }
-    const allowed = this.limiter.admit(now);
-    this.rateHeaders(reply, now);
+    this.bind(request, ws);
+    const window = ws.limiter.window;
+    const allowed = ws.limiter.admit(now);
+    this.rateHeaders(ws, reply, now);
     if (!allowed) {
-      const nextFree = this.window.nextFree(now);
+      const nextFree = window.nextFree(now);
       const retryAfter = Math.max(1, Math.ceil((nextFree - now) / 1000));
-      const windowSeconds = this.window.windowMs / 1000;
+      const windowSeconds = window.windowMs / 1000;
       return reply
         .code(429)
         .header('Retry-After', String(retryAfter))
         .send({
-          error: `Rate limit exceeded: ${this.window.limit} requests per ${windowSeconds === 60 ? 'minute' : `${windowSeconds} s`}`,
+          error: `Rate limit exceeded: ${window.limit} requests per ${windowSeconds === 60 ? 'minute' : `${windowSeconds} s`}`,
           type: 'rate_limit_error',
           code: 'RATE_LIMITED',
-          details: { limit: this.window.limit, remaining: 0, windowSeconds, retryAfter, resetAt: new Date(nextFree).toISOString() },
+          details: { limit: window.limit, remaining: 0, windowSeconds, retryAfter, resetAt: new Date(nextFree).toISOString() },
         });
     }
     return undefined;
   }
 
-  private rateHeaders(reply: FastifyReply, now: number): void {
-    const limit = this.window.limit;
-    reply.header('X-RateLimit-Limit', String(limit));
-    reply.header('X-RateLimit-Remaining', String(Math.max(0, limit - this.window.used(now))));
-    reply.header('X-RateLimit-Reset', String(Math.ceil(this.window.nextFree(now) / 1000)));
+  private rateHeaders(ws: WorkspaceRuntime, reply: FastifyReply, now: number): void {
+    const window = ws.limiter.window;
+    reply.header('X-RateLimit-Limit', String(window.limit));
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, window.limit - window.used(now))));
+    reply.header('X-RateLimit-Reset', String(Math.ceil(window.nextFree(now) / 1000)));
   }
 
-  /** Applies this request's faults; true when a fault answered (or will never answer) in place of the handler. */
-  private async faults(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
-    const faults = this.options.faults();
-    const rng = this.options.rng;
+  /** Applies this request's faults (its workspace's); true when a fault answered (or will never answer) in place of the handler. */
+  private async faults(request: FastifyRequest, reply: FastifyReply, ws: WorkspaceRuntime): Promise<boolean> {
+    const faults = ws.faults();
+    const rng = ws.apiRng;
     // Every draw up front, in a fixed order, so which fault fires does not shift the stream for later requests.
     const reset = rng.chance(faults.apiResetRate);
     const hang = rng.chance(faults.apiTimeoutRate);
@@ -421,23 +309,21 @@ class Routes {
     return false;
   }
 
-  private get(app: FastifyInstance, path: string, handler: (request: FastifyRequest) => unknown): void {
-    app.get(path, async (request, reply) => {
-      if (await this.faults(request, reply)) return reply;
-      return reply.send(await handler(request));
-    });
-  }
-
-  private post(app: FastifyInstance, path: string, handler: (request: FastifyRequest) => Promise<unknown>): void {
-    app.post(path, async (request, reply) => {
-      if (await this.faults(request, reply)) return reply;
-      return reply.send(await handler(request));
+  private route(app: FastifyInstance, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, handler: Handler): void {
+    app.route({
+      method,
+      url: path,
+      handler: async (request, reply) => {
+        const ws = this.workspaceOf(request);
+        if (await this.faults(request, reply, ws)) return reply;
+        return reply.send(await handler(request, ws));
+      },
     });
   }
 
   // ---- posts ----
 
-  private listPosts(query: Query): unknown {
+  private listPosts(ws: WorkspaceRuntime, query: Query): unknown {
     accept(query, POST_LIST_PARAMS);
     const limit = intParam(query, 'limit', 1, 500, 10);
     const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
@@ -464,7 +350,7 @@ class Routes {
     const { posts, total } =
       source === 'external'
         ? { posts: [], total: 0 }
-        : this.options.world.queryPosts({ status, platform, profileId, accountId, createdBy, from, to, search, sortBy, offset: start, limit });
+        : ws.world.queryPosts({ status, platform, profileId, accountId, createdBy, from, to, search, sortBy, offset: start, limit });
     return {
       posts,
       pagination: { page: offset === undefined ? page : Math.floor(offset / limit) + 1, limit, total, pages: Math.ceil(total / limit) },
@@ -473,7 +359,7 @@ class Routes {
 
   // ---- accounts ----
 
-  private listAccounts(query: Query): unknown {
+  private listAccounts(ws: WorkspaceRuntime, query: Query): unknown {
     accept(query, ACCOUNT_LIST_PARAMS);
     const profileParam = single(query, 'profileId');
     const profileId = profileParam === undefined ? undefined : objectIdParam('profileId', profileParam);
@@ -485,24 +371,23 @@ class Routes {
     }
     const paged = single(query, 'page') !== undefined;
     const filters = { profileId, platform, connected: status === undefined ? undefined : status === 'connected' };
-    const settled = (accounts: Account[]) =>
-      accounts.filter((account) => !this.lagging(this.options.world.accountChangedAt(account._id) ?? -Infinity));
-    if (!paged) return { accounts: settled(this.options.world.queryAccounts(filters).accounts), hasAnalyticsAccess: false };
+    const settled = (accounts: Account[]) => accounts.filter((account) => !this.lagging(ws, ws.world.accountChangedAt(account._id) ?? -Infinity));
+    if (!paged) return { accounts: settled(ws.world.queryAccounts(filters).accounts), hasAnalyticsAccess: false };
     const page = intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER, 1);
     const limit = intParam(query, 'limit', 1, 100, 100);
-    const { accounts, total } = this.options.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
+    const { accounts, total } = ws.world.queryAccounts({ ...filters, offset: (page - 1) * limit, limit });
     return { accounts: settled(accounts), hasAnalyticsAccess: false, pagination: { page, limit, total, pages: Math.ceil(total / limit) } };
   }
 
   /** Whether a record that last changed at `changedAt` (Pozy's clock) is still missing from a lagging read replica. */
-  private lagging(changedAt: number): boolean {
-    const lag = this.options.faults().apiReadLagMs;
+  private lagging(ws: WorkspaceRuntime, changedAt: number): boolean {
+    const lag = ws.faults().apiReadLagMs;
     return lag > 0 && this.options.now() - changedAt < lag;
   }
 
   // ---- webhooks ----
 
-  private listLogs(query: Query): unknown {
+  private listLogs(ws: WorkspaceRuntime, query: Query): unknown {
     accept(query, LOG_PARAMS);
     const limit = intParam(query, 'limit', 1, 100, 50);
     const skip = intParam(query, 'skip', 0, 10_000, 0);
@@ -510,16 +395,16 @@ class Routes {
     const event = stringParam(query, 'event', 100);
     const eventId = stringParam(query, 'eventId', 200);
     const webhookId = stringParam(query, 'webhookId', 100);
-    const { rows, total } = this.options.sender.logs({ limit, skip, status, event, eventId, webhookId });
+    const { rows, total } = ws.sender.logs({ limit, skip, status, event, eventId, webhookId });
     return { logs: rows, pagination: { total, limit, skip, pages: Math.ceil(total / limit), hasMore: skip + rows.length < total } };
   }
 
-  private async redeliver(body: unknown): Promise<unknown> {
+  private async redeliver(ws: WorkspaceRuntime, body: unknown): Promise<unknown> {
     const { webhookId, eventId } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     if (typeof webhookId !== 'string' || webhookId === '') throw badRequest('webhookId is required', 'webhookId');
     if (typeof eventId !== 'string' || eventId === '') throw badRequest('eventId is required', 'eventId');
-    this.knownWebhook(webhookId);
-    const result = await this.options.sender.redeliver(eventId);
+    this.knownWebhook(ws, webhookId);
+    const result = await ws.sender.redeliver(webhookId, eventId);
     switch (result.outcome) {
       case 'success':
         return { success: true, message: 'Webhook re-delivered' };
@@ -537,19 +422,111 @@ class Routes {
     }
   }
 
-  private async sendTest(body: unknown): Promise<unknown> {
+  private async sendTest(ws: WorkspaceRuntime, body: unknown): Promise<unknown> {
     const { webhookId } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     if (typeof webhookId !== 'string' || webhookId === '') throw badRequest('webhookId is required', 'webhookId');
-    this.knownWebhook(webhookId);
-    if (this.options.sender.webhookUrl === undefined) throw badRequest('The webhook has no URL');
-    const { ok } = await this.options.sender.sendTest();
+    this.knownWebhook(ws, webhookId);
+    if (ws.sender.urlOf(webhookId) === undefined) throw badRequest('The webhook has no URL');
+    const { ok } = await ws.sender.sendTest(webhookId);
     if (!ok) throw new HttpFailure(500, { success: false, message: 'Test webhook failed' });
     return { success: true, message: 'Test webhook sent successfully' };
   }
 
-  private knownWebhook(webhookId: string): void {
-    if (webhookId !== this.options.webhookId) throw new HttpFailure(404, { error: 'Webhook not found' });
+  /** Another key's subscription is as unknown as one that never existed. */
+  private knownWebhook(ws: WorkspaceRuntime, webhookId: string): void {
+    if (!ws.sender.subscription(webhookId)) throw WEBHOOK_NOT_FOUND();
   }
+
+  // ---- subscriptions ----
+
+  private createSubscription(ws: WorkspaceRuntime, body: unknown): unknown {
+    const fields = subscriptionFields(body, SUBSCRIPTION_FIELDS);
+    for (const required of ['name', 'url', 'events'] as const) {
+      if (fields[required] === undefined) throw badRequest(`${required} is required`, required);
+    }
+    if (ws.sender.subscriptionCount >= MAX_SUBSCRIPTIONS) throw badRequest(`At most ${MAX_SUBSCRIPTIONS} webhooks per user`);
+    const webhook = ws.sender.addSubscription({
+      name: fields.name!,
+      url: fields.url!,
+      secret: fields.secret,
+      events: fields.events!,
+      isActive: fields.isActive,
+    });
+    return { success: true, webhook };
+  }
+
+  private updateSubscription(ws: WorkspaceRuntime, body: unknown): unknown {
+    const fields = subscriptionFields(body, ['_id', ...SUBSCRIPTION_FIELDS]);
+    if (fields._id === undefined) throw badRequest('_id is required', '_id');
+    const { _id, ...patch } = fields;
+    const webhook = ws.sender.updateSubscription(_id, patch);
+    if (!webhook) throw WEBHOOK_NOT_FOUND();
+    return { success: true, webhook };
+  }
+
+  private deleteSubscription(ws: WorkspaceRuntime, query: Query): unknown {
+    accept(query, ['id']);
+    const id = stringParam(query, 'id', 100);
+    if (id === undefined) throw badRequest('id is required', 'id');
+    if (!ws.sender.removeSubscription(id)) throw WEBHOOK_NOT_FOUND();
+    return { success: true };
+  }
+}
+
+/**
+ * A subscription body's fields, each checked: `name` 1–50 characters, `url` an http(s) URL (trimmed), `secret` a
+ * string ('' for none), `events` a non-empty list of SUBSCRIBABLE_EVENTS, `isActive` a boolean, `_id` a string.
+ * Any other field is a 400 naming it, so a misspelt one is not silently ignored.
+ */
+function subscriptionFields(body: unknown, accepted: readonly string[]): Partial<SubscriptionSettings> & { _id?: string; url?: string } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The body must be a JSON object');
+  const given = body as Record<string, unknown>;
+  const unknown = Object.keys(given).filter((name) => !accepted.includes(name));
+  if (unknown.length > 0) {
+    const hint = unknown.includes('customHeaders') ? ' (the simulator sends no custom headers)' : '';
+    throw badRequest(`Unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}${hint}. Accepted: ${accepted.join(', ')}`, unknown[0]);
+  }
+  const fields: Partial<SubscriptionSettings> & { _id?: string; url?: string } = {};
+  if (given._id !== undefined) {
+    if (typeof given._id !== 'string' || given._id === '') throw badRequest('_id must be a webhook id', '_id');
+    fields._id = given._id;
+  }
+  if (given.name !== undefined) {
+    const name = typeof given.name === 'string' ? given.name.trim() : '';
+    if (name.length < 1 || name.length > NAME_MAX) throw badRequest(`name must be 1 to ${NAME_MAX} characters`, 'name');
+    fields.name = name;
+  }
+  if (given.url !== undefined) fields.url = urlField(given.url);
+  if (given.secret !== undefined) {
+    if (typeof given.secret !== 'string' || given.secret.length > SECRET_MAX)
+      throw badRequest(`secret must be a string of at most ${SECRET_MAX} characters`, 'secret');
+    fields.secret = given.secret;
+  }
+  if (given.events !== undefined) {
+    const events = given.events;
+    const known = (e: unknown) => typeof e === 'string' && (SUBSCRIBABLE_EVENTS as readonly string[]).includes(e);
+    if (!Array.isArray(events) || events.length === 0 || !events.every(known)) {
+      throw badRequest(`events must be a non-empty list of: ${SUBSCRIBABLE_EVENTS.join(', ')}`, 'events');
+    }
+    fields.events = events as string[];
+  }
+  if (given.isActive !== undefined) {
+    if (typeof given.isActive !== 'boolean') throw badRequest('isActive must be true or false', 'isActive');
+    fields.isActive = given.isActive;
+  }
+  return fields;
+}
+
+function urlField(value: unknown): string {
+  const url = typeof value === 'string' ? value.trim() : '';
+  let parsed: URL | undefined;
+  try {
+    parsed = url.length <= URL_MAX ? new URL(url) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw badRequest('url must be a valid http or https URL', 'url');
+  return url;
 }
 
 // ---- query parameters: every one given at most once, and checked ----
