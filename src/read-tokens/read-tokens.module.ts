@@ -1,0 +1,15 @@
+import { Global, Module } from '@nestjs/common';
+import { IssuedReadTokens } from '../common/read-access';
+import { ReadTokenRegistry } from './read-token-registry.service';
+import { ReadTokenRepository } from './read-token.repository';
+
+/**
+ * Read tokens made through the admin API, each scoped to workspaces. Global: the read guards of every module
+ * (common/read-access.ts) take the registry as IssuedReadTokens, the one way they learn of these tokens.
+ */
+@Global()
+@Module({
+  providers: [ReadTokenRepository, ReadTokenRegistry, { provide: IssuedReadTokens, useExisting: ReadTokenRegistry }],
+  exports: [IssuedReadTokens],
+})
+export class ReadTokensModule {}
