@@ -5,12 +5,12 @@ import tseslint from 'typescript-eslint';
 
 // Module layers, lowest first (docs/architecture.md): a module imports only from its own layer or the ones below.
 // Features publish into metrics and call the stores, the pozy client and the queue; views (health, admin, status
-// page) read the features.
+// page) read the features. read-tokens provides common/'s read guards with the tokens made through the API.
 const LAYERS = [
   ['config', 'generated'],
   ['common', 'logging', 'http'],
   ['database', 'metrics'],
-  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes'],
+  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens'],
   ['mirror'],
   ['reconcile'],
   ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],

@@ -17,6 +17,7 @@ import { AccountsModule } from './mirror/accounts/accounts.module';
 import { PostsModule } from './mirror/posts/posts.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { QueueModule } from './queue/queue.module';
+import { ReadTokensModule } from './read-tokens/read-tokens.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { RetentionModule } from './retention/retention.module';
 import { LockedScheduleModule } from './schedule/locked-schedule.module';
@@ -34,6 +35,7 @@ export class AppModule {
         DatabaseModule,
         MetricsModule,
         ReadReplicaModule,
+        ReadTokensModule,
         QueueModule,
         WebhooksModule,
         ReconcileModule,

@@ -14,6 +14,7 @@ const DEPLOYMENT_TABLES: Record<string, string> = {
   worker_heartbeat: 'the worker pools alive in the deployment',
   pozy_budget: 'a Pozy API key’s budget, which workspaces sharing that key share',
   dead_letter_replay_run: 'an operator’s bulk replay, across the queue',
+  read_token: 'a reader’s credential, which may read several workspaces (or every one)',
 };
 
 describe('the schema is ready to be split by workspace', () => {

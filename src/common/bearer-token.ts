@@ -3,6 +3,12 @@ import type { FastifyRequest } from 'fastify';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
+/**
+ * The form of a token made with `POST /admin/tokens` (read-tokens/read-token-secret.ts makes them): `pzs_` and the
+ * base64url of 32 bytes. Fixed, so that the logs can redact one wherever it shows, unknown as it is to them.
+ */
+export const MADE_TOKEN_FORM = /pzs_[A-Za-z0-9_-]{43}/;
+
 /** The token of `Authorization: Bearer <token>`; undefined without one (or with another scheme). */
 export function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;

@@ -13,6 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { catchError, Observable, tap, throwError } from 'rxjs';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse } from '../common/error-body.dto';
+import { TOKENS_UNAVAILABLE } from '../common/read-access';
 import { REPLICA_LAG_HEADER, REPLICA_READ_EXTENSION } from '../common/read-consistency';
 import type { Db } from './database.service';
 import { queryRefusal } from './query-pool';
@@ -71,7 +72,8 @@ export const ReplicaRead = (): MethodDecorator & ClassDecorator =>
 /** The 503s of every query endpoint (query-pool.ts), with `Retry-After`. */
 export const QUERY_REFUSALS =
   '`query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); ' +
-  "`overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). Both with `Retry-After`.";
+  "`overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). " +
+  `${TOKENS_UNAVAILABLE} Each with \`Retry-After\`.`;
 
 /** The `Db` this request reads through (the replica's or the primary's), chosen by `@ReplicaRead()`. */
 export const ReadDb = createParamDecorator((_data: unknown, context: ExecutionContext): Db => {

@@ -8,6 +8,7 @@ import { SubscriberHealth, SubscriptionRepository } from '../notifications/subsc
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { RunsStatus, SweepService } from '../sweep/sweep.service';
 import { isNoConnection, isStatementTimeout } from '../common/database-errors';
+import { TOKENS_UNAVAILABLE } from '../common/read-access';
 import { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 import { STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 
@@ -23,7 +24,7 @@ const READING_DEADLINE_MS = 5_000;
 /** The 503s of the three endpoints that show the figures, for their OpenAPI description. */
 export const STATUS_UNAVAILABLE =
   `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked); ` +
-  '`overloaded`: no database connection came free in time. Both with `Retry-After`.';
+  `\`overloaded\`: no database connection came free in time. ${TOKENS_UNAVAILABLE} Each with \`Retry-After\`.`;
 
 /** Dead letters the status page shows, newest first, of both queues together (the delivery queue's are read here). */
 export const PAGE_DEAD_LETTERS = 20;

@@ -17,7 +17,9 @@ export class SyncStatusController {
   @ApiOperation({
     summary: 'How far behind the mirror is: pending reads, jobs, events, rows, backfill gaps, notifications.',
     description:
-      'Without a token (STATUS_PUBLIC=true) the answer has `redacted: true`: subscribers without id or origin, and no error texts; with one of API_TOKENS or ADMIN_TOKEN (or API_TOKENS unset), all of it.',
+      'Without a token (STATUS_PUBLIC=true) the answer has `redacted: true`: subscribers without id or origin, and no error texts; ' +
+      'so it has with a token made with `POST /admin/tokens` for some workspaces (the figures span every one). ' +
+      'With one of API_TOKENS, ADMIN_TOKEN or a token made for every workspace (or while reads are open), all of it.',
   })
   @ApiOkResponse({ type: SyncStatusResponse })
   @ApiErrorResponse(500, '`internal_error`: the database did not answer.')

@@ -9,7 +9,10 @@ import { REPLICA_LAG_HEADER, REPLICA_LAG_SAMPLE_MS, REPLICA_READ_EXTENSION } fro
 /** The security scheme of the admin endpoints: `Authorization: Bearer <ADMIN_TOKEN>`. */
 export const ADMIN_SECURITY = 'admin';
 
-/** The security scheme of the query and status endpoints: `Authorization: Bearer <one of API_TOKENS, or ADMIN_TOKEN>`. */
+/**
+ * The security scheme of the query and status endpoints: `Authorization: Bearer <one of API_TOKENS, ADMIN_TOKEN, or a
+ * token made with POST /admin/tokens>`.
+ */
 export const READ_SECURITY = 'read';
 
 /** Swagger UI; the document itself is at `/docs-json`. */
@@ -28,8 +31,11 @@ export const ApiAdminAuth = (): MethodDecorator & ClassDecorator =>
 export const ApiReadAuth = (): MethodDecorator & ClassDecorator =>
   applyDecorators(
     ApiBearerAuth(READ_SECURITY),
-    ApiErrorResponse(401, '`missing_token`: API_TOKENS is set and no `Authorization: Bearer <token>` header came.'),
-    ApiErrorResponse(403, '`invalid_token`: the token is not one of API_TOKENS, nor ADMIN_TOKEN.'),
+    ApiErrorResponse(
+      401,
+      '`missing_token`: API_TOKENS is set, or a token made with `POST /admin/tokens` is live, and no `Authorization: Bearer <token>` header came.',
+    ),
+    ApiErrorResponse(403, '`invalid_token`: the token is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`.'),
   );
 
 /** On a status route (StatusAccessGuard): the read scheme or none, since STATUS_PUBLIC=true lets anonymous requests in. */
@@ -39,7 +45,10 @@ export const ApiStatusAuth = (): MethodDecorator & ClassDecorator =>
     // An empty requirement: OpenAPI's way to say that no token is also accepted.
     ApiSecurity({}),
     ApiErrorResponse(401, '`missing_token`: STATUS_PUBLIC=false and no `Authorization: Bearer <token>` header came.'),
-    ApiErrorResponse(403, '`invalid_token`: a token came that is not one of API_TOKENS, nor ADMIN_TOKEN.'),
+    ApiErrorResponse(
+      403,
+      '`invalid_token`: a token came that is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`.',
+    ),
   );
 
 /** The version in package.json (one directory above src/ and dist/ alike). */
@@ -65,7 +74,8 @@ export function setupOpenApi(app: NestFastifyApplication): void {
         scheme: 'bearer',
         bearerFormat: undefined,
         description:
-          'One of API_TOKENS, or ADMIN_TOKEN. With API_TOKENS unset the query endpoints need none; without one, the status endpoints answer only with STATUS_PUBLIC=true, and then without resource ids or error texts.',
+          'One of API_TOKENS, or ADMIN_TOKEN. Or a token made with `POST /admin/tokens`, which reads only its workspaces (and the status without resource ids or error texts, unless it reads every one). ' +
+          'With API_TOKENS unset and no such token live the query endpoints need none; without one, the status endpoints answer only with STATUS_PUBLIC=true, and then without resource ids or error texts.',
       },
       READ_SECURITY,
     )

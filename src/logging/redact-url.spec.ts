@@ -23,6 +23,20 @@ describe('redactUrl', () => {
     expect(redactUrl(url, SECRETS)).toBe(logged);
   });
 
+  describe('a token made with POST /admin/tokens, known by its form alone', () => {
+    const MADE = 'pzs_uT-lv2k385rGdbBIEHCxMlX8BGu69jpzA5I0ZbA582Q';
+
+    it.each([
+      ['in a path, where its id belongs', `/admin/tokens/${MADE}`, '/admin/tokens/[redacted]'],
+      ['in a query value', `/posts?q=${MADE}&limit=1`, '/posts?q=[redacted]&limit=1'],
+      ['after Bearer in a query value', `/posts?q=Bearer%20${MADE}`, '/posts?q=[redacted]'],
+      ['as a query parameter name', `/posts?${MADE}`, '/posts?[redacted]'],
+      ['the prefix alone: kept', '/posts?q=pzs_short', '/posts?q=pzs_short'],
+    ])('%s: %s is logged as %s', (_case, url, logged) => {
+      expect(redactUrl(url, SECRETS)).toBe(logged);
+    });
+  });
+
   describe('a secret holding + or / (an API_TOKENS entry, a base64 key), however the client spelled it', () => {
     const TOKEN = 'rd+Tok/9xYzAbCdEf==';
     const KEY = 'u+Zp/0Qm3kX9+Lr/Tw7YbN2cVh8sJd4aEf6gHi1jKo0=';

@@ -1,3 +1,5 @@
+import { MADE_TOKEN_FORM } from '../common/bearer-token';
+
 /** Query parameters whose values are taken for secrets by their name alone. */
 const SECRET_NAME = /token|secret|key|password|signature|auth/i;
 const REDACTED = '[redacted]';
@@ -18,7 +20,8 @@ const readings = (text: string): string[] => [text, percentDecode(text), percent
 
 /**
  * A request's URL as it may be logged: the values of query parameters named like secrets (`?token=`, `?api_key=`),
- * and any query value or path segment holding one of the configured secrets, are replaced by `[redacted]`. A client
+ * and any query value or path segment holding one of the configured secrets or a token made through the API, are
+ * replaced by `[redacted]`. A client
  * that puts a token in the URL is refused, but its request line is still written: the token must not be in it.
  * Everything else is kept as sent, so the line still shows what was asked.
  */
@@ -26,9 +29,12 @@ export function redactUrl(url: string, secrets: readonly string[]): string {
   // A secret's `+` may also have been read as a space, wherever its value was decoded as a form.
   const spellings = secrets.flatMap((secret) => (secret.includes('+') ? [secret, secret.replace(/\+/g, ' ')] : [secret]));
   const holdsSecret = (raw: string) =>
-    readings(raw).some((value) =>
-      // A short secret only when the whole value is it: as a part, it would hide half the log.
-      spellings.some((secret) => (secret.length >= 8 ? value.includes(secret) : value === secret)),
+    readings(raw).some(
+      (value) =>
+        // A token made through the API, by its form: no list of them is at hand here.
+        MADE_TOKEN_FORM.test(value) ||
+        // A short secret only when the whole value is it: as a part, it would hide half the log.
+        spellings.some((secret) => (secret.length >= 8 ? value.includes(secret) : value === secret)),
     );
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);

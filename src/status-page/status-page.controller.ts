@@ -22,7 +22,7 @@ export class StatusPageController {
   @ApiOperation({
     summary: 'The status page (HTML): sync lag, events per minute, API calls saved, backfill gaps, dead letters, subscribers.',
     description:
-      "Without a token (STATUS_PUBLIC=true): the same figures, without dead letters' resources and errors, subscribers' origins, nor any error text.",
+      "Without a token (STATUS_PUBLIC=true), or with a token made with `POST /admin/tokens` for some workspaces: the same figures, without dead letters' resources and errors, subscribers' origins, nor any error text.",
   })
   @ApiOkResponse({
     description: `A server-rendered HTML page with an inline style and script (allowed by a per-response CSP nonce); it reloads every 15 s.`,

@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { ALL_WORKSPACES, Workspaces } from '../common/read-scope';
+import { DatabaseService } from '../database/database.service';
+import type { ReadToken as ReadTokenRow } from '../generated/prisma/client';
+
+/** A token as the admin endpoints answer it: never the token, nor its hash. */
+export interface ReadTokenSummary {
+  id: string;
+  name: string;
+  workspaces: Workspaces;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+/** A live token as the registry keeps it. */
+export interface LiveReadToken {
+  id: string;
+  tokenHash: string;
+  workspaces: Workspaces;
+  lastUsedAt: Date | null;
+}
+
+/** Where a page of the list ends: the list runs newest first, by (createdAt, id). */
+export interface ReadTokenPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/**
+ * The table's counts: every row there ever was, and the deleted ones. A token is only ever inserted or deleted
+ * (deleted_at set once; last_used_at aside), so every change raises one of the two and a replica that reads the
+ * same pair twice knows nothing changed between. A max(updated_at) could not tell: a write can commit after a later
+ * one, under an older time.
+ */
+export interface ReadTokenFingerprint {
+  total: number;
+  deleted: number;
+}
+
+const workspacesOf = (row: Pick<ReadTokenRow, 'allWorkspaces' | 'workspaces'>): Workspaces => (row.allWorkspaces ? ALL_WORKSPACES : row.workspaces);
+
+const summary = (row: ReadTokenRow): ReadTokenSummary => ({
+  id: row.id,
+  name: row.name,
+  workspaces: workspacesOf(row),
+  createdAt: row.createdAt,
+  lastUsedAt: row.lastUsedAt,
+});
+
+/** The read_token table's one owner. */
+@Injectable()
+export class ReadTokenRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  async create(token: { id: string; name: string; tokenHash: string; workspaces: Workspaces }): Promise<ReadTokenSummary> {
+    const all = token.workspaces === ALL_WORKSPACES;
+    const row = await this.database.prisma.readToken.create({
+      data: { id: token.id, name: token.name, tokenHash: token.tokenHash, allWorkspaces: all, workspaces: all ? [] : [...token.workspaces] },
+    });
+    return summary(row);
+  }
+
+  /** Live tokens, newest first, after `after` (the last of the previous page); `limit` at most. */
+  async list(limit: number, after: ReadTokenPosition | null): Promise<ReadTokenSummary[]> {
+    const rows = await this.database.prisma.readToken.findMany({
+      where: {
+        deletedAt: null,
+        ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit,
+    });
+    return rows.map(summary);
+  }
+
+  /** Marks a live token deleted; false when none has this id (or it was deleted already). */
+  async delete(id: string): Promise<boolean> {
+    const { count } = await this.database.prisma.readToken.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date() } });
+    return count === 1;
+  }
+
+  /** One small aggregate, read by every replica every second (the table holds a row per token ever made). */
+  async fingerprint(): Promise<ReadTokenFingerprint> {
+    const row = await this.database.db
+      .selectFrom('read_token')
+      .select((eb) => [eb.cast<number>(eb.fn.countAll(), 'integer').as('total'), eb.cast<number>(eb.fn.count('deleted_at'), 'integer').as('deleted')])
+      .executeTakeFirstOrThrow();
+    return { total: row.total, deleted: row.deleted };
+  }
+
+  async live(): Promise<LiveReadToken[]> {
+    const rows = await this.database.prisma.readToken.findMany({
+      where: { deletedAt: null },
+      select: { id: true, tokenHash: true, allWorkspaces: true, workspaces: true, lastUsedAt: true },
+    });
+    return rows.map((row) => ({ id: row.id, tokenHash: row.tokenHash, workspaces: workspacesOf(row), lastUsedAt: row.lastUsedAt }));
+  }
+
+  /**
+   * Records that these tokens were used: a row is written only when its last use is a minute old or more, so the
+   * replicas together write a token at most once a minute however many of them saw it.
+   */
+  async touch(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.database.db
+      .updateTable('read_token')
+      .set({ last_used_at: sql<Date>`now()` })
+      .where('id', 'in', [...ids])
+      .where('deleted_at', 'is', null)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', sql<Date>`now() - interval '1 minute'`)]))
+      .execute();
+  }
+}
