@@ -18,7 +18,7 @@
  *     replica would: 404 for the post, the account left out of lists),
  *   SIMULATOR_API_429_RATE (0: the share of API requests answered 429 whatever the window says, 0 to 1),
  *   SIMULATOR_API_429_RETRY_AFTER (1: those 429s' Retry-After, sent as written, e.g. 86400 or 1e300; empty: none),
- *   SIMULATOR_EXTRA_API_KEYS (unset: one workspace; key1,key2: a workspace more for each key),
+ *   SIMULATOR_EXTRA_API_KEYS (unset: one workspace; a comma-separated list of keys: a workspace more for each),
  *   SIMULATOR_WORKSPACES (0: that many workspaces more, keyed <SIMULATOR_WORKSPACE_KEY_PREFIX>-1 to -N),
  *   SIMULATOR_WORKSPACE_KEY_PREFIX (sk_sim_ws).
  *   Every extra workspace is made as the first (its world, rate limit, faults, activity) but from its own seed, and
@@ -65,9 +65,9 @@ async function main(): Promise<void> {
   const apiKey = process.env.SIMULATOR_API_KEY || 'sk_sim_local';
   const extraCount = numberFromEnv('SIMULATOR_WORKSPACES', 0, (n) => Number.isSafeInteger(n) && n >= 0 && n <= 10_000);
   const prefix = process.env.SIMULATOR_WORKSPACE_KEY_PREFIX || 'sk_sim_ws';
+  const listed = process.env.SIMULATOR_EXTRA_API_KEYS;
   const extraKeys = [
-    ...(process.env.SIMULATOR_EXTRA_API_KEYS ?? '')
-      .split(',')
+    ...(listed === undefined ? [] : listed.split(','))
       .map((key) => key.trim())
       .filter((key) => key !== ''),
     ...Array.from({ length: extraCount }, (_, i) => `${prefix}-${i + 1}`),

@@ -53,6 +53,7 @@ export function toPage(read: ChangePageRead, after: string, limit: number, scan:
  * is equality of the strings, as here.
  */
 export function matchesFilter(row: ChangeRow, filter: ChangeFilter): boolean {
+  if (filter.workspaces !== undefined && !filter.workspaces.includes(row.workspace_id)) return false;
   if (filter.types !== undefined && !filter.types.some((type) => type === row.type)) return false;
   if (filter.profileId !== undefined && !row.profile_ids.includes(filter.profileId)) return false;
   if (filter.platform !== undefined && !row.platforms.includes(filter.platform)) return false;

@@ -12,6 +12,8 @@ import { ChangeType } from './record-changes';
 export const SEQUENCED_CHANNEL = 'pozy_sync_changes';
 
 export interface ChangeFilter {
+  /** Only these workspaces' entries (the reader's scope, cut to what it asked for); absent: every workspace. */
+  workspaces?: readonly string[];
   types?: readonly ChangeType[];
   profileId?: string;
   platform?: string;
@@ -113,6 +115,7 @@ export class ChangeRepository {
             eb.and([
               eb('position', '>', sql<string>`${after}::bigint`),
               eb('position', '<=', sql<string>`${after}::bigint + ${scan}`),
+              ...(filter.workspaces ? [eb('workspace_id', '=', eb.fn.any(eb.val([...filter.workspaces])))] : []),
               ...(filter.types ? [eb('type', '=', eb.fn.any(eb.val([...filter.types])))] : []),
               ...(filter.profileId !== undefined ? [eb(eb.val(filter.profileId), '=', eb.fn.any('profile_ids'))] : []),
               ...(filter.platform !== undefined ? [eb(eb.val(filter.platform), '=', eb.fn.any('platforms'))] : []),

@@ -2,7 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponse, ApiInvalidRequestResponse } from '../common/error-body.dto';
 import { ConsistencyQuery } from '../common/read-consistency';
-import { ReadAccess } from '../common/read-access';
+import { ReadAccess, ReadScope } from '../common/read-access';
 import type { Db } from '../database/database.service';
 import { QUERY_REFUSALS, ReadDb, ReplicaRead } from '../database/replica-read';
 import { ChangeHeadResponse, ChangePageResponse } from './dto/change.response';
@@ -32,8 +32,8 @@ export class ChangesController {
     '`cursor_expired`: `after` is older than the changes kept (CHANGE_RETENTION_DAYS); `details` gives `oldestCursor` and how to resynchronise.',
   )
   @ApiErrorResponse(503, `\`too_many_waiters\`: this replica already holds CHANGES_MAX_WAITERS long polls (\`wait\`). ${QUERY_REFUSALS}`)
-  list(@Query() query: ListChangesQuery, @ReadDb() db: Db): Promise<ChangePage> {
-    return this.changes.list(query, db);
+  list(@Query() query: ListChangesQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<ChangePage> {
+    return this.changes.list(query, db, scope.narrow(query.workspace));
   }
 
   @Get('head')

@@ -9,6 +9,7 @@ import { oldestAvailable } from './change-cursor';
 import { ChangeTail, TailOutcome, TailRequest } from './change-tail';
 import { ChangePage, expiredCursor, toPage } from './change-window';
 import { DEFAULT_CHANGE_LIMIT, ListChangesQuery } from './dto/list-changes.query';
+import { ALL_WORKSPACES, Workspaces } from '../common/read-scope';
 
 export type { ChangeItem, ChangePage } from './change-window';
 
@@ -57,10 +58,16 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
     this.unsubscribe();
   }
 
-  async list(query: ListChangesQuery, db: Db = this.database.db): Promise<ChangePage> {
+  /** `workspaces`: the reader's scope cut to what it asked for ('*': every workspace). */
+  async list(query: ListChangesQuery, db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<ChangePage> {
     const limit = query.limit ?? DEFAULT_CHANGE_LIMIT;
-    const filter: ChangeFilter = { types: query.types, profileId: query.profileId, platform: query.platform };
-    const filtered = filter.types !== undefined || filter.profileId !== undefined || filter.platform !== undefined;
+    const filter: ChangeFilter = {
+      ...(workspaces === ALL_WORKSPACES ? {} : { workspaces }),
+      types: query.types,
+      profileId: query.profileId,
+      platform: query.platform,
+    };
+    const filtered = filter.workspaces !== undefined || filter.types !== undefined || filter.profileId !== undefined || filter.platform !== undefined;
     const scan = filtered ? FILTERED_SCAN : limit;
     const waitMs = (query.wait ?? 0) * 1000;
     if (waitMs === 0) return this.read(db, query.after ?? (await this.start(db)), limit, scan, filter);
@@ -137,7 +144,15 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
       pages = new SharedInFlight<ChangePageRead>();
       this.pages.set(db, pages);
     }
-    const key = JSON.stringify([after, limit, scan, filter.types ?? null, filter.profileId ?? null, filter.platform ?? null]);
+    const key = JSON.stringify([
+      after,
+      limit,
+      scan,
+      filter.workspaces ?? null,
+      filter.types ?? null,
+      filter.profileId ?? null,
+      filter.platform ?? null,
+    ]);
     return pages.get(key, () => this.changes.page(db, after, limit, scan, filter));
   }
 

@@ -11,6 +11,8 @@ export const KNOWN_EXAMPLE_SECRETS: readonly string[] = Object.freeze([
   'whsec_simulator_secret',
   'simulator-admin-token',
   'compose-default:R7eJBfmLk1iI6g0jr0xLz7jxo/oFMallut9ptXYU3sE=',
+  // The simulator's keys of the workspaces it adds (simulator/main.ts: SIMULATOR_WORKSPACE_KEY_PREFIX).
+  'sk_sim_ws',
   // The demo (demo/demo.ts).
   'sk_sim_demo',
   'whsec_demo',

@@ -1,17 +1,21 @@
 import { ApiError } from '../common/api-error';
 import { decodeCursor, encodeCursor, page } from './cursor';
 
-const rows = (...ids: string[]) => ids.map((id) => ({ id }));
+const rows = (...ids: string[]) => ids.map((id) => ({ workspace_id: 'default', id }));
 
 describe('page cursors', () => {
-  it('gives back the id a cursor was made from, whatever characters it holds', () => {
+  it('gives back the id and workspace a cursor was made from, whatever characters the id holds', () => {
     for (const id of ['66aa01f3c2b1e4d5f6a7b8c9', 'a/b+c=d', 'ünïcode ✓', '"quoted"']) {
-      expect(decodeCursor(encodeCursor(id))).toBe(id);
+      expect(decodeCursor(encodeCursor({ id, workspace_id: 'acme-eu' }))).toEqual({ after: id, workspace: 'acme-eu' });
     }
   });
 
+  it('still reads a cursor handed out before workspaces: its id alone', () => {
+    expect(decodeCursor(Buffer.from(JSON.stringify({ after: 'b' })).toString('base64url'))).toEqual({ after: 'b' });
+  });
+
   it('is URL-safe as it stands: no +, / or = to escape in a query string', () => {
-    const cursor = encodeCursor('\u00ff\u00fe\u00fd?>>>');
+    const cursor = encodeCursor({ id: '\u00ff\u00fe\u00fd?>>>', workspace_id: 'default' });
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
   });
 
@@ -27,6 +31,7 @@ describe('page cursors', () => {
     ['a numeric `after`', Buffer.from(JSON.stringify({ after: 42 })).toString('base64url')],
     ['a JSON array', Buffer.from('[1]').toString('base64url')],
     ['JSON null', Buffer.from('null').toString('base64url')],
+    ['a workspace that is no slug', Buffer.from(JSON.stringify({ after: 'x', workspace: 'Not A Slug' })).toString('base64url')],
   ])('refuses a cursor that is %s with a 400 naming the problem', (_what, cursor) => {
     let thrown: unknown;
     try {
@@ -45,7 +50,7 @@ describe('page()', () => {
 
     expect(result.data).toEqual(rows('a', 'b'));
     expect(result.nextCursor).not.toBeNull();
-    expect(decodeCursor(result.nextCursor!)).toBe('b');
+    expect(decodeCursor(result.nextCursor!)).toEqual({ after: 'b', workspace: 'default' });
   });
 
   it('answers no cursor when the rows read fit the page: that was the last page', () => {
@@ -58,12 +63,13 @@ describe('page()', () => {
     const all = rows(...Array.from({ length: 23 }, (_, i) => `id-${String(i).padStart(2, '0')}`));
     // What a query does with the cursor: the rows after it, in id order, one more than the page holds.
     const query = (after: string | null, limit: number) => all.filter((r) => after === null || r.id > after).slice(0, limit + 1);
+    const afterOf = (cursor: string | null) => (cursor === null ? null : decodeCursor(cursor)!.after);
 
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const result: { data: { id: string }[]; nextCursor: string | null } = page(query(cursor === null ? null : decodeCursor(cursor), 5), 5);
+      const result: { data: { id: string }[]; nextCursor: string | null } = page(query(afterOf(cursor), 5), 5);
       seen.push(...result.data.map((r) => r.id));
       cursor = result.nextCursor;
       pages += 1;

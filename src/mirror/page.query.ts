@@ -1,10 +1,13 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { LimitParam } from '../common/query-params';
-import { ConsistencyQuery } from '../common/read-consistency';
+import { WorkspaceQuery } from '../common/workspace-query';
 
-/** `limit` and `cursor`, shared by every list endpoint of the mirror, which may read the replica (`consistency`). */
-export class PageQuery extends ConsistencyQuery {
+/**
+ * `limit` and `cursor`, shared by every list endpoint of the mirror, which may read the replica (`consistency`) and
+ * be cut to some workspaces (`workspace`).
+ */
+export class PageQuery extends WorkspaceQuery {
   @LimitParam(50, 'Rows per page.')
   limit?: number;
 

@@ -7,6 +7,9 @@
 DROP INDEX "pozy_event_resource_type_resource_id_timestamp_idx";
 
 -- DropIndex
+DROP INDEX "post_status_id_deleted_at_platform_names_idx";
+
+-- DropIndex
 DROP INDEX "backfill_run_started_at_idx";
 
 -- DropIndex
@@ -73,10 +76,13 @@ ADD CONSTRAINT "sweep_seen_pkey" PRIMARY KEY ("workspace_id", "run_id", "resourc
 CREATE INDEX "pozy_event_workspace_id_resource_type_resource_id_timestamp_idx" ON "pozy_event"("workspace_id", "resource_type", "resource_id", "timestamp");
 
 -- CreateIndex
-CREATE INDEX "post_id_idx" ON "post"("id");
+CREATE INDEX "post_status_id_deleted_at_platform_names_workspace_id_idx" ON "post"("status", "id", "deleted_at", "platform_names", "workspace_id");
 
 -- CreateIndex
-CREATE INDEX "account_id_idx" ON "account"("id");
+CREATE INDEX "post_id_workspace_id_idx" ON "post"("id", "workspace_id");
+
+-- CreateIndex
+CREATE INDEX "account_id_workspace_id_idx" ON "account"("id", "workspace_id");
 
 -- CreateIndex
 CREATE INDEX "backfill_run_id_idx" ON "backfill_run"("id");

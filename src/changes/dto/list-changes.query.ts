@@ -2,7 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IntParam, ListParam } from '../../common/query-params';
-import { ConsistencyQuery } from '../../common/read-consistency';
+import { WorkspaceQuery } from '../../common/workspace-query';
 import { CHANGE_TYPES, ChangeType } from '../record-changes';
 
 export const MAX_CHANGE_LIMIT = 1_000;
@@ -12,7 +12,7 @@ export const MAX_WAIT_S = 30;
 /** A feed cursor: a position, as decimal digits (it fits a bigint). */
 export const CURSOR_PATTERN = /^\d{1,18}$/;
 
-export class ListChangesQuery extends ConsistencyQuery {
+export class ListChangesQuery extends WorkspaceQuery {
   @ApiPropertyOptional({
     description:
       'The cursor of the last change you have (a `cursor` or `nextCursor` this endpoint answered). Without it, the feed ' +

@@ -4,7 +4,7 @@ import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
 import type { Db } from '../../database/database.service';
 import { ReadDb, ReplicaRead } from '../../database/replica-read';
-import { ReadAccess } from '../../common/read-access';
+import { ReadAccess, ReadScope } from '../../common/read-access';
 import { AccountsQuery, MirroredAccount } from './accounts.query';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
 import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query';
@@ -21,8 +21,12 @@ export class AccountsController {
   @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
   @ApiOkResponse({ type: AccountPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(@Query() query: ListAccountsQuery, @ReadDb() db: Db): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
-    return this.accounts.list(query, db);
+  list(
+    @Query() query: ListAccountsQuery,
+    @ReadDb() db: Db,
+    @ReadScope() scope: ReadScope,
+  ): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
+    return this.accounts.list(query, db, scope.narrow(query.workspace));
   }
 
   /** A removed account is still answered (with `removedAt`); 404 means the mirror never saw it. */
@@ -31,9 +35,13 @@ export class AccountsController {
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: MirroredAccountResponse })
   @ApiInvalidRequestResponse('`fields` or `consistency`')
-  @ApiNotFoundErrorResponse('the mirror never saw this account')
-  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db): Promise<MirroredAccount> {
-    const account = await this.accounts.get(id, query.fields, db);
+  @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read)')
+  @ApiErrorResponse(
+    409,
+    '`ambiguous_id`: more than one of the workspaces read holds an account of this id (`details` names them); pick one with `workspace`.',
+  )
+  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<MirroredAccount> {
+    const account = await this.accounts.get(id, query.fields, db, scope.narrow(query.workspace));
     if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);
     return account;
   }

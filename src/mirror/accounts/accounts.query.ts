@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
+import { ALL_WORKSPACES, Workspaces } from '../../common/read-scope';
+import { ambiguousId } from '../ambiguous-id';
 import { decodeCursor, page } from '../cursor';
 import { present } from '../whole-object';
 import { ACCOUNT_FIELD_ORDER, accountJson } from './account-fields';
@@ -18,23 +20,53 @@ export class AccountsQuery {
   constructor(private readonly database: DatabaseService) {}
 
   /** `db`: the primary's, or the read replica's. */
-  async list(query: ListAccountsQuery, db: Db = this.database.db): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
+  /** `workspaces`: the reader's scope, cut to what it asked for. */
+  async list(
+    query: ListAccountsQuery,
+    db: Db = this.database.db,
+    workspaces: Workspaces = ALL_WORKSPACES,
+  ): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor);
+    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return { data: [], nextCursor: null };
     const rows = await db
       .selectFrom('account')
-      .select(['account.id', accountJson('account').as('body')])
-      .where((eb) => eb.and([...conditions(eb, query), ...(after !== null ? [eb('account.id', '>', after)] : [])]))
+      .select(['account.workspace_id', 'account.id', accountJson('account').as('body')])
+      .where((eb) =>
+        eb.and([
+          ...conditions(eb, query),
+          ...inWorkspaces(eb, workspaces),
+          ...(after === null
+            ? []
+            : after.workspace === undefined
+              ? [eb('account.id', '>', after.after)]
+              : [eb(eb.refTuple('account.id', 'account.workspace_id'), '>', eb.tuple(after.after, after.workspace))]),
+        ]),
+      )
       .orderBy('account.id')
+      .orderBy('account.workspace_id')
       .limit(limit + 1)
       .execute();
     const { data, nextCursor } = page(rows, limit);
     return { data: data.map((row) => present(row.body, ACCOUNT_FIELD_ORDER, query.fields)), nextCursor };
   }
 
-  async get(id: string, fields?: string[], db: Db = this.database.db): Promise<MirroredAccount | undefined> {
-    const row = await db.selectFrom('account').select(accountJson('account').as('body')).where('account.id', '=', id).executeTakeFirst();
-    return row && present(row.body, ACCOUNT_FIELD_ORDER, fields);
+  /** As PostsQuery.get: 409 `ambiguous_id` when more than one of the reader's workspaces holds this id. */
+  async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<MirroredAccount | undefined> {
+    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return undefined;
+    const rows = await db
+      .selectFrom('account')
+      .select(['account.workspace_id', accountJson('account').as('body')])
+      .where((eb) => eb.and([eb('account.id', '=', id), ...inWorkspaces(eb, workspaces)]))
+      .orderBy('account.workspace_id')
+      .execute();
+    if (rows.length > 1)
+      throw ambiguousId(
+        'Account',
+        id,
+        rows.map((row) => row.workspace_id),
+      );
+    return rows[0] && present(rows[0].body, ACCOUNT_FIELD_ORDER, fields);
   }
 }
 
@@ -54,4 +86,9 @@ function conditions(eb: ExpressionBuilder<DB, 'account'>, query: ListAccountsQue
   }
   if (query.includeRemoved !== true) where.push(eb('account.removed_at', 'is', null));
   return where;
+}
+
+/** Only the rows of these workspaces ('*': every one). */
+function inWorkspaces(eb: ExpressionBuilder<DB, 'account'>, workspaces: Workspaces): Array<Expression<SqlBool>> {
+  return workspaces === ALL_WORKSPACES ? [] : [eb('account.workspace_id', '=', eb.fn.any(eb.val([...workspaces])))];
 }

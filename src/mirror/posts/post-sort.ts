@@ -1,4 +1,5 @@
 import { ApiError } from '../../common/api-error';
+import { isWorkspaceId } from '../../common/read-scope';
 import { isStorableText } from '../../common/storable-text';
 
 /** The orders of GET /posts, each `:asc` or `:desc`. */
@@ -37,19 +38,25 @@ export const sortName = (sort: PostSort) => `${sort.field}:${sort.desc ? 'desc' 
  */
 export interface PostCursor {
   after: string;
+  /** The workspace of the post at `after`; absent in a cursor handed out before workspaces. */
+  workspace?: string;
   /** The sort value at `after` (ISO 8601), or null for a post without one; absent for the order by id. */
   value?: string | null;
 }
 
 interface CursorBody {
   after?: unknown;
+  workspace?: unknown;
   sort?: unknown;
   value?: unknown;
 }
 
 export function encodePostCursor(sort: PostSort, cursor: PostCursor): string {
-  // The order by id keeps the cursor it always had, so cursors handed out before orders existed still work.
-  const body: CursorBody = sort.field === 'id' && !sort.desc ? { after: cursor.after } : { sort: sortName(sort), ...cursor };
+  // The order by id keeps the cursor's form, so cursors handed out before orders existed still work.
+  const body: CursorBody =
+    sort.field === 'id' && !sort.desc
+      ? { after: cursor.after, ...(cursor.workspace ? { workspace: cursor.workspace } : {}) }
+      : { sort: sortName(sort), ...cursor };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
@@ -70,10 +77,12 @@ export function decodePostCursor(cursor: string | undefined, sort: PostSort): Po
       { field: 'cursor', problems: [`made for sort=${made}`] },
     ]);
   }
-  if (sort.field === 'id') return { after: body.after };
+  if (body.workspace !== undefined && !isWorkspaceId(body.workspace)) throw invalidCursor();
+  const workspace = body.workspace === undefined ? {} : { workspace: body.workspace };
+  if (sort.field === 'id') return { after: body.after, ...workspace };
   const value = body.value;
   if (value !== null && (typeof value !== 'string' || Number.isNaN(Date.parse(value)))) throw invalidCursor();
-  return { after: body.after, value };
+  return { after: body.after, ...workspace, value };
 }
 
 const invalidCursor = () => new ApiError(400, 'invalid_query', 'cursor is not one this service returned (use nextCursor as given)');

@@ -4,7 +4,7 @@ import { ApiError } from '../../common/api-error';
 import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, BAD_QUERY } from '../../common/error-body.dto';
 import type { Db } from '../../database/database.service';
 import { ReadDb, ReplicaRead } from '../../database/replica-read';
-import { ReadAccess } from '../../common/read-access';
+import { ReadAccess, ReadScope } from '../../common/read-access';
 import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
 import { MirroredPost, PostsQuery } from './posts.query';
@@ -21,8 +21,12 @@ export class PostsController {
   @ApiOperation({ summary: 'List mirrored posts, filtered, searched and ordered, a page at a time.' })
   @ApiOkResponse({ type: PostPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(@Query() query: ListPostsQuery, @ReadDb() db: Db): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
-    return this.posts.list(query, db);
+  list(
+    @Query() query: ListPostsQuery,
+    @ReadDb() db: Db,
+    @ReadScope() scope: ReadScope,
+  ): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
+    return this.posts.list(query, db, scope.narrow(query.workspace));
   }
 
   /** A deleted post is still answered (with `deletedAt`); 404 means the mirror never saw it. */
@@ -31,9 +35,13 @@ export class PostsController {
   @ApiParam({ name: 'id', description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' })
   @ApiOkResponse({ type: MirroredPostResponse })
   @ApiInvalidRequestResponse('`fields` or `consistency`')
-  @ApiNotFoundErrorResponse('the mirror never saw this post')
-  async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db): Promise<MirroredPost> {
-    const post = await this.posts.get(id, query.fields, db);
+  @ApiNotFoundErrorResponse('the mirror never saw this post (in the workspaces the token may read)')
+  @ApiErrorResponse(
+    409,
+    '`ambiguous_id`: more than one of the workspaces read holds a post of this id (`details` names them); pick one with `workspace`.',
+  )
+  async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<MirroredPost> {
+    const post = await this.posts.get(id, query.fields, db, scope.narrow(query.workspace));
     if (!post) throw new ApiError(404, 'not_found', `Post ${id} is not in the mirror`);
     return post;
   }

@@ -8,11 +8,14 @@ import { present } from '../whole-object';
 import { POST_FIELD_ORDER, postJson } from './post-fields';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
+import { ALL_WORKSPACES, Workspaces } from '../../common/read-scope';
+import { ambiguousId } from '../ambiguous-id';
 
 /** A mirrored post as the query endpoints answer it: Pozy's fields, then the mirror's (see post-fields.ts). */
 export type MirroredPost = Record<string, unknown>;
 
 interface Row {
+  workspace_id: string;
   id: string;
   sort_value: Date | null;
   account_ids: string[];
@@ -35,11 +38,17 @@ export class PostsQuery {
    * the page's rows are then read whole. Ordered by a timestamp, the posts that have one come first, walked on the
    * (column, id) index, then those without, walked by id. `db`: the primary's, or the read replica's.
    */
-  async list(query: ListPostsQuery, db: Db = this.database.db): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
+  async list(
+    query: ListPostsQuery,
+    db: Db = this.database.db,
+    workspaces: Workspaces = ALL_WORKSPACES,
+  ): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const sort = parseSort(query.sort);
     const cursor = decodePostCursor(query.cursor, sort);
-    const filters = await this.narrowSearch(db, parseFilters(query));
+    // A reader none of whose workspaces was asked for reads nothing, never everything.
+    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return { data: [], nextCursor: null };
+    const filters = await this.narrowSearch(db, parseFilters(query, workspaces));
     const rows =
       sort.field === 'id'
         ? await this.byId(db, query, filters, sort.desc, cursor, limit + 1)
@@ -48,7 +57,12 @@ export class PostsQuery {
     const last = data[data.length - 1];
     const nextCursor =
       rows.length > limit
-        ? encodePostCursor(sort, sort.field === 'id' ? { after: last.id } : { after: last.id, value: last.sort_value?.toISOString() ?? null })
+        ? encodePostCursor(
+            sort,
+            sort.field === 'id'
+              ? { after: last.id, workspace: last.workspace_id }
+              : { after: last.id, workspace: last.workspace_id, value: last.sort_value?.toISOString() ?? null },
+          )
         : null;
     return { data: await this.answer(db, data, query.fields), nextCursor };
   }
@@ -72,18 +86,37 @@ export class PostsQuery {
         .where((eb) => eb.and(conditions(eb, filters)))
         .limit(SEARCH_PROBE + 1)
         .execute();
-      return rows.map((row) => row.id);
+      return [...new Set(rows.map((row) => row.id))];
     });
     return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
   }
 
-  async get(id: string, fields?: string[], db: Db = this.database.db): Promise<MirroredPost | undefined> {
-    const rows = await this.selectRows(this.from(db).where('post.id', '=', id).where('post.pozy_updated_at', 'is not', null)).execute();
+  /**
+   * The post of this id in the reader's workspaces: `undefined` when none holds it, 409 `ambiguous_id` when more than
+   * one does (two workspaces of one Pozy key) and the reader did not pick one.
+   */
+  async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<MirroredPost | undefined> {
+    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return undefined;
+    const rows = await this.selectRows(
+      this.from(db)
+        .where('post.id', '=', id)
+        .where('post.pozy_updated_at', 'is not', null)
+        .$if(workspaces !== ALL_WORKSPACES, (qb) => qb.where('post.workspace_id', '=', (eb) => eb.fn.any(eb.val([...workspaces])))),
+    )
+      .orderBy('post.workspace_id')
+      .execute();
+    if (rows.length > 1)
+      throw ambiguousId(
+        'Post',
+        id,
+        rows.map((row) => row.workspace_id),
+      );
     return (await this.answer(db, rows, fields))[0];
   }
 
   private selectRows(query: ReturnType<PostsQuery['from']>, sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]) {
     return query.select([
+      'post.workspace_id',
       'post.id',
       'post.account_ids',
       sortColumn ? sql<Date | null>`${sql.ref(`post.${sortColumn}`)}`.as('sort_value') : sql<Date | null>`NULL::timestamptz`.as('sort_value'),
@@ -98,12 +131,15 @@ export class PostsQuery {
   private async byId(db: Db, query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
     const direction = desc ? 'desc' : 'asc';
     const matching = this.from(db)
-      .where((eb) => eb.and([...conditions(eb, filters), ...(cursor ? [eb('post.id', desc ? '<' : '>', cursor.after)] : [])]))
+      .where((eb) => eb.and([...conditions(eb, filters), ...(cursor ? [afterKey(eb, desc ? '<' : '>', cursor)] : [])]))
       .orderBy('post.id', direction)
+      .orderBy('post.workspace_id', direction)
       .limit(take);
     if (query.status === undefined) return this.selectRows(matching).execute();
-    return this.selectRows(this.from(db).where('post.id', 'in', matching.select('post.id')))
+    const keys = matching.select(['post.workspace_id', 'post.id']);
+    return this.selectRows(this.from(db).where(sql<boolean>`(${sql.ref('post.workspace_id')}, ${sql.ref('post.id')}) IN (${keys})`))
       .orderBy('post.id', direction)
+      .orderBy('post.workspace_id', direction)
       .execute();
   }
 
@@ -120,34 +156,42 @@ export class PostsQuery {
     const rows: Row[] = [];
     // The posts with a value, from the cursor on, unless the walk has already reached those without one.
     if (cursor?.value !== null) {
-      const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after };
+      const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after, workspace: cursor.workspace };
       rows.push(
         ...(await this.selectRows(
           this.from(db).where((eb) =>
             eb.and([
               ...conditions(eb, filters),
               eb(`post.${column}`, 'is not', null),
-              ...(at !== undefined ? [eb(eb.refTuple(`post.${column}`, 'post.id'), beyond, eb.tuple(at.value, at.id))] : []),
+              ...(at !== undefined
+                ? [
+                    at.workspace === undefined
+                      ? eb(eb.refTuple(`post.${column}`, 'post.id'), beyond, eb.tuple(at.value, at.id))
+                      : eb(eb.refTuple(`post.${column}`, 'post.id', 'post.workspace_id'), beyond, eb.tuple(at.value, at.id, at.workspace)),
+                  ]
+                : []),
             ]),
           ),
           column,
         )
           .orderBy(`post.${column}`, direction)
           .orderBy('post.id', direction)
+          .orderBy('post.workspace_id', direction)
           .limit(take)
           .execute()),
       );
     }
     if (rows.length < take) {
-      const after = cursor?.value === null ? cursor.after : undefined;
+      const after = cursor?.value === null ? cursor : undefined;
       rows.push(
         ...(await this.selectRows(
           this.from(db).where((eb) =>
-            eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [eb('post.id', beyond, after)] : [])]),
+            eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [afterKey(eb, beyond, after)] : [])]),
           ),
           column,
         )
           .orderBy('post.id', direction)
+          .orderBy('post.workspace_id', direction)
           .limit(take - rows.length)
           .execute()),
       );
@@ -162,18 +206,22 @@ export class PostsQuery {
    */
   private async answer(db: Db, rows: Row[], fields: string[] | undefined): Promise<MirroredPost[]> {
     const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
+    const workspaceIds = [...new Set(rows.map((row) => row.workspace_id))];
     const accounts =
       accountIds.length === 0
         ? []
         : await db
             .selectFrom('account')
-            .select(['account.id', 'account.profile_id'])
+            .select(['account.workspace_id', 'account.id', 'account.profile_id'])
             .where((eb) => eb('account.id', '=', eb.fn.any(eb.val(accountIds))))
+            .where((eb) => eb('account.workspace_id', '=', eb.fn.any(eb.val(workspaceIds))))
             .orderBy('account.profile_id')
             .execute();
     return rows.map((row) => {
       const targets = new Set(row.account_ids);
-      const profileIds = [...new Set(accounts.filter((account) => targets.has(account.id)).map((account) => account.profile_id))];
+      // A post's profiles are those of its own workspace's accounts.
+      const own = accounts.filter((account) => account.workspace_id === row.workspace_id && targets.has(account.id));
+      const profileIds = [...new Set(own.map((account) => account.profile_id))];
       return present({ ...row.body, profileIds }, POST_FIELD_ORDER, fields);
     });
   }
@@ -181,7 +229,12 @@ export class PostsQuery {
 
 interface Filters {
   query: ListPostsQuery;
-  /** Every post the search matches (see narrowSearch), when they are few. */
+  /** The workspaces read: the reader's scope, cut to what it asked for. */
+  workspaces: Workspaces;
+  /**
+   * The ids of every post the search matches (see narrowSearch), when they are few; with the workspace condition,
+   * which the search applied too.
+   */
   among?: string[];
   dates: Partial<Record<'updatedSince' | 'scheduledFrom' | 'scheduledTo' | 'publishedFrom' | 'publishedTo', Date>>;
 }
@@ -189,17 +242,27 @@ interface Filters {
 const DATE_PARAMS = ['updatedSince', 'scheduledFrom', 'scheduledTo', 'publishedFrom', 'publishedTo'] as const;
 
 /** The date filters as instants (the DTO validated them with the same parser). */
-function parseFilters(query: ListPostsQuery): Filters {
+function parseFilters(query: ListPostsQuery, workspaces: Workspaces): Filters {
   const dates: Filters['dates'] = {};
   for (const name of DATE_PARAMS) {
     const date = parseInstant(query[name]);
     if (date !== undefined) dates[name] = date;
   }
-  return { query, dates };
+  return { query, workspaces, dates };
 }
 
-function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, dates, among }: Filters): Array<Expression<SqlBool>> {
+/**
+ * Past the cursor's post in the order (id, workspace): two workspaces of one Pozy key hold posts of the same id. A
+ * cursor handed out before workspaces has none, and ends at its id.
+ */
+function afterKey(eb: ExpressionBuilder<DB, 'post'>, beyond: '<' | '>', cursor: PostCursor): Expression<SqlBool> {
+  if (cursor.workspace === undefined) return eb('post.id', beyond, cursor.after);
+  return eb(eb.refTuple('post.id', 'post.workspace_id'), beyond, eb.tuple(cursor.after, cursor.workspace));
+}
+
+function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, dates, among }: Filters): Array<Expression<SqlBool>> {
   const where: Array<Expression<SqlBool>> = [];
+  if (workspaces !== ALL_WORKSPACES) where.push(eb('post.workspace_id', '=', eb.fn.any(eb.val([...workspaces]))));
   // `deleted` is not a Pozy status: it asks for the posts Pozy answers 404 for.
   const deletedOnly = query.status === 'deleted';
   const withDeleted = deletedOnly || query.includeDeleted === true;

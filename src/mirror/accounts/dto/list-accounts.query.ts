@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
-import { ConsistencyQuery } from '../../../common/read-consistency';
+import { WorkspaceQuery } from '../../../common/workspace-query';
 import { PageQuery } from '../../page.query';
 import { BooleanParam } from '../../../common/query-params';
 import { FieldsParam } from '../../whole-object';
@@ -53,7 +53,7 @@ export class ListAccountsQuery extends PageQuery {
 }
 
 /** `GET /accounts/:id?fields=`. */
-export class AccountFieldsQuery extends ConsistencyQuery {
+export class AccountFieldsQuery extends WorkspaceQuery {
   @FieldsParam(ACCOUNT_FIELD_ORDER, 'account')
   fields?: string[];
 }

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsInstant } from '../../../common/instant';
-import { ConsistencyQuery } from '../../../common/read-consistency';
+import { WorkspaceQuery } from '../../../common/workspace-query';
 import { PageQuery } from '../../page.query';
 import { BooleanParam, ListParam } from '../../../common/query-params';
 import { POST_FIELD_ORDER } from '../post-fields';
@@ -140,7 +140,7 @@ export class ListPostsQuery extends PageQuery {
 }
 
 /** `GET /posts/:id?fields=`. */
-export class PostFieldsQuery extends ConsistencyQuery {
+export class PostFieldsQuery extends WorkspaceQuery {
   @FieldsParam(POST_FIELD_ORDER, 'post')
   fields?: string[];
 }
