@@ -192,7 +192,10 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 
     const response = await deliver(service.baseUrl, unknown);
 
-    expect(response).toEqual({ status: 200, body: { received: true, workspaceId: 'default', eventId: 'unknown-1', duplicate: false, reconcile: null } });
+    expect(response).toEqual({
+      status: 200,
+      body: { received: true, workspaceId: 'default', eventId: 'unknown-1', duplicate: false, reconcile: null },
+    });
     expect(await events()).toEqual([{ id: 'unknown-1', type: 'comment.received', test: false, resource_type: null, resource_id: null }]);
     expect(await pending()).toEqual([]);
   });
