@@ -124,8 +124,8 @@ export class PozyBudget implements OnApplicationShutdown {
 
   /**
    * This process's limit for the key from the next take on (workspaces sharing a key may be given different
-   * figures: the smallest is set here). Each replica enforces the limit it knows; the shared window count makes
-   * the smallest of theirs hold for all of them.
+   * figures: the smallest is set here). Each replica grants up to the limit it knows, counted in the shared
+   * window: the replicas must be told the same figures (the workspace registry's), or the largest one told holds.
    */
   setPerWindow(perWindow: number): void {
     if (!Number.isInteger(perWindow) || perWindow < 1) throw new RangeError(`A budget's limit must be a positive integer, not ${perWindow}`);
