@@ -15,6 +15,7 @@ import { Client } from 'pg';
 import { AppConfig } from '../src/config/app-config';
 import { DatabaseService } from '../src/database/database.service';
 import { Lane } from '../src/pozy/budget/budget-policy';
+import { budgetKeyId } from '../src/pozy/budget/budget-key';
 import { BudgetRepository } from '../src/pozy/budget/budget.repository';
 import { PozyBudget } from '../src/pozy/budget/pozy-budget.service';
 import { POSTS_PAGE_LIMIT } from '../src/pozy/pozy-client.service';
@@ -190,6 +191,7 @@ async function budgetLines(databaseUrl: string): Promise<Array<{ name: string; w
       await database.pool.query(`UPDATE pozy_budget SET state = '{}'`);
       const budget = new PozyBudget(
         new BudgetRepository(database),
+        budgetKeyId(API_KEY),
         { perWindow: settings.budgetPerMinute, windowMs: 60_000, reserve: 0.2, maxPauseMs: config.pozy.maxPauseMs },
         { lanes },
       );

@@ -35,7 +35,7 @@ export class StatusMetrics {
         },
         budget: {
           name: 'pozy_sync_pozy_budget_requests',
-          help: "The deployment's Pozy budget per window: limit (POZY_RATE_LIMIT_PER_MINUTE), effective (less others' use and their reserve), used (by every replica, in the window just ended), others (another client of the key, from Pozy's headers)",
+          help: "The Pozy budget per window of the environment's API key (POZY_API_KEY): limit (POZY_RATE_LIMIT_PER_MINUTE), effective (less others' use and their reserve), used (by every replica, in the window just ended), others (another client of the key, from Pozy's headers)",
           labelNames: ['figure'],
         },
       },

@@ -1,7 +1,7 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { Dispatcher, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { describeError, fullJitterBackoff, isNetworkError } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -59,36 +59,52 @@ interface Attempt {
 /** The largest page `GET /v1/posts` serves. */
 export const POSTS_PAGE_LIMIT = 500;
 
+/** What one client is made of: PozyClients (pozy-clients.service.ts) makes them, one per API key and URL. */
+export interface PozyClientParts {
+  /** The keep-alive pool to the API's origin, shared by every key on that host. */
+  pool: Dispatcher;
+  /** The API URL's path, without a trailing slash ('' at the root). */
+  basePath: string;
+  apiKey: string;
+  /** The key's budget, shared by every client (and replica) using the key. */
+  budget: PozyBudget;
+  clock: PozyClock;
+  metrics: MetricsService;
+  config: AppConfig;
+}
+
 /**
- * Pozy's API, as pozy-sync reads it: Bearer auth over a keep-alive pool, a timeout per request, retries of 429
- * (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, every request paid from
- * the deployment's shared budget in its caller's lane, and answers validated before anything uses them. No answer
- * is read past POZY_MAX_RESPONSE_BYTES, nor one it does not use past what its error quotes.
+ * Pozy's API for one API key, as pozy-sync reads it: Bearer auth over a keep-alive pool, a timeout per request,
+ * retries of 429 (after Retry-After), 5xx, resets and timeouts with exponential backoff and full jitter, every
+ * request paid from the key's shared budget in its caller's lane, and answers validated before anything uses them.
+ * No answer is read past POZY_MAX_RESPONSE_BYTES, nor one it does not use past what its error quotes.
+ *
+ * Injected as such, it is the environment's workspace's client (POZY_API_KEY at POZY_API_URL: pozy.module.ts);
+ * `PozyClients.forWorkspace` gives any other workspace's.
  */
-@Injectable()
-export class PozyClient implements OnApplicationShutdown {
+export class PozyClient {
   private readonly logger = new Logger(PozyClient.name);
-  private readonly pool: Pool;
+  private readonly pool: Dispatcher;
   private readonly basePath: string;
-  constructor(
-    private readonly config: AppConfig,
-    private readonly metrics: MetricsService,
-    private readonly budget: PozyBudget,
-    private readonly clock: PozyClock,
-  ) {
-    const url = new URL(config.pozy.apiUrl);
-    this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, {
-      connections: 32,
-      connectTimeout: config.pozy.timeoutMs,
-      headersTimeout: config.pozy.timeoutMs,
-      bodyTimeout: config.pozy.timeoutMs,
-    });
+  private readonly apiKey: string;
+  private readonly budget: PozyBudget;
+  private readonly clock: PozyClock;
+  private readonly metrics: MetricsService;
+  private readonly config: AppConfig;
+
+  constructor(parts: PozyClientParts) {
+    this.pool = parts.pool;
+    this.basePath = parts.basePath;
+    this.apiKey = parts.apiKey;
+    this.budget = parts.budget;
+    this.clock = parts.clock;
+    this.metrics = parts.metrics;
+    this.config = parts.config;
   }
 
-  /** Last, once the worker has let its running jobs finish (beforeApplicationShutdown): they may still call Pozy. */
-  async onApplicationShutdown(): Promise<void> {
-    await this.pool.close();
+  /** The key's budget (the same object for every client of the key in this process). */
+  get keyBudget(): PozyBudget {
+    return this.budget;
   }
 
   /**
@@ -192,7 +208,7 @@ export class PozyClient implements OnApplicationShutdown {
       }
       if (result.status === 429) {
         const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
-        // Every caller of every replica waits, not just this one: the limit is the API key's.
+        // Every caller of every replica using this key waits, not just this one: the limit is the API key's.
         await this.budget.pause(wait.ms, wait.adjusted ? `${wait.from}; ${wait.adjusted}` : wait.from);
         if (wait.ms > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
         // The next take waits the pause out.
@@ -214,7 +230,7 @@ export class PozyClient implements OnApplicationShutdown {
     const response = await this.pool.request({
       method: 'GET',
       path: `${this.basePath}${path}`,
-      headers: { authorization: `Bearer ${this.config.pozy.apiKey}`, accept: 'application/json' },
+      headers: { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' },
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
     });
     this.clock.observe(sentAt, new Date(), response.headers.date);

@@ -1,38 +1,20 @@
 import { Module } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
-import { MetricsService } from '../metrics/metrics.service';
 import { BudgetRepository } from './budget/budget.repository';
 import { PozyBudget } from './budget/pozy-budget.service';
 import { PozyClient } from './pozy-client.service';
+import { PozyClients } from './pozy-clients.service';
 import { PozyClock } from './pozy-clock.service';
 
 @Module({
   providers: [
     BudgetRepository,
-    {
-      provide: PozyBudget,
-      inject: [BudgetRepository, AppConfig, MetricsService],
-      useFactory: (repository: BudgetRepository, config: AppConfig, metrics: MetricsService) => {
-        const budget = new PozyBudget(
-          repository,
-          {
-            perWindow: config.pozy.rateLimitPerMinute,
-            windowMs: config.pozy.rateLimitWindowMs,
-            reserve: config.pozy.rateLimitReserve,
-            maxPauseMs: config.pozy.maxPauseMs,
-          },
-          {
-            lanes: true,
-            waited: (lane, ms) => metrics.budgetWait.observe({ lane }, ms / 1000),
-            paused: () => metrics.budgetPauses.inc(),
-          },
-        );
-        return budget;
-      },
-    },
-    PozyClient,
     PozyClock,
+    PozyClients,
+    // The environment's workspace: its client, and its key's budget (what /sync/status, the status page, /metrics
+    // and DELETE /admin/pozy-budget/pause show and act on), made by the same code as every workspace's.
+    { provide: PozyClient, inject: [PozyClients], useFactory: (clients: PozyClients) => clients.forWorkspace(clients.defaultAccess()) },
+    { provide: PozyBudget, inject: [PozyClient], useFactory: (client: PozyClient) => client.keyBudget },
   ],
-  exports: [PozyClient, PozyBudget, PozyClock],
+  exports: [PozyClient, PozyClients, PozyBudget, PozyClock],
 })
 export class PozyModule {}

@@ -171,7 +171,11 @@ export class PozyObservedResponse {
 }
 
 export class PozyBudgetStatusResponse {
-  @ApiProperty({ ...COUNT, description: 'POZY_RATE_LIMIT_PER_MINUTE: requests every replica together may make per window.' })
+  @ApiProperty({
+    ...COUNT,
+    description:
+      'POZY_RATE_LIMIT_PER_MINUTE (or a smaller limit given to another workspace of the key): requests every replica together may make per window with the key.',
+  })
   limit!: number;
 
   @ApiProperty({ type: 'integer', example: 60_000 })
@@ -225,7 +229,10 @@ export class SyncStatusResponse {
   @ApiProperty({ type: SweepStatusResponse })
   sweep!: SweepStatusResponse;
 
-  @ApiProperty({ type: PozyBudgetStatusResponse, description: "The deployment's one Pozy budget, shared by every replica." })
+  @ApiProperty({
+    type: PozyBudgetStatusResponse,
+    description: "The Pozy budget of the environment's API key (POZY_API_KEY), shared by every replica and workspace using that key.",
+  })
   pozyBudget!: PozyBudgetStatusResponse;
 
   @ApiProperty({

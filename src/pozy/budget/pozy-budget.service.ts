@@ -60,7 +60,7 @@ const MAX_SLEEP_MS = 1_000;
 
 /** The budget as it stands, for the status endpoint, page and metrics. */
 export interface BudgetStatus {
-  /** POZY_RATE_LIMIT_PER_MINUTE, over `windowMs`. */
+  /** POZY_RATE_LIMIT_PER_MINUTE over `windowMs`, or the smallest limit a workspace using the key was given. */
   limit: number;
   windowMs: number;
   /** What the deployment may use per window now: its own limit, less what others use of Pozy's and their reserve. */
@@ -78,20 +78,23 @@ export interface BudgetStatus {
 export interface BudgetOptions {
   /** False: one line in arrival order, whatever the lane (the baseline the bench compares the lanes with). */
   lanes: boolean;
+  /** Named in the log lines of a key other than the environment's (its key id, never the key). */
+  name?: string;
   /** Told how long each granted caller waited, and of each pause. */
   waited?(lane: Lane, ms: number): void;
   paused?(): void;
 }
 
 /**
- * This process's side of the deployment's one Pozy budget: callers wait here, highest lane first, and one loop
- * takes tokens for them from the shared state in PostgreSQL (budget-policy.ts has the rules), several at a time
- * when many wait and the budget is large.
+ * This process's side of one Pozy API key's budget (the deployment's for that key, whatever the workspaces using
+ * it): callers wait here, highest lane first, and one loop takes tokens for them from the key's shared state in
+ * PostgreSQL (budget-policy.ts has the rules), several at a time when many wait and the budget is large.
  */
 export class PozyBudget implements OnApplicationShutdown {
   private readonly logger = new Logger(PozyBudget.name);
   private readonly queues: Waiter[][] = LANES.map(() => []);
-  private readonly maxBatch: number;
+  private settings: BudgetSettings;
+  private maxBatch: number;
   private pumping = false;
   private closed = false;
   private wake: (() => void) | undefined;
@@ -106,11 +109,29 @@ export class PozyBudget implements OnApplicationShutdown {
 
   constructor(
     private readonly repository: BudgetRepository,
-    private readonly settings: BudgetSettings,
+    /** The key's row (budget-key.ts). */
+    readonly keyId: string,
+    settings: BudgetSettings,
     private readonly options: BudgetOptions = { lanes: true },
   ) {
-    // A tenth of a second's worth per take: one at a time at Pozy's usual budgets, fewer round trips at large ones.
-    this.maxBatch = Math.min(20, Math.max(1, Math.floor((settings.perWindow * 100) / settings.windowMs)));
+    this.settings = settings;
+    this.maxBatch = batchFor(settings);
+  }
+
+  get perWindow(): number {
+    return this.settings.perWindow;
+  }
+
+  /**
+   * This process's limit for the key from the next take on (workspaces sharing a key may be given different
+   * figures: the smallest is set here). Each replica grants up to the limit it knows, counted in the shared
+   * window: the replicas must be told the same figures (the workspace registry's), or the largest one told holds.
+   */
+  setPerWindow(perWindow: number): void {
+    if (!Number.isInteger(perWindow) || perWindow < 1) throw new RangeError(`A budget's limit must be a positive integer, not ${perWindow}`);
+    if (perWindow === this.settings.perWindow) return;
+    this.settings = { ...this.settings, perWindow };
+    this.maxBatch = batchFor(this.settings);
   }
 
   /** Last, like the client: jobs finishing during the shutdown's grace still take from the budget. */
@@ -166,11 +187,11 @@ export class PozyBudget implements OnApplicationShutdown {
       problem = `is ${Math.ceil((resetAtMs - now) / 1000)} s away: a pause it causes lasts ${this.settings.maxPauseMs} ms (POZY_MAX_PAUSE_MS)`;
     if (!problem) return;
     this.resetWarnedAt = now;
-    this.logger.warn(`Pozy says its window is spent, and its X-RateLimit-Reset ${quoted(sent)} ${problem}`);
+    this.logger.warn(`Pozy says its window is spent, and its X-RateLimit-Reset ${quoted(sent)} ${problem}${this.named()}`);
   }
 
   async status(): Promise<BudgetStatus> {
-    const { state, now } = await this.repository.read();
+    const { state, now } = await this.repository.read(this.keyId);
     const remote = state.remote && now - state.remote.at < this.settings.windowMs ? state.remote : null;
     return {
       limit: this.settings.perWindow,
@@ -192,9 +213,9 @@ export class PozyBudget implements OnApplicationShutdown {
     if (elapsed <= lateAfterMs(this.settings)) return;
     try {
       for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
-        const stored = await this.repository.read();
+        const stored = await this.repository.read(this.keyId);
         const state = recount(stored.state, grant.at, Math.min(stored.now, grant.at + elapsed), this.settings);
-        if (await this.repository.write(state, stored.version)) return;
+        if (await this.repository.write(this.keyId, state, stored.version)) return;
       }
     } catch (error) {
       // The answer is in hand; a Pozy that counts the request later than we do answers 429, which pauses everyone.
@@ -208,11 +229,11 @@ export class PozyBudget implements OnApplicationShutdown {
    */
   async pause(ms: number, why: string): Promise<void> {
     for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
-      const stored = await this.repository.read();
-      if (await this.repository.write(pauseFor(stored.state, ms, stored.now, this.settings), stored.version)) {
+      const stored = await this.repository.read(this.keyId);
+      if (await this.repository.write(this.keyId, pauseFor(stored.state, ms, stored.now, this.settings), stored.version)) {
         this.options.paused?.();
         this.logger.warn(
-          `Pozy answered 429 (${why}): every replica pauses its requests for ${Math.ceil(Math.min(ms, this.settings.maxPauseMs) / 1000)} s`,
+          `Pozy answered 429 (${why}): every replica pauses its requests for ${Math.ceil(Math.min(ms, this.settings.maxPauseMs) / 1000)} s${this.named()}`,
         );
         return;
       }
@@ -225,12 +246,12 @@ export class PozyBudget implements OnApplicationShutdown {
    */
   async resume(): Promise<{ lifted: Date | null; status: BudgetStatus }> {
     for (let conflict = 0; ; conflict += 1) {
-      const stored = await this.repository.read();
+      const stored = await this.repository.read(this.keyId);
       const until = cappedPause(stored.state, stored.now, this.settings);
-      if (await this.repository.write(resume(stored.state), stored.version)) {
+      if (await this.repository.write(this.keyId, resume(stored.state), stored.version)) {
         this.wake?.();
         if (until > stored.now)
-          this.logger.warn(`An operator lifted the pause of the Pozy budget (it lasted until ${new Date(until).toISOString()})`);
+          this.logger.warn(`An operator lifted the pause of the Pozy budget (it lasted until ${new Date(until).toISOString()})${this.named()}`);
         return { lifted: until > stored.now ? new Date(until) : null, status: await this.status() };
       }
       // Every replica writing the row at once: the operator may simply ask again.
@@ -244,6 +265,11 @@ export class PozyBudget implements OnApplicationShutdown {
         );
       }
     }
+  }
+
+  /** Which key a log line is about, when it is not the environment's. */
+  private named(): string {
+    return this.options.name === undefined ? '' : ` (API key ${this.options.name})`;
   }
 
   private head(): Waiter | undefined {
@@ -309,11 +335,11 @@ export class PozyBudget implements OnApplicationShutdown {
   /** One decision against the shared state, read and written again if another replica wrote it meanwhile. */
   private async takeShared(request: Omit<TakeRequest, 'observation'>): Promise<{ decision: Decision; grant: Grant }> {
     for (let conflict = 0; ; conflict += 1) {
-      const stored = await this.repository.read();
+      const stored = await this.repository.read(this.keyId);
       const told = this.observation;
       const observation = told && toSharedClock(told, stored.now);
       const decision = decide(stored.state, { ...request, observation }, stored.now, this.settings);
-      if (await this.repository.write(decision.state, stored.version)) {
+      if (await this.repository.write(this.keyId, decision.state, stored.version)) {
         // Told once; a newer answer that came meanwhile is told next time.
         if (this.observation === told) this.observation = undefined;
         return { decision, grant: { at: stored.now, localAt: Date.now() } };
@@ -321,6 +347,11 @@ export class PozyBudget implements OnApplicationShutdown {
       if (conflict >= MAX_CONFLICTS) throw new Error(`the shared Pozy budget was contended ${MAX_CONFLICTS} times in a row`);
     }
   }
+}
+
+/** A tenth of a second's worth per take: one at a time at Pozy's usual budgets, fewer round trips at large ones. */
+function batchFor(settings: BudgetSettings): number {
+  return Math.min(20, Math.max(1, Math.floor((settings.perWindow * 100) / settings.windowMs)));
 }
 
 /** The observation on the shared clock: as old there as it is here. */
