@@ -67,9 +67,7 @@ async function main(): Promise<void> {
   const prefix = process.env.SIMULATOR_WORKSPACE_KEY_PREFIX || 'sk_sim_ws';
   const listed = process.env.SIMULATOR_EXTRA_API_KEYS;
   const extraKeys = [
-    ...(listed === undefined ? [] : listed.split(','))
-      .map((key) => key.trim())
-      .filter((key) => key !== ''),
+    ...(listed === undefined ? [] : listed.split(',')).map((key) => key.trim()).filter((key) => key !== ''),
     ...Array.from({ length: extraCount }, (_, i) => `${prefix}-${i + 1}`),
   ];
   const duplicate = [apiKey, ...extraKeys].find((key, i, all) => all.indexOf(key) !== i);
