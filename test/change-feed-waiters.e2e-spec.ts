@@ -11,7 +11,7 @@ import type { FeedItem } from './support/feed-follower';
 import { Harness, startHarness } from './support/harness';
 import { waitFor } from './support/service';
 import { measured } from './support/committed';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const WAITERS = 600;
 const CHANGES = 30;

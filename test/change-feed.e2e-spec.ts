@@ -13,7 +13,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { FeedFollower, FeedItem } from './support/feed-follower';
 import { backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 

@@ -9,7 +9,7 @@ import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness 
 import { mirrorDifferences } from './support/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const POST_ROUTE = 'GET /v1/posts/:postId';
 

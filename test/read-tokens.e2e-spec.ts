@@ -5,7 +5,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { RunningService, startService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 // Two read tokens at once: a rotation under way. Neither is the admin token.
 const READ_OLD = 'read_old_4c1d9e7a2b';

@@ -7,7 +7,7 @@ import { PozyEventRepository } from '../src/events/pozy-event.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const ADMIN_TOKEN = 'retention-admin-token';
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };

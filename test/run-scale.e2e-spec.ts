@@ -5,7 +5,7 @@ import { SweepRunRepository } from '../src/sweep/sweep-run.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { explainAnalyzed, planNodes, recordingDatabase, rowsReadFrom, SentStatement } from './support/explain';
 import { startService } from './support/service';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 /**
  * The two statements an import runs on every page that read tables growing with the run: which listed posts the run

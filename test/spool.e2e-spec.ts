@@ -7,7 +7,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TcpProxy } from './support/tcp-proxy';
-import { DEFAULT_WORKSPACE } from '../src/workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const ADMIN = { authorization: 'Bearer spool-admin-token' };
 

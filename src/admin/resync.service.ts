@@ -4,7 +4,7 @@ import { ResourceType, resourceJobKey, workspaceJobKey } from '../queue/tasks';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';
-import { DEFAULT_WORKSPACE, WorkspaceId } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 
 @Injectable()
 export class ResyncService {

@@ -3,7 +3,7 @@ import { type Expression, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, type Db } from '../database/database.service';
 import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
-import type { WorkspaceId } from '../workspaces/workspace-id';
+import type { WorkspaceId } from '../common/workspace-id';
 
 const TRIGGERS = ['schedule', 'admin'] as const;
 const STATUSES = ['running', 'succeeded', 'failed'] as const;

@@ -10,7 +10,7 @@ import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const PAGE_SIZE = 100;
 /** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */

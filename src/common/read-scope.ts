@@ -1,12 +1,6 @@
-/**
- * A workspace id: a slug such as `acme-eu` (the single workspace of a deployment before workspaces is `default`).
- * The workspace registry, when it comes, decides which ids exist; this is only their form. The same as
- * workspaces/workspace-id.ts's WORKSPACE_ID (read-scope.spec.ts holds them equal), kept here since common/ may be
- * imported by every layer and workspaces/ will grow a registry above it.
- */
-export const WORKSPACE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+import { WORKSPACE_ID } from './workspace-id';
 
-export const isWorkspaceId = (value: unknown): value is string => typeof value === 'string' && WORKSPACE_ID_PATTERN.test(value);
+export const isWorkspaceId = (value: unknown): value is string => typeof value === 'string' && WORKSPACE_ID.test(value);
 
 /** Every workspace: API_TOKENS, ADMIN_TOKEN, open reads, and a token made for every workspace. */
 export const ALL_WORKSPACES = '*';

@@ -1,7 +1,7 @@
 import { ArrayMaxSize, Matches } from 'class-validator';
 import { ListParam } from './query-params';
 import { ConsistencyQuery } from './read-consistency';
-import { WORKSPACE_ID_PATTERN } from './read-scope';
+import { WORKSPACE_ID } from './workspace-id';
 
 /** A read asks for at most this many workspaces by name; a reader of more reads them all by naming none. */
 export const MAX_WORKSPACES_ASKED = 100;
@@ -13,6 +13,6 @@ export const MAX_WORKSPACES_ASKED = 100;
 export class WorkspaceQuery extends ConsistencyQuery {
   @ListParam('Only these workspaces (one id, or a comma-separated list); default: every workspace the token may read.', 'default')
   @ArrayMaxSize(MAX_WORKSPACES_ASKED)
-  @Matches(WORKSPACE_ID_PATTERN, { each: true, message: 'workspace must hold workspace ids (lower-case letters, digits and -, 1 to 63)' })
+  @Matches(WORKSPACE_ID, { each: true, message: 'workspace must hold workspace ids (lower-case letters, digits and -, 1 to 63)' })
   workspace?: string[];
 }

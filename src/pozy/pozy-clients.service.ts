@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Pool } from 'undici';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { budgetKeyId } from './budget/budget-key';
 import { BudgetRepository } from './budget/budget.repository';
 import { PozyBudget } from './budget/pozy-budget.service';
@@ -11,7 +11,7 @@ import { PozyClock } from './pozy-clock.service';
 
 /** What a workspace reaches Pozy with. */
 export interface PozyWorkspaceAccess {
-  /** The workspace's id (src/workspaces/workspace-id.ts). */
+  /** The workspace's id (src/common/workspace-id.ts). */
   id: string;
   apiKey: string;
   /** Pozy's API base URL, e.g. `https://api.pozy.example` (a path is kept, a trailing slash is not). */

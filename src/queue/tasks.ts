@@ -1,5 +1,5 @@
 import { IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { DEFAULT_WORKSPACE, WORKSPACE_ID, WorkspaceId } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE, WORKSPACE_ID, WorkspaceId } from '../common/workspace-id';
 
 /** The resources a reconcile job reads from Pozy; accounts are read per profile (`GET /v1/accounts?profileId=`). */
 export const RESOURCE_TYPES = ['post', 'profile'] as const;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
 import type { ResourceType } from '../queue/tasks';
-import type { WorkspaceId } from '../workspaces/workspace-id';
+import type { WorkspaceId } from '../common/workspace-id';
 
 export interface ReadState {
   /** When the last successful read of the resource began. */

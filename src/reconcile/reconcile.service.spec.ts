@@ -4,7 +4,7 @@ import type { PozyPostDto } from '../pozy/dto/pozy-post.dto';
 import type { Lane } from '../pozy/budget/budget-policy';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ReconcileService } from './reconcile.service';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const SKEW_MS = 5_000;
 const GRACE_MS = 10_000;

@@ -12,7 +12,7 @@ import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
-import type { WorkspaceId } from '../workspaces/workspace-id';
+import type { WorkspaceId } from '../common/workspace-id';
 
 /**
  * `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer

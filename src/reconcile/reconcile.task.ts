@@ -6,7 +6,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PozyProtocolError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { JobHandler, TaskHandler } from '../queue/task-handler.decorator';
 import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 

@@ -3,7 +3,7 @@ import { Expression, Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
-import type { WorkspaceId } from '../workspaces/workspace-id';
+import type { WorkspaceId } from '../common/workspace-id';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];

@@ -9,7 +9,7 @@ import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
 import { StopRequested, SweepRunner } from './sweep-runner';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 /** How often a worker looks for a run to start or resume (an import not done yet, a run whose replica died). */
 const SUPERVISE_EVERY_MS = 10_000;

@@ -7,7 +7,7 @@ import type { AppConfig } from '../config/app-config';
 import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
 import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const FIRST_RETRY_MS = 10_000;
 const NEXT_RETRIES_MS = 20 * 60_000;

@@ -9,7 +9,7 @@ import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckTimeoutError } from '../events/ack-deadline';
 import { isEventDataError } from './event-data-error';
 import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 export { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 

@@ -5,7 +5,7 @@ import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.serv
 import type { AckSpool } from './ack-spool';
 import { EventIngester, StoreOutcome } from './event-ingester';
 import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const DUE_AT = new Date('2026-11-30T12:00:01Z');
 

@@ -1,6 +1,6 @@
 import { applyDecorators, Body, Controller, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { ApiErrorResponse } from '../common/error-body.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { WebhookReceiptResponse } from './dto/webhook-receipt.response';

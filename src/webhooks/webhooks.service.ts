@@ -14,7 +14,7 @@ import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
 import { isEventDataError } from './event-data-error';
 import { EventIngester } from './event-ingester';
 import { matchingPozySecret } from './webhook-signature';
-import { DEFAULT_WORKSPACE, WorkspaceId } from '../workspaces/workspace-id';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 
 /** The label of the secret that matched, by its place in POZY_WEBHOOK_SECRET: never anything of the secret itself. */
 const SECRET_POSITIONS = ['first', 'second'] as const;

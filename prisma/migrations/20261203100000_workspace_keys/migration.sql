@@ -1,4 +1,4 @@
--- Every per-workspace table gains workspace_id, leading its primary key (src/workspaces/workspace-id.ts). The rows of a
+-- Every per-workspace table gains workspace_id, leading its primary key (src/common/workspace-id.ts). The rows of a
 -- database from before are the `default` workspace's: the column is added with that default (no rewrite of the
 -- table since PostgreSQL 11), which is then dropped, so that no later insert can forget its workspace. The keys are
 -- rebuilt, which reads each table once.

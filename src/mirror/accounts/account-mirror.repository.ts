@@ -10,7 +10,7 @@ import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { accountColumns, AccountColumns, accountJson } from './account-fields';
-import type { WorkspaceId } from '../../workspaces/workspace-id';
+import type { WorkspaceId } from '../../common/workspace-id';
 
 export interface ProfileRead {
   readId: string;

@@ -11,7 +11,7 @@ import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
 import { fromExcluded } from '../whole-object';
 import { postColumns, PostColumns, postJson } from './post-fields';
-import type { WorkspaceId } from '../../workspaces/workspace-id';
+import type { WorkspaceId } from '../../common/workspace-id';
 
 /** What one read of Pozy learned about a post. */
 export interface PostRead {

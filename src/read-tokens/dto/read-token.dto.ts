@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional, IsString, IsUUID, Matches, MaxLength, ValidateBy, ValidationArguments } from 'class-validator';
 import { LimitParam } from '../../common/query-params';
-import { ALL_WORKSPACES, isWorkspaceId, WORKSPACE_ID_PATTERN, Workspaces } from '../../common/read-scope';
+import { ALL_WORKSPACES, isWorkspaceId, Workspaces } from '../../common/read-scope';
+import { WORKSPACE_ID } from '../../common/workspace-id';
 
 export const MAX_NAME_LENGTH = 100;
 /** More than this is a token for (nearly) every workspace: `"*"` says so, and covers the ones created later. */
@@ -64,7 +65,7 @@ export class CreateReadTokenDto {
       `An id is ${WORKSPACE_ID_RULE} (\`acme-eu\`; a deployment's single workspace is \`default\`); at most ${MAX_WORKSPACES}, no repeats.`,
     oneOf: [
       { type: 'string', enum: [ALL_WORKSPACES] },
-      { type: 'array', items: { type: 'string', pattern: WORKSPACE_ID_PATTERN.source }, minItems: 1, maxItems: MAX_WORKSPACES, uniqueItems: true },
+      { type: 'array', items: { type: 'string', pattern: WORKSPACE_ID.source }, minItems: 1, maxItems: MAX_WORKSPACES, uniqueItems: true },
     ],
     example: ['acme-eu', 'acme-us'],
   })
