@@ -197,8 +197,8 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
   it('replays the ack queue (a few large events among hundreds) in batches bounded in bytes, and empties it', async () => {
     const spool = new Database(join(spoolDir, 'spool.sqlite'));
     const insert = spool.prepare(
-      `INSERT INTO spooled (id, event_id, event, spooled_at, attempts, next_attempt_at, first_timeout_at, last_error, state, dead_at)
-       VALUES (?, ?, ?, ?, 2, NULL, ?, 'the database did not acknowledge within 2000 ms', 'dead', ?)`,
+      `INSERT INTO spooled (id, workspace_id, event_id, event, spooled_at, attempts, next_attempt_at, first_timeout_at, last_error, state, dead_at)
+       VALUES (?, 'default', ?, ?, ?, 2, NULL, ?, 'the database did not acknowledge within 2000 ms', 'dead', ?)`,
     );
     const now = Date.now();
     const events = Array.from({ length: 300 }, (_, i) =>

@@ -74,6 +74,15 @@ function setup(spoolDir?: (root: string) => string) {
 
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
+/** Polls `done` (real timers) until it holds, failing past the deadline. */
+async function waitUntil(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 describe('AckSpool: when a spooled event is retried, and when it is given up on', () => {
   let s: ReturnType<typeof setup>;
   let spool: AckSpool;
@@ -116,6 +125,22 @@ describe('AckSpool: when a spooled event is retried, and when it is given up on'
     spool.add([event('a')], timeout());
 
     expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+  });
+
+  it("keeps two workspaces' events of one id apart, each retried with its workspace", async () => {
+    spool.add([event('a'), { ...event('a'), workspaceId: 'acme' }], timeout());
+    expect(spool.counts()).toEqual({ pending: 2, dead: 0 });
+
+    const sent: string[] = [];
+    const insertBatch = s.database.insertBatch;
+    s.database.insertBatch = (events) => {
+      sent.push(...events.map(eventKey));
+      return insertBatch(events);
+    };
+    await advance(FIRST_RETRY_MS);
+
+    expect(sent.sort()).toEqual(['acme/a', 'default/a']);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 0 });
   });
 
   it('retries every SPOOL_RETRY_SECOND_MS after that while the database keeps failing', async () => {
@@ -195,6 +220,45 @@ describe('AckSpool: when a spooled event is retried, and when it is given up on'
 
     expect(attemptTimes()).toEqual([0]);
     expect([...s.database.stored]).toEqual(['a']);
+  });
+});
+
+describe('AckSpool: a spool of a version before workspaces', () => {
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+
+  it('is upgraded at start, keeping what it held as the default workspace’s, which it then retries', async () => {
+    const s = setup();
+    // The table as that version created it, holding one event it had spooled.
+    const old = new Database(join(s.dir, 'spool.sqlite'));
+    old.exec(`CREATE TABLE spooled (
+      id TEXT PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
+      state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
+    const { workspaceId: _none, ...before } = event('old');
+    old
+      .prepare(`INSERT INTO spooled (id, event_id, event, spooled_at, next_attempt_at, last_error) VALUES (?, ?, ?, ?, ?, ?)`)
+      .run('00000000-0000-4000-8000-000000000001', 'old', JSON.stringify(before), Date.now(), Date.now(), 'timeout');
+    old.close();
+    const sent: string[] = [];
+    const insertBatch = s.database.insertBatch;
+    s.database.insertBatch = (events) => {
+      sent.push(...events.map(eventKey));
+      return insertBatch(events);
+    };
+
+    const spool = s.open();
+    try {
+      // Drained at start: the event, as the default workspace's.
+      await waitUntil(() => spool.counts().pending === 0);
+      expect(sent).toEqual(['default/old']);
+      spool.add([event('again'), { ...event('again'), workspaceId: 'acme' }], timeout());
+      expect(spool.counts()).toEqual({ pending: 2, dead: 0 });
+    } finally {
+      await s.close(spool);
+      s.remove();
+    }
   });
 });
 

@@ -20,6 +20,8 @@ export function isTimeout(error: unknown): boolean {
 
 export interface SpooledEvent {
   id: string;
+  /** The workspace whose path received it. */
+  workspaceId: string;
   eventId: string;
   eventType: string;
   spooledAt: Date;
@@ -39,6 +41,7 @@ export interface DeadPosition {
 
 interface Row {
   id: string;
+  workspace_id: string;
   event_id: string;
   event: string;
   spooled_at: number;
@@ -49,6 +52,25 @@ interface Row {
   state: 'pending' | 'dead';
   dead_at: number | null;
 }
+
+/** The spool's table: an event once per workspace and id, however many times it is spooled. */
+const SPOOLED_COLUMNS = `
+  id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, event_id TEXT NOT NULL, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER, UNIQUE (workspace_id, event_id)`;
+/** The columns a spool of a version before workspaces had, copied as they are when it is upgraded. */
+const SPOOLED_COPIED = [
+  'id',
+  'event_id',
+  'event',
+  'spooled_at',
+  'attempts',
+  'next_attempt_at',
+  'first_timeout_at',
+  'last_error',
+  'state',
+  'dead_at',
+] as const;
 
 const BATCH = 200;
 /** The spool holds whole event payloads: its directory and files are its owner's alone, whatever the umask. */
@@ -104,10 +126,8 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     this.db.pragma('journal_mode = WAL');
     // FULL: a commit is on disk before the webhook is answered.
     this.db.pragma('synchronous = FULL');
-    this.db.exec(`CREATE TABLE IF NOT EXISTS spooled (
-      id TEXT PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, spooled_at INTEGER NOT NULL,
-      attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, first_timeout_at INTEGER, last_error TEXT NOT NULL,
-      state TEXT NOT NULL DEFAULT 'pending', dead_at INTEGER)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS spooled (${SPOOLED_COLUMNS})`);
+    this.upgrade();
     // A bulk replay walks the dead letters by (dead_at, id).
     this.db.exec(`CREATE INDEX IF NOT EXISTS spooled_dead ON spooled (dead_at, id) WHERE state = 'dead'`);
     // The spool's own id, kept with it: which replica's spool a bulk replay of the ack queue works on.
@@ -115,6 +135,23 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     this.db.prepare(`INSERT OR IGNORE INTO spool_meta (key, value) VALUES ('spool_id', ?)`).run(randomUUID());
     this.spoolId = (this.db.prepare(`SELECT value FROM spool_meta WHERE key = 'spool_id'`).get() as { value: string }).value;
     for (const name of WAL_FILES) this.makePrivate(join(dir, name), PRIVATE_FILE);
+  }
+
+  /**
+   * A spool of a version before workspaces keys its events by id alone: its table is rebuilt, in one transaction,
+   * with every event its default workspace's, so that two workspaces' events of one id are both kept.
+   */
+  private upgrade(): void {
+    const columns = this.db.prepare(`SELECT name FROM pragma_table_info('spooled')`).all() as Array<{ name: string }>;
+    if (columns.some((column) => column.name === 'workspace_id')) return;
+    const kept = SPOOLED_COPIED.join(', ');
+    this.db.transaction(() => {
+      this.db.exec(`CREATE TABLE spooled_by_workspace (${SPOOLED_COLUMNS})`);
+      this.db.exec(`INSERT INTO spooled_by_workspace (workspace_id, ${kept}) SELECT '${DEFAULT_WORKSPACE}', ${kept} FROM spooled`);
+      this.db.exec(`DROP TABLE spooled`);
+      this.db.exec(`ALTER TABLE spooled_by_workspace RENAME TO spooled`);
+    })();
+    this.logger.log('Spool upgraded: its events are keyed by workspace and id, the ones it held the default workspace’s');
   }
 
   /** Takes group and other access away from a spool path an older version (or a looser umask) left open, saying so. */
@@ -158,13 +195,22 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   add(events: readonly NewPozyEvent[], cause: unknown): void {
     const now = Date.now();
     const insert = this.db.prepare(
-      `INSERT OR IGNORE INTO spooled (id, event_id, event, spooled_at, next_attempt_at, first_timeout_at, last_error)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO spooled (id, workspace_id, event_id, event, spooled_at, next_attempt_at, first_timeout_at, last_error)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const message = cause instanceof Error ? cause.message : String(cause);
     this.db.transaction(() => {
       for (const event of events) {
-        insert.run(randomUUID(), event.id, JSON.stringify(event), now, now + this.config.spoolRetryFirstMs, isTimeout(cause) ? now : null, message);
+        insert.run(
+          randomUUID(),
+          event.workspaceId,
+          event.id,
+          JSON.stringify(event),
+          now,
+          now + this.config.spoolRetryFirstMs,
+          isTimeout(cause) ? now : null,
+          message,
+        );
       }
     })();
     this.logger.warn(`Spooled ${events.length} event(s): ${message}`);
@@ -310,6 +356,7 @@ function toSpooled(row: Row): SpooledEvent {
   const event = JSON.parse(row.event) as { type: string };
   return {
     id: row.id,
+    workspaceId: row.workspace_id,
     eventId: row.event_id,
     eventType: event.type,
     spooledAt: new Date(row.spooled_at),

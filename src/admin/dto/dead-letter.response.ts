@@ -11,6 +11,9 @@ export class DeadLetterResponse {
   @ApiProperty({ enum: ['delivery'], example: 'delivery' })
   queue!: 'delivery';
 
+  @ApiProperty({ description: 'The workspace of the resource.', example: 'default' })
+  workspaceId!: string;
+
   @ApiProperty({ enum: ['reconcile', 'notification'], description: 'A read from Pozy, or a change notification to a subscriber.' })
   kind!: 'reconcile' | 'notification';
 
@@ -65,6 +68,9 @@ export class DeadLetterResponse {
 export class SpooledEventResponse {
   @ApiProperty({ format: 'uuid', description: 'The letter id (for `POST /admin/dead-letters/{id}/replay`).' })
   id!: string;
+
+  @ApiProperty({ description: 'The workspace whose path received the event.', example: 'default' })
+  workspaceId!: string;
 
   @ApiProperty({ description: "The event's id (Pozy's).", example: 'evt_01J8Z6W2C5' })
   eventId!: string;
