@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { plainToInstance } from 'class-transformer';
 import type { Account } from '../simulator/world/pozy-shapes';
+import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
+import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { freePort } from './support/ports';
@@ -149,6 +152,67 @@ describe('change notifications: signed fan-out to subscribers', () => {
     );
     expect(otherProfile.received).toEqual([]);
     expect(accountsOnly.received).toEqual([]);
+  });
+
+  it('sends a subscriber that follows some workspaces only their changes, each notification carrying its workspaceId', async () => {
+    const { profileId, accounts } = await profileWithAccounts(['linkedin']);
+    const [defaultOnly, acmeOnly, every] = [await subscriber(), await subscriber(), await subscriber()];
+    const follows = { eventTypes: ['post.changed'], profileIds: [profileId] };
+    const defaults = await subscribe({ url: defaultOnly.url, ...follows, workspaceIds: ['default'] });
+    const acme = await subscribe({ url: acmeOnly.url, ...follows, workspaceIds: ['acme'] });
+    await subscribe({ url: every.url, ...follows });
+    expect(defaults).toMatchObject({ workspaceIds: ['default'] });
+    expect(acme).toMatchObject({ workspaceIds: ['acme'] });
+
+    // A change of the default workspace, read from Pozy as usual.
+    const post = world().createPost({ content: 'for default', accountIds: [accounts[0]._id], scheduledFor: Date.now() + 60_000 });
+    world().publishPost(post._id);
+    await settled(harness);
+    await waitFor('the default workspace’s notifications', async () =>
+      defaultOnly.about(post._id).length > 0 && every.about(post._id).length > 0 ? true : undefined,
+    );
+    expect(defaultOnly.about(post._id)[0].json).toMatchObject({ data: { id: post._id, workspaceId: 'default', post: { workspaceId: 'default' } } });
+    expect(acmeOnly.about(post._id)).toEqual([]);
+    const { rows } = await harness.service.pool.query<{ workspace_id: string; subscription_id: string }>(
+      'SELECT workspace_id, subscription_id FROM notification WHERE resource_key = $1 ORDER BY subscription_id',
+      [`post:${post._id}`],
+    );
+    expect(rows.every((row) => row.workspace_id === 'default')).toBe(true);
+    expect(rows.map((row) => row.subscription_id)).not.toContain(acme.id);
+
+    // The same post written as workspace acme's (what acme's reconcile writes): a subscriber of acme gets it, the
+    // default workspace's does not. acme holds no account of the profile, so the subscriptions above that filter by
+    // profile match none of its posts: this one follows acme by workspace alone.
+    const acmeOnlyAll = await subscribe({ url: acmeOnly.url, eventTypes: ['post.changed'], workspaceIds: ['acme'] });
+    const written = await harness.service.app
+      .get(PostMirrorRepository)
+      .write('acme', plainToInstance(PozyPostDto, world().getPost(post._id)), { readId: randomUUID(), startedAt: new Date(), lastEventAt: null });
+    expect(written).toMatchObject({ outcome: 'written', created: 1 });
+    await waitFor('acme’s notification', async () => (acmeOnly.about(post._id).length > 0 ? true : undefined));
+    expect(acmeOnly.about(post._id).map((r) => r.json.data.workspaceId)).toEqual(['acme']);
+    expect(acmeOnly.about(post._id)[0].headers['webhook-id']).toMatch(/^msg_/);
+    expect(defaultOnly.about(post._id)).toHaveLength(1);
+    const acmeRows = await harness.service.pool.query<{ subscription_id: string }>(
+      `SELECT subscription_id FROM notification WHERE workspace_id = 'acme' AND resource_key = $1`,
+      [`post:${post._id}`],
+    );
+    expect(acmeRows.rows.map((row) => row.subscription_id)).toEqual([acmeOnlyAll.id]);
+  });
+
+  it.each([
+    ['a workspace id that is no slug', { workspaceIds: ['Not A Slug'] }],
+    ['workspace ids that are no list', { workspaceIds: 'acme' }],
+    ['over 100 workspace ids', { workspaceIds: Array.from({ length: 101 }, (_, i) => `w${i}`) }],
+  ])('refuses a subscription with %s (400 naming workspaceIds), storing nothing', async (_what, field) => {
+    const before = (await harness.service.pool.query('SELECT count(*)::int AS n FROM subscription')).rows[0].n as number;
+    const response = await api('/admin/subscriptions', {
+      method: 'POST',
+      headers: JSON_ADMIN,
+      body: JSON.stringify({ url: 'https://example.com/hook', eventTypes: ['post.changed'], ...field }),
+    });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toMatch(/workspaceIds/);
+    expect((await harness.service.pool.query('SELECT count(*)::int AS n FROM subscription')).rows[0].n).toBe(before);
   });
 
   it('notifies nobody for a duplicate event, an out-of-order one, or a re-read that finds nothing new', async () => {

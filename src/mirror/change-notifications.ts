@@ -45,6 +45,7 @@ export const notifySubscribers = (db: Db) =>
               eb.ref('s.active'),
               eb('s.deleted_at', 'is', null),
               eb('c.type', '=', eb.fn.any('s.event_types')),
+              eb.or([eb(eb.fn('cardinality', ['s.workspace_ids']), '=', eb.lit(0)), eb('c.workspace_id', '=', eb.fn.any('s.workspace_ids'))]),
               eb.or([eb(eb.fn('cardinality', ['s.profile_ids']), '=', eb.lit(0)), eb('s.profile_ids', '&&', eb.ref('c.profile_ids'))]),
               eb.or([eb(eb.fn('cardinality', ['s.platforms']), '=', eb.lit(0)), eb('s.platforms', '&&', eb.ref('c.platforms'))]),
             ]),

@@ -9,7 +9,10 @@ import { milliseconds, now } from './notification-expressions';
 import { NOTIFICATION_TYPES, NotificationType } from './notification-types';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */
-export type Subscription = Pick<SubscriptionRow, 'id' | 'url' | 'description' | 'profileIds' | 'platforms' | 'active' | 'createdAt'> & {
+export type Subscription = Pick<
+  SubscriptionRow,
+  'id' | 'url' | 'description' | 'workspaceIds' | 'profileIds' | 'platforms' | 'active' | 'createdAt'
+> & {
   eventTypes: NotificationType[];
   /** Until when notifications are also signed with the secret before the last rotation; null: only with the current one. */
   previousSecretUntil: Date | null;
@@ -25,7 +28,7 @@ export type SubscriptionHealth = {
   deadLetters: number;
 } & Pick<SubscriptionRow, 'failingSince' | 'pausedAt' | 'pausedReason' | 'lastSuccessAt' | 'lastFailureAt' | 'lastError'>;
 
-export type NewSubscription = Pick<SubscriptionRow, 'url' | 'profileIds' | 'platforms' | 'description' | 'active'> & {
+export type NewSubscription = Pick<SubscriptionRow, 'url' | 'workspaceIds' | 'profileIds' | 'platforms' | 'description' | 'active'> & {
   /** In plaintext: the repository encrypts it. */
   secret: string;
   eventTypes: NotificationType[];
@@ -105,6 +108,7 @@ function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
     url: row.url,
     description: row.description,
     eventTypes: row.eventTypes.map((type) => oneOf(NOTIFICATION_TYPES, type, 'notification type')),
+    workspaceIds: row.workspaceIds,
     profileIds: row.profileIds,
     platforms: row.platforms,
     active: row.active,
@@ -303,6 +307,7 @@ export class SubscriptionRepository {
       data: {
         url: changes.url ?? undefined,
         eventTypes: changes.eventTypes ?? undefined,
+        workspaceIds: changes.workspaceIds ?? undefined,
         profileIds: changes.profileIds ?? undefined,
         platforms: changes.platforms ?? undefined,
         description: changes.description ?? undefined,

@@ -24,6 +24,7 @@ export class SubscriptionsService {
       url: dto.url,
       secret,
       eventTypes: dto.eventTypes,
+      workspaceIds: dto.workspaceIds ?? [],
       profileIds: dto.profileIds ?? [],
       platforms: dto.platforms ?? [],
       description: dto.description ?? null,

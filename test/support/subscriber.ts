@@ -13,7 +13,14 @@ export interface Received {
   json: {
     type: string;
     timestamp: string;
-    data: { id: string; sequence: number; pozyUpdatedAt: string | null; post?: Record<string, unknown>; account?: Record<string, unknown> };
+    data: {
+      id: string;
+      workspaceId: string;
+      sequence: number;
+      pozyUpdatedAt: string | null;
+      post?: Record<string, unknown>;
+      account?: Record<string, unknown>;
+    };
   };
   /** When the request arrived (ms since epoch). */
   at: number;

@@ -22,6 +22,8 @@ import {
 import { isIPv4 } from 'node:net';
 import { describeForbidden, forbiddenRange } from '../address-policy';
 import { NOTIFICATION_TYPES, NotificationType } from '../notification-types';
+import { WORKSPACE_ID } from '../../common/workspace-id';
+import { MAX_WORKSPACES_ASKED } from '../../common/workspace-query';
 
 // Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes.
 const SECRET = /^whsec_(?:[A-Za-z0-9+/]{4}){8,22}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -55,7 +57,7 @@ function urlMessage({ value }: ValidationArguments): string {
 }
 
 // The documentation of the fields, shared by create and update.
-const DOC: Record<'url' | 'eventTypes' | 'profileIds' | 'platforms' | 'description' | 'active', ApiPropertyOptions> = {
+const DOC: Record<'url' | 'eventTypes' | 'workspaceIds' | 'profileIds' | 'platforms' | 'description' | 'active', ApiPropertyOptions> = {
   url: {
     description:
       'Where notifications are POSTed: an http:// or https:// URL, without credentials. Loopback, private, link-local and cloud metadata addresses (and names resolving to them) are refused unless NOTIFY_ALLOWED_HOSTS allows them; redirects are not followed.',
@@ -70,6 +72,12 @@ const DOC: Record<'url' | 'eventTypes' | 'profileIds' | 'platforms' | 'descripti
     uniqueItems: true,
     description: 'The changes to be notified of.',
     example: ['post.changed', 'post.deleted'],
+  },
+  workspaceIds: {
+    type: [String],
+    maxItems: MAX_WORKSPACES_ASKED,
+    description: 'Only posts and accounts of these workspaces (ids such as `acme-eu`); omitted or empty: all, those added later included.',
+    example: ['default'],
   },
   profileIds: {
     type: [String],
@@ -106,6 +114,14 @@ export class CreateSubscriptionDto {
   @ArrayUnique()
   @IsIn(NOTIFICATION_TYPES, { each: true, message: `eventTypes must each be one of: ${NOTIFICATION_TYPES.join(', ')}` })
   eventTypes!: NotificationType[];
+
+  /** Only posts and accounts of these workspaces; omitted or empty: all. */
+  @ApiPropertyOptional(DOC.workspaceIds)
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(MAX_WORKSPACES_ASKED)
+  @Matches(WORKSPACE_ID, { each: true, message: 'workspaceIds must each be a workspace id (lower-case letters, digits and -, 1 to 63)' })
+  workspaceIds?: string[];
 
   /** Only posts and accounts of these profiles; omitted or empty: all. */
   @ApiPropertyOptional(DOC.profileIds)

@@ -52,6 +52,9 @@ export class SubscriptionResponse {
   @ApiProperty({ enum: [...NOTIFICATION_TYPES], isArray: true, example: ['post.changed', 'post.deleted'] })
   eventTypes!: string[];
 
+  @ApiProperty({ type: [String], description: 'Only these workspaces; empty: all.', example: [] })
+  workspaceIds!: string[];
+
   @ApiProperty({ type: [String], description: 'Only these profiles; empty: all.', example: [] })
   profileIds!: string[];
 
