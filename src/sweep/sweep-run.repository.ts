@@ -413,14 +413,12 @@ export class SweepRunRepository {
           .as('last'),
         eb
           .selectFrom('chunk as c')
-          .select((eb) => eb.fn.agg<string[]>('array_agg', ['c.id']).orderBy('c.id').as('ids'))
-          .where((eb) =>
-            eb.and([
-              eb('c.deleted_at', 'is', null),
-              eb('c.read_started_at', '<', listedFrom),
-              eb.not(eb.exists(this.seenRow(workspaceId, runId, postsSeenIn(pass), eb.ref('c.id')))),
-            ]),
+          .leftJoinLateral(
+            () => this.seenRow(workspaceId, runId, postsSeenIn(pass), sql.ref<string>('c.id')).as('seen'),
+            (join) => join.onTrue(),
           )
+          .select((eb) => eb.fn.agg<string[]>('array_agg', ['c.id']).orderBy('c.id').as('ids'))
+          .where((eb) => eb.and([eb('c.deleted_at', 'is', null), eb('c.read_started_at', '<', listedFrom), eb('seen.one', 'is', null)]))
           .$asScalar()
           .as('missing'),
       ])
@@ -448,14 +446,12 @@ export class SweepRunRepository {
       .with('missing', (db) =>
         db
           .selectFrom('chunk as c')
+          .leftJoinLateral(
+            () => this.seenRow(workspaceId, runId, 'account', sql.ref<string>('c.id')).as('seen'),
+            (join) => join.onTrue(),
+          )
           .select(['c.id', 'c.profile_id'])
-          .where((eb) =>
-            eb.and([
-              eb('c.removed_at', 'is', null),
-              eb('c.read_started_at', '<', listedFrom),
-              eb.not(eb.exists(this.seenRow(workspaceId, runId, 'account', eb.ref('c.id')))),
-            ]),
-          ),
+          .where((eb) => eb.and([eb('c.removed_at', 'is', null), eb('c.read_started_at', '<', listedFrom), eb('seen.one', 'is', null)])),
       )
       .selectNoFrom((eb) => [
         eb
@@ -479,7 +475,12 @@ export class SweepRunRepository {
     return { last: chunk.last, missing: (chunk.ids ?? []).map((id, i) => ({ id, profileId: profiles[i] })) };
   }
 
-  /** The run's `sweep_seen` row for `id` under `resource`, for an EXISTS. */
+  /**
+   * The run's `sweep_seen` row for `id` under `resource`, as a LATERAL subquery with a LIMIT: one probe of the primary
+   * key per row of the walk, whatever the statistics say. As a NOT EXISTS it became an anti join that the planner,
+   * with sweep_seen not analyzed since the run filled it, probed by the key's first three columns only, reading every
+   * id the run had seen for each row: 3 s for a walk of 5,200 posts, against 30 ms so.
+   */
   private seenRow(workspaceId: WorkspaceId, runId: string, resource: SweepResource, id: Expression<string>) {
     return this.database.db
       .selectFrom('sweep_seen as s')
@@ -487,7 +488,8 @@ export class SweepRunRepository {
       .where('s.workspace_id', '=', workspaceId)
       .where('s.run_id', '=', runId)
       .where('s.resource', '=', resource)
-      .where('s.id', '=', id);
+      .where('s.id', '=', id)
+      .limit(1);
   }
 
   private async forgetSeen(workspaceId: WorkspaceId, runId: string): Promise<void> {
