@@ -74,6 +74,32 @@ describe('the per-page statements of an import, 200,000 rows into a run', () => 
     expect(await lookUp(second)).toBeLessThanOrEqual(page.length);
   });
 
+  it('walks the mirror for posts the run did not see with one probe of what it has seen per post, however much it has seen', async () => {
+    const WALKED = 5_000;
+    const run = randomUUID();
+    await pool.query(
+      `INSERT INTO post (workspace_id, id, status, platforms, account_ids, platform_names, pozy_created_at, pozy_updated_at,
+                         synced_at, read_started_at, read_id, sequence)
+       SELECT 'default', 'w' || lpad(i::text, 7, '0'), 'published', '[]', '{}', '{}', now(), now(), now(), now() - interval '1 hour',
+              gen_random_uuid(), 1
+         FROM generate_series(1, ${WALKED}) i`,
+    );
+    // Every post seen but the last ten: what the walk must find, and nothing else.
+    await pool.query(
+      `INSERT INTO sweep_seen (workspace_id, run_id, resource, id)
+       SELECT 'default', $1, 'post', 'w' || lpad(i::text, 7, '0') FROM generate_series(1, ${WALKED - 10}) i`,
+      [run],
+    );
+    const chunk = await runs.missingPosts(DEFAULT_WORKSPACE, run, 1, null, new Date());
+    expect(chunk.missing).toEqual(Array.from({ length: 10 }, (_, i) => `w${String(WALKED - 9 + i).padStart(7, '0')}`));
+    const { plan } = await explainAnalyzed(pool, statement(/"sweep_seen"/i));
+    // One probe per post walked, each reading at most its own row: not every id the run has seen, for each post.
+    expect(rowsReadFrom(plan, 'sweep_seen')).toBeLessThanOrEqual(WALKED);
+    const probes = planNodes(plan).filter((node) => node['Relation Name'] === 'sweep_seen');
+    expect(probes.length).toBeGreaterThan(0);
+    for (const probe of probes) expect(String(probe['Index Cond'])).toMatch(/\bid = /);
+  });
+
   it('places new feed entries without reading the entries it placed before, however many', async () => {
     // An import's worth of entries, all placed (their old versions, position NULL, stay in the indexes until
     // vacuum, which is kept off here as it is during a long import), then one page more.
