@@ -97,7 +97,7 @@ describe('the per-page statements of an import, 200,000 rows into a run', () => 
     expect(rowsReadFrom(plan, 'sweep_seen')).toBeLessThanOrEqual(WALKED);
     const probes = planNodes(plan).filter((node) => node['Relation Name'] === 'sweep_seen');
     expect(probes.length).toBeGreaterThan(0);
-    for (const probe of probes) expect(String(probe['Index Cond'])).toMatch(/\bid = /);
+    for (const probe of probes) expect(probe['Index Cond']).toMatch(/\bid = /);
   });
 
   it('places new feed entries without reading the entries it placed before, however many', async () => {

@@ -8,6 +8,8 @@ export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  /** The conditions an index scan looks up by (a join's inner side names the outer column it probes with). */
+  'Index Cond'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Shared Hit Blocks'?: number;
