@@ -197,9 +197,11 @@ describe(`GET /changes with ${WAITERS} long polls at once: one reader for all of
       },
       true,
     );
-    // Each change costs its write, the sequencer's pass and a read or two of the tail, whatever the number of long polls.
+    // Each change costs its write, the sequencer's pass and a read or two of the tail, whatever the number of long polls:
+    // a handful of transactions, where a read per long poll would cost WAITERS. The bound leaves room for the idle
+    // loops' count, which varies by dozens between two windows (CI saw 388 against a bound of 300 once, 30 changes).
     const changing = busy.total - idlePerSecond * busy.seconds;
-    expect(changing).toBeLessThan(CHANGES * 10);
+    expect(changing).toBeLessThan(CHANGES * 20);
     expect(pollers.flatMap((poller) => poller.problems)).toEqual([]);
 
     // The cap: with every long poll back in place, one more is refused, clearly; a read without wait is no long poll.
