@@ -8,6 +8,9 @@ export const ALL_WORKSPACES = '*';
 /** The workspaces a reader may read: `'*'` for every one, or a list of ids. */
 export type Workspaces = typeof ALL_WORKSPACES | readonly string[];
 
+/** A read cut to no workspace at all: it answers nothing, never everything. */
+export const readsNothing = (workspaces: Workspaces): boolean => workspaces !== ALL_WORKSPACES && workspaces.length === 0;
+
 /**
  * What one request's reader may read, as the read guards found it (common/read-access.ts); a handler takes it with
  * `@ReadScope()`. Immutable; serialises as `{ workspaces }`.

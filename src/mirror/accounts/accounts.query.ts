@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
-import { ALL_WORKSPACES, Workspaces } from '../../common/read-scope';
-import { ambiguousId } from '../ambiguous-id';
+import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
+import { atMostOne } from '../ambiguous-id';
 import { decodeCursor, page } from '../cursor';
 import { present } from '../whole-object';
 import { ACCOUNT_FIELD_ORDER, accountJson } from './account-fields';
@@ -28,7 +28,7 @@ export class AccountsQuery {
   ): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor);
-    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return { data: [], nextCursor: null };
+    if (readsNothing(workspaces)) return { data: [], nextCursor: null };
     const rows = await db
       .selectFrom('account')
       .select(['account.workspace_id', 'account.id', accountJson('account').as('body')])
@@ -53,20 +53,15 @@ export class AccountsQuery {
 
   /** As PostsQuery.get: 409 `ambiguous_id` when more than one of the reader's workspaces holds this id. */
   async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<MirroredAccount | undefined> {
-    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return undefined;
+    if (readsNothing(workspaces)) return undefined;
     const rows = await db
       .selectFrom('account')
       .select(['account.workspace_id', accountJson('account').as('body')])
       .where((eb) => eb.and([eb('account.id', '=', id), ...inWorkspaces(eb, workspaces)]))
       .orderBy('account.workspace_id')
       .execute();
-    if (rows.length > 1)
-      throw ambiguousId(
-        'Account',
-        id,
-        rows.map((row) => row.workspace_id),
-      );
-    return rows[0] && present(rows[0].body, ACCOUNT_FIELD_ORDER, fields);
+    const [row] = atMostOne('Account', id, rows);
+    return row && present(row.body, ACCOUNT_FIELD_ORDER, fields);
   }
 }
 

@@ -8,8 +8,8 @@ import { present } from '../whole-object';
 import { POST_FIELD_ORDER, postJson } from './post-fields';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
-import { ALL_WORKSPACES, Workspaces } from '../../common/read-scope';
-import { ambiguousId } from '../ambiguous-id';
+import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
+import { atMostOne } from '../ambiguous-id';
 
 /** A mirrored post as the query endpoints answer it: Pozy's fields, then the mirror's (see post-fields.ts). */
 export type MirroredPost = Record<string, unknown>;
@@ -47,7 +47,7 @@ export class PostsQuery {
     const sort = parseSort(query.sort);
     const cursor = decodePostCursor(query.cursor, sort);
     // A reader none of whose workspaces was asked for reads nothing, never everything.
-    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return { data: [], nextCursor: null };
+    if (readsNothing(workspaces)) return { data: [], nextCursor: null };
     const filters = await this.narrowSearch(db, parseFilters(query, workspaces));
     const rows =
       sort.field === 'id'
@@ -96,7 +96,7 @@ export class PostsQuery {
    * one does (two workspaces of one Pozy key) and the reader did not pick one.
    */
   async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<MirroredPost | undefined> {
-    if (workspaces !== ALL_WORKSPACES && workspaces.length === 0) return undefined;
+    if (readsNothing(workspaces)) return undefined;
     const rows = await this.selectRows(
       this.from(db)
         .where('post.id', '=', id)
@@ -105,13 +105,7 @@ export class PostsQuery {
     )
       .orderBy('post.workspace_id')
       .execute();
-    if (rows.length > 1)
-      throw ambiguousId(
-        'Post',
-        id,
-        rows.map((row) => row.workspace_id),
-      );
-    return (await this.answer(db, rows, fields))[0];
+    return (await this.answer(db, atMostOne('Post', id, rows), fields))[0];
   }
 
   private selectRows(query: ReturnType<PostsQuery['from']>, sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]) {
