@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { DatabaseService } from './database.service';
+import { TableStatistics } from './table-statistics';
 
 @Global()
-@Module({ providers: [DatabaseService], exports: [DatabaseService] })
+@Module({ providers: [DatabaseService, TableStatistics], exports: [DatabaseService, TableStatistics] })
 export class DatabaseModule {}
