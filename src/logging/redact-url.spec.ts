@@ -23,6 +23,14 @@ describe('redactUrl', () => {
     expect(redactUrl(url, SECRETS)).toBe(logged);
   });
 
+  it("redacts a workspace's key or secret where a whole value is one", () => {
+    const workspaces = new Set(['sk_workspace_key_1', 'a-secret-the-operator-chose']);
+    expect(redactUrl('/posts/sk_workspace_key_1?q=a-secret-the-operator-chose&limit=1', SECRETS, workspaces)).toBe(
+      '/posts/[redacted]?q=[redacted]&limit=1',
+    );
+    expect(redactUrl('/posts?q=sale', SECRETS, workspaces)).toBe('/posts?q=sale');
+  });
+
   describe('a token made with POST /admin/tokens, known by its form alone', () => {
     const MADE = 'pzs_uT-lv2k385rGdbBIEHCxMlX8BGu69jpzA5I0ZbA582Q';
 

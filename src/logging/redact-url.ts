@@ -3,6 +3,7 @@ import { MADE_TOKEN_FORM } from '../common/bearer-token';
 /** Query parameters whose values are taken for secrets by their name alone. */
 const SECRET_NAME = /token|secret|key|password|signature|auth/i;
 const REDACTED = '[redacted]';
+const NONE: ReadonlySet<string> = new Set();
 
 const percentDecode = (text: string): string => {
   try {
@@ -25,7 +26,7 @@ const readings = (text: string): string[] => [text, percentDecode(text), percent
  * that puts a token in the URL is refused, but its request line is still written: the token must not be in it.
  * Everything else is kept as sent, so the line still shows what was asked.
  */
-export function redactUrl(url: string, secrets: readonly string[]): string {
+export function redactUrl(url: string, secrets: readonly string[], exact: ReadonlySet<string> = NONE): string {
   // A secret's `+` may also have been read as a space, wherever its value was decoded as a form.
   const spellings = secrets.flatMap((secret) => (secret.includes('+') ? [secret, secret.replace(/\+/g, ' ')] : [secret]));
   const holdsSecret = (raw: string) =>
@@ -33,6 +34,8 @@ export function redactUrl(url: string, secrets: readonly string[]): string {
       (value) =>
         // A token made through the API, by its form: no list of them is at hand here.
         MADE_TOKEN_FORM.test(value) ||
+        // The workspaces' keys and secrets: thousands, so only as a whole value (a Set lookup per value).
+        exact.has(value) ||
         // A short secret only when the whole value is it: as a part, it would hide half the log.
         spellings.some((secret) => (secret.length >= 8 ? value.includes(secret) : value === secret)),
     );

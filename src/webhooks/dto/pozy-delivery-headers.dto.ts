@@ -1,4 +1,7 @@
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { isText } from '../../common/validate-dto';
+
+const ATTEMPT = /^[1-9]\d{0,3}$/;
 
 /** The delivery headers Pozy sends with every attempt (lower-case, as Node exposes them). */
 export class PozyDeliveryHeadersDto {
@@ -13,8 +16,14 @@ export class PozyDeliveryHeadersDto {
   deliveryId?: string;
 
   @IsOptional()
-  @Matches(/^[1-9]\d{0,3}$/, { message: 'X-Pozy-Attempt header must be a positive integer' })
+  @Matches(ATTEMPT, { message: 'X-Pozy-Attempt header must be a positive integer' })
   attempt?: string;
+
+  /** The headers as Pozy sends them; see QuickCheck (common/validate-dto.ts). */
+  static readonly quickCheck = (dto: PozyDeliveryHeadersDto): boolean =>
+    isText(dto.eventId, 200) &&
+    (dto.deliveryId === undefined || (typeof dto.deliveryId === 'string' && dto.deliveryId.length <= 200)) &&
+    (dto.attempt === undefined || (typeof dto.attempt === 'string' && ATTEMPT.test(dto.attempt)));
 
   static fromHeaders(headers: Record<string, string | string[] | undefined>): PozyDeliveryHeadersDto {
     return Object.assign(new PozyDeliveryHeadersDto(), {

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
-import { IsInstant } from '../../common/instant';
-import { isJsonObject } from '../../common/validate-dto';
+import { IsInstant, parseInstant } from '../../common/instant';
+import { isJsonObject, isText } from '../../common/validate-dto';
 import { ACCOUNT_EVENTS, isAccountEvent, isPostEvent, POST_EVENTS } from '../pozy-events';
 
 /** Only what routing needs; the rest of the block is stored as sent (events are hints, Pozy's API is the truth). */
@@ -27,6 +27,8 @@ export class PozyAccountBlockDto {
 
 /** A real event needs its resource block; a test event (`test: true`) never reaches the mirror, so it need not. */
 const needsBlock = (check: (type: unknown) => boolean) => (envelope: PozyEventEnvelopeDto) => check(envelope.event) && envelope.test !== true;
+const needsPost = needsBlock(isPostEvent);
+const needsAccount = needsBlock(isAccountEvent);
 
 /**
  * The webhook envelope `{ id, event, timestamp, <block> }`. Unknown fields and event types are accepted and
@@ -67,7 +69,7 @@ export class PozyEventEnvelopeDto {
     selfRequired: false,
     additionalProperties: true,
   })
-  @ValidateIf(needsBlock(isPostEvent))
+  @ValidateIf(needsPost)
   @IsObject({ message: 'post is required for post events' })
   @ValidateNested()
   @Type(() => PozyPostBlockDto)
@@ -90,11 +92,22 @@ export class PozyEventEnvelopeDto {
     selfRequired: false,
     additionalProperties: true,
   })
-  @ValidateIf(needsBlock(isAccountEvent))
+  @ValidateIf(needsAccount)
   @IsObject({ message: 'account is required for account events' })
   @ValidateNested()
   @Type(() => PozyAccountBlockDto)
   account?: PozyAccountBlockDto;
+
+  /** An envelope as Pozy sends it; see QuickCheck (common/validate-dto.ts). */
+  static readonly quickCheck = (dto: PozyEventEnvelopeDto): boolean => {
+    if (!isText(dto.id, 200) || !isText(dto.event, 100) || parseInstant(dto.timestamp, { dateTime: true }) === undefined) return false;
+    if (dto.test !== undefined && dto.test !== null && typeof dto.test !== 'boolean') return false;
+    // A block the type does not need is not validated (ValidateIf), whatever it holds.
+    if (needsPost(dto) && !(dto.post instanceof PozyPostBlockDto && isText(dto.post.id, 200))) return false;
+    return (
+      !needsAccount(dto) || (dto.account instanceof PozyAccountBlockDto && isText(dto.account.accountId, 200) && isText(dto.account.profileId, 200))
+    );
+  };
 
   /**
    * The DTO of a parsed body, holding only the fields above. The body itself is stored as received, so a deep
