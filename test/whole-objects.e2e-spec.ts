@@ -1,5 +1,8 @@
 import type { Account, PlatformTarget, Post } from '../simulator/world/pozy-shapes';
 import { UNKNOWN_ACCOUNT_FIELD, UNKNOWN_POST_FIELD, UNKNOWN_TARGET_FIELD } from '../simulator/world/pozy-shapes';
+import { ACCOUNT_FIELD_ORDER } from '../src/mirror/accounts/account-fields';
+import { POST_FIELD_ORDER } from '../src/mirror/posts/post-fields';
+import type { FieldOrder } from '../src/mirror/whole-object';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { waitFor } from './support/service';
@@ -21,6 +24,14 @@ function asMirrored(post: Post): Record<string, unknown> {
 function asMirroredAccount(account: Account): Record<string, unknown> {
   const { _id, ...fields } = account;
   return { id: _id, ...fields, profileId: account.profileId._id };
+}
+
+/** The documented order of an answer's fields: Pozy's known ones in their order, those pozy-sync does not know, the mirror's. */
+function expectDocumentedOrder(body: Record<string, unknown>, order: FieldOrder, unknownField: string): void {
+  const keys = Object.keys(body);
+  const unknown = keys.filter((key) => !order.pozy.includes(key) && !order.mirror.includes(key));
+  expect(unknown).toContain(unknownField);
+  expect(keys).toEqual([...order.pozy.filter((key) => key in body), ...unknown, ...order.mirror.filter((key) => key in body)]);
 }
 
 const without = (body: Record<string, unknown>, keys: string[]) => Object.fromEntries(Object.entries(body).filter(([key]) => !keys.includes(key)));
@@ -106,6 +117,12 @@ describe('the whole post and the whole account: every field Pozy answers, unknow
     // The list answers the same object.
     const listed = (await api(`/posts?limit=500`)).body.data as Array<Record<string, unknown>>;
     expect(listed.find((p) => p.id === pozy._id)).toEqual(body);
+    expectDocumentedOrder(body, POST_FIELD_ORDER, UNKNOWN_POST_FIELD);
+    expectDocumentedOrder(
+      listed.find((p) => p.id === pozy._id)!,
+      POST_FIELD_ORDER,
+      UNKNOWN_POST_FIELD,
+    );
   });
 
   it('GET /accounts/:id answers every field equal to Pozy’s, after an account change Pozy sends no event for', async () => {
@@ -127,6 +144,13 @@ describe('the whole post and the whole account: every field Pozy answers, unknow
     });
 
     expect(without(body, ACCOUNT_BOOKKEEPING)).toEqual(asMirroredAccount(pozy));
+    expectDocumentedOrder(body, ACCOUNT_FIELD_ORDER, UNKNOWN_ACCOUNT_FIELD);
+    const listed = (await api('/accounts?limit=500')).body.data as Array<Record<string, unknown>>;
+    expectDocumentedOrder(
+      listed.find((a) => a.id === instagram)!,
+      ACCOUNT_FIELD_ORDER,
+      UNKNOWN_ACCOUNT_FIELD,
+    );
     expect(((await api('/accounts?enabled=false')).body.data as Array<{ id: string }>).map((a) => a.id)).toEqual([instagram]);
   });
 

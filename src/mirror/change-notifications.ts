@@ -23,10 +23,6 @@ export const changesQuery = <D, T extends keyof D, O extends ChangeRow>(query: S
 export const isoText = (timestamp: Expression<Date | null>): RawBuilder<string | null> =>
   sql<string | null>`to_char(${timestamp} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** `jsonb_build_object` of these fields, in this order (the keys are literals: a parameter there would have no type). */
-export const jsonbObject = (fields: Record<string, Expression<unknown>>): RawBuilder<unknown> =>
-  sql`jsonb_build_object(${sql.join(Object.entries(fields).flatMap(([key, value]) => [sql.lit(key), value]))})`;
-
 /**
  * The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. Its body's
  * `data` is `{ id, sequence, pozyUpdatedAt, post | account }`, the resource being the feed's.

@@ -12,6 +12,8 @@ export interface PlanNode {
   'Index Cond'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
+  /** Rows the node read and dropped for its filter (per loop). */
+  'Rows Removed by Filter'?: number;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
@@ -33,6 +35,16 @@ export function rowsReadFrom(plan: PlanNode, table: string): number {
     .filter((node) => node['Relation Name'] === table)
     .reduce((sum, node) => sum + (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 1), 0);
 }
+
+/** Rows the plan's nodes on `table` read, over all their loops: those they produced and those their filter dropped. */
+export function rowsVisitedIn(plan: PlanNode, table: string): number {
+  return planNodes(plan)
+    .filter((node) => node['Relation Name'] === table)
+    .reduce((sum, node) => sum + ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1), 0);
+}
+
+/** Shared buffers the whole plan touched (hit in memory or read), the root's count including every node below. */
+export const pagesTouched = (plan: PlanNode): number => (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
 
 /** A statement as the code under test sent it, with the `SET LOCAL`s its transaction ran before it. */
 export interface SentStatement {

@@ -1,8 +1,8 @@
-import { Insertable, RawBuilder, Selectable, sql } from 'kysely';
+import { Insertable, Selectable, sql } from 'kysely';
 import type { DB } from '../../generated/kysely/database';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
-import { isoText, jsonbObject } from '../change-notifications';
-import { extraFields, FieldOrder, wholeObjectJson } from '../whole-object';
+import { isoText } from '../change-notifications';
+import { extraFields, FieldOrder, WholeObject } from '../whole-object';
 
 /**
  * The whole account, as for posts (../posts/post-fields.ts): what filters and the guard need in columns, everything
@@ -63,10 +63,10 @@ export function accountColumns(account: PozyAccountDto): AccountColumns {
 
 type AccountRow = Selectable<DB['account']>;
 
-/** The account as the mirror answers it, as one jsonb value: the query endpoints and the notifications read this. */
-export function accountJson(alias: string): RawBuilder<Record<string, unknown>> {
+/** The account as the mirror answers it (see wholePost): the query endpoints and the notifications read this. */
+export function wholeAccount(alias: string): WholeObject {
   const c = <C extends keyof AccountRow>(name: C) => sql.ref<AccountRow[C]>(`${alias}.${name}`);
-  const pozy = jsonbObject({
+  const pozy = {
     id: c('id'),
     profileId: c('profile_id'),
     platform: c('platform'),
@@ -75,13 +75,13 @@ export function accountJson(alias: string): RawBuilder<Record<string, unknown>> 
     isActive: c('is_active'),
     needsReconnection: c('needs_reconnection'),
     enabled: c('enabled'),
-  });
-  const mirror = jsonbObject({
+  };
+  const mirror = {
     workspaceId: c('workspace_id'),
     lastEventAt: isoText(c('last_event_at')),
     syncedAt: isoText(c('synced_at')),
     removedAt: isoText(c('removed_at')),
     sequence: c('sequence'),
-  });
-  return wholeObjectJson(pozy, c('extra'), mirror);
+  };
+  return { pozy, extra: c('extra'), mirror };
 }

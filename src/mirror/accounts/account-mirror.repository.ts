@@ -8,8 +8,8 @@ import { ChangeSignal } from '../../changes/change-signal';
 import { PostMirrorRepository } from '../posts/post-mirror.repository';
 import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
-import { fromExcluded } from '../whole-object';
-import { accountColumns, AccountColumns, accountJson } from './account-fields';
+import { fromExcluded, wholeObjectJson } from '../whole-object';
+import { accountColumns, AccountColumns, wholeAccount } from './account-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 
 export interface ProfileRead {
@@ -105,7 +105,8 @@ export class AccountMirrorRepository {
 
   /** Which of these account ids the mirror holds (removed ones included). */
   async existing(workspaceId: WorkspaceId, ids: string[]): Promise<Set<string>> {
-    const rows = await this.database.prisma.account.findMany({ where: { workspaceId, id: { in: ids } }, select: { id: true } });
+    if (ids.length === 0) return new Set();
+    const rows = await this.database.db.selectFrom('account').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', ids).execute();
     return new Set(rows.map((r) => r.id));
   }
 
@@ -245,7 +246,7 @@ export class AccountMirrorRepository {
               sql<Date | null>`NULL::timestamptz`.as('pozy_updated_at'),
               sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
               sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
-              accountJson('w').as('resource'),
+              wholeObjectJson(wholeAccount('w')).as('resource'),
             ]),
         ),
       )

@@ -5,7 +5,8 @@ import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, 
 import type { Db } from '../../database/database.service';
 import { ReadDb, ReplicaRead } from '../../database/replica-read';
 import { ReadAccess, ReadScope } from '../../common/read-access';
-import { AccountsQuery, MirroredAccount } from './accounts.query';
+import { AccountsQuery } from './accounts.query';
+import { AnswersJsonText, JsonText, pageJson } from '../whole-object';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
 import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query';
 
@@ -21,12 +22,10 @@ export class AccountsController {
   @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
   @ApiOkResponse({ type: AccountPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(
-    @Query() query: ListAccountsQuery,
-    @ReadDb() db: Db,
-    @ReadScope() scope: ReadScope,
-  ): Promise<{ data: MirroredAccount[]; nextCursor: string | null }> {
-    return this.accounts.list(query, db, scope.narrow(query.workspace));
+  @AnswersJsonText()
+  async list(@Query() query: ListAccountsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
+    const { data, nextCursor } = await this.accounts.list(query, db, scope.narrow(query.workspace));
+    return pageJson(data, nextCursor);
   }
 
   /** A removed account is still answered (with `removedAt`); 404 means the mirror never saw it. */
@@ -40,7 +39,8 @@ export class AccountsController {
     409,
     '`ambiguous_id`: more than one of the workspaces read holds an account of this id (`details` names them); pick one with `workspace`.',
   )
-  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<MirroredAccount> {
+  @AnswersJsonText()
+  async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const account = await this.accounts.get(id, query.fields, db, scope.narrow(query.workspace));
     if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);
     return account;

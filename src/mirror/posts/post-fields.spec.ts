@@ -1,7 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
-import { present } from '../whole-object';
-import { POST_FIELD_ORDER, postColumns } from './post-fields';
+import { postColumns } from './post-fields';
 
 const post = (fields: Record<string, unknown>) =>
   plainToInstance(PozyPostDto, {
@@ -63,17 +62,5 @@ describe('postColumns: the whole post as the mirror stores it', () => {
   it('an empty mediaItems is no media', () => {
     expect(postColumns(post({ mediaItems: [] })).has_media).toBe(false);
     expect(postColumns(post({})).has_media).toBe(false);
-  });
-});
-
-describe('present: the answer in the documented order, or only the fields asked for', () => {
-  const body = { sequence: 2, zNew: true, id: 'p', title: 't', profileIds: [], content: 'c' };
-
-  it("puts Pozy's known fields first, then unknown ones, then the mirror's", () => {
-    expect(Object.keys(present(body, POST_FIELD_ORDER))).toEqual(['id', 'title', 'content', 'zNew', 'profileIds', 'sequence']);
-  });
-
-  it('answers only the fields asked for', () => {
-    expect(present(body, POST_FIELD_ORDER, ['sequence', 'title'])).toEqual({ title: 't', sequence: 2 });
   });
 });

@@ -1,8 +1,9 @@
-import { Insertable, RawBuilder, Selectable, sql } from 'kysely';
+import { Expression, Insertable, RawBuilder, Selectable, sql } from 'kysely';
+import type { Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
-import { isoText, jsonbObject } from '../change-notifications';
-import { extraFields, FieldOrder, wholeObjectJson } from '../whole-object';
+import { isoText } from '../change-notifications';
+import { extraFields, FieldOrder, WholeObject } from '../whole-object';
 
 /**
  * The whole post. The mirror keeps every field of Pozy's answer: those that filters, guards and orders need in
@@ -122,13 +123,13 @@ type PostRow = Selectable<DB['post']>;
 const column = <C extends keyof PostRow>(alias: string, name: C) => sql.ref<PostRow[C]>(`${alias}.${name}`);
 
 /**
- * The post as the mirror answers it, as one jsonb value built by PostgreSQL: the query endpoints and the change
- * notifications read this one definition. `profileIds` comes from the accounts (see its callers); timestamps are
- * written as JavaScript's toISOString writes them.
+ * The post as the mirror answers it, built by PostgreSQL from the row `alias` names: the query endpoints (as JSON text,
+ * wholeObjectText) and the feed and notifications (as jsonb, wholeObjectJson) read this one definition. `profileIds`
+ * comes from the accounts (see profilesOf); timestamps are written as JavaScript's toISOString writes them.
  */
-export function postJson(alias: string, profileIds?: RawBuilder<unknown>): RawBuilder<Record<string, unknown>> {
+export function wholePost(alias: string, profileIds?: RawBuilder<unknown>): WholeObject {
   const c = <C extends keyof PostRow>(name: C) => column(alias, name);
-  const pozy = jsonbObject({
+  const pozy = {
     id: c('id'),
     title: c('title'),
     content: c('content'),
@@ -141,8 +142,8 @@ export function postJson(alias: string, profileIds?: RawBuilder<unknown>): RawBu
     visibility: c('visibility'),
     createdAt: isoText(c('pozy_created_at')),
     updatedAt: isoText(c('pozy_updated_at')),
-  });
-  const mirror = jsonbObject({
+  };
+  const mirror = {
     workspaceId: c('workspace_id'),
     ...(profileIds ? { profileIds } : {}),
     pozyCreatedAt: isoText(c('pozy_created_at')),
@@ -151,6 +152,20 @@ export function postJson(alias: string, profileIds?: RawBuilder<unknown>): RawBu
     syncedAt: isoText(c('synced_at')),
     deletedAt: isoText(c('deleted_at')),
     sequence: c('sequence'),
-  });
-  return wholeObjectJson(pozy, c('extra'), mirror);
+  };
+  return { pozy, extra: c('extra'), mirror };
+}
+
+/**
+ * A post's profiles (Pozy's post has no profile field): those of its own workspace's mirrored accounts among its
+ * targets, distinct, in the order PostgreSQL sorts them; each account found by its key. The query endpoints answer
+ * this as `profileIds`; the feed's entries keep it, and the recheck compares with it.
+ */
+export function profilesOf(db: Db, workspaceId: Expression<string>, accountIds: Expression<string[]>) {
+  return db
+    .selectFrom(sql<{ id: string }>`unnest(${accountIds})`.as<'u'>(sql`u(id)`))
+    .innerJoin('account as a', (join) => join.onRef('a.id', '=', 'u.id').on('a.workspace_id', '=', workspaceId))
+    .select((eb) =>
+      eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`).as('ids'),
+    );
 }

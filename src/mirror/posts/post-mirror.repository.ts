@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
@@ -9,8 +9,8 @@ import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { ChangeSignal } from '../../changes/change-signal';
 import { recordChanges } from '../../changes/record-changes';
 import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
-import { fromExcluded } from '../whole-object';
-import { postColumns, PostColumns, postJson } from './post-fields';
+import { fromExcluded, wholeObjectJson } from '../whole-object';
+import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 
 /** What one read of Pozy learned about a post. */
@@ -182,11 +182,15 @@ export class PostMirrorRepository {
    * the row holds the whole post (a row mirrored before the mirror kept whole posts does not, whatever its version).
    */
   async versions(workspaceId: WorkspaceId, ids: string[]): Promise<Map<string, PostVersion>> {
-    const rows = await this.database.prisma.post.findMany({
-      where: { workspaceId, id: { in: ids } },
-      select: { id: true, pozyUpdatedAt: true, deletedAt: true, extra: true },
-    });
-    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozyUpdatedAt, deleted: r.deletedAt !== null, whole: r.extra !== null }]));
+    if (ids.length === 0) return new Map();
+    // Whether `extra` is there, not its value: a sweep's page would otherwise fetch and parse every post's rest.
+    const rows = await this.database.db
+      .selectFrom('post')
+      .select((eb) => ['id', 'pozy_updated_at', 'deleted_at', eb('extra', 'is not', null).as('whole')])
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', (eb) => eb.fn.any(eb.val(ids)))
+      .execute();
+    return new Map(rows.map((r) => [r.id, { pozyUpdatedAt: r.pozy_updated_at, deleted: r.deleted_at !== null, whole: r.whole === true }]));
   }
 
   /**
@@ -319,7 +323,7 @@ export class PostMirrorRepository {
               'w.pozy_updated_at',
               'w.platform_names as platforms',
               'profiles.ids as profile_ids',
-              postJson('w', sql`to_jsonb(${eb.ref('profiles.ids')})`).as('resource'),
+              wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
             ]),
         ),
       )
@@ -382,19 +386,6 @@ export class PostMirrorRepository {
     this.result(rechecked, true);
     return { ...result, changed: result.changed + rechecked.changed, notified: result.notified + rechecked.notified };
   }
-}
-
-/**
- * A post's profiles, as `profileIds` answers them: those of its mirrored accounts, distinct and sorted (its entries
- * keep this, and the recheck compares with it). Each account is found by its key.
- */
-function profilesOf(db: Db, workspaceId: Expression<string>, accountIds: Expression<string[]>) {
-  return db
-    .selectFrom(sql<{ id: string }>`unnest(${accountIds})`.as<'u'>(sql`u(id)`))
-    .innerJoin('account as a', (join) => join.onRef('a.id', '=', 'u.id').on('a.workspace_id', '=', workspaceId))
-    .select((eb) =>
-      eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['a.profile_id']).distinct().orderBy('a.profile_id'), sql<string[]>`'{}'`).as('ids'),
-    );
 }
 
 /** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), by workspace and id, in one order. */

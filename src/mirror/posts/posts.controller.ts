@@ -7,7 +7,8 @@ import { ReadDb, ReplicaRead } from '../../database/replica-read';
 import { ReadAccess, ReadScope } from '../../common/read-access';
 import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
-import { MirroredPost, PostsQuery } from './posts.query';
+import { PostsQuery } from './posts.query';
+import { AnswersJsonText, JsonText, pageJson } from '../whole-object';
 
 @ApiTags('Mirror')
 @ReadAccess()
@@ -21,12 +22,10 @@ export class PostsController {
   @ApiOperation({ summary: 'List mirrored posts, filtered, searched and ordered, a page at a time.' })
   @ApiOkResponse({ type: PostPageResponse })
   @ApiErrorResponse(400, BAD_QUERY)
-  list(
-    @Query() query: ListPostsQuery,
-    @ReadDb() db: Db,
-    @ReadScope() scope: ReadScope,
-  ): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
-    return this.posts.list(query, db, scope.narrow(query.workspace));
+  @AnswersJsonText()
+  async list(@Query() query: ListPostsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
+    const { data, nextCursor } = await this.posts.list(query, db, scope.narrow(query.workspace));
+    return pageJson(data, nextCursor);
   }
 
   /** A deleted post is still answered (with `deletedAt`); 404 means the mirror never saw it. */
@@ -40,7 +39,8 @@ export class PostsController {
     409,
     '`ambiguous_id`: more than one of the workspaces read holds a post of this id (`details` names them); pick one with `workspace`.',
   )
-  async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<MirroredPost> {
+  @AnswersJsonText()
+  async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const post = await this.posts.get(id, query.fields, db, scope.narrow(query.workspace));
     if (!post) throw new ApiError(404, 'not_found', `Post ${id} is not in the mirror`);
     return post;

@@ -1,35 +1,44 @@
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, sql, SqlBool } from 'kysely';
+import { Expression, ExpressionBuilder, RawBuilder, sql, SqlBool } from 'kysely';
 import { parseInstant } from '../../common/instant';
 import { DatabaseService, Db } from '../../database/database.service';
+import { plannerRows } from '../../database/planner-estimate';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
-import { present } from '../whole-object';
-import { POST_FIELD_ORDER, postJson } from './post-fields';
+import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
+import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
 import { atMostOne } from '../ambiguous-id';
 
-/** A mirrored post as the query endpoints answer it: Pozy's fields, then the mirror's (see post-fields.ts). */
-export type MirroredPost = Record<string, unknown>;
-
 interface Row {
   workspace_id: string;
   id: string;
   sort_value: Date | null;
-  account_ids: string[];
-  body: Record<string, unknown>;
+  /** The post as the query endpoints answer it: Pozy's fields, then the mirror's (see post-fields.ts). */
+  body: JsonText;
 }
 
 const DEFAULT_LIMIT = 50;
 /** Up to this many matches, a search reads its matches by id rather than walking the order (see narrowSearch). */
 const SEARCH_PROBE = 1_000;
+/**
+ * A search the planner expects to match this share of the posts or more walks the order without probing first. The
+ * planner guesses at most 0.5 % for a word outside the most common lexemes ANALYZE keeps, so with up to four
+ * alternatives (SEARCH_LIMITS.ors) a search of rare words stays below this; a common word's share is measured.
+ */
+const COMMON_SEARCH_SHARE = 0.025;
 
 /** Reads the mirror only: these never call Pozy. */
 @Injectable()
 export class PostsQuery {
-  constructor(private readonly database: DatabaseService) {}
+  /** The whole answer, the same expression on every page: built and compiled once, not on every request. */
+  private readonly wholeAnswer: RawBuilder<JsonText>;
+
+  constructor(private readonly database: DatabaseService) {
+    this.wholeAnswer = fixedSql(database.db, this.answer(undefined));
+  }
 
   /**
    * Each filter becomes a condition only when it is set, so that every shape of the list is planned with the indexes
@@ -42,7 +51,7 @@ export class PostsQuery {
     query: ListPostsQuery,
     db: Db = this.database.db,
     workspaces: Workspaces = ALL_WORKSPACES,
-  ): Promise<{ data: MirroredPost[]; nextCursor: string | null }> {
+  ): Promise<{ data: JsonText[]; nextCursor: string | null }> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const sort = parseSort(query.sort);
     const cursor = decodePostCursor(query.cursor, sort);
@@ -64,18 +73,29 @@ export class PostsQuery {
               : { after: last.id, workspace: last.workspace_id, value: last.sort_value?.toISOString() ?? null },
           )
         : null;
-    return { data: await this.answer(db, data, query.fields), nextCursor };
+    return { data: data.map((row) => row.body), nextCursor };
   }
 
   /**
    * A search (`q`) is planned from PostgreSQL's guess of how common its words are, and for a word outside the most
    * common lexemes ANALYZE keeps, that guess can be a hundred times too high: the planner then walks every post in
-   * order recomputing its text to find the few that match (5.5 s on 500,000 posts). So the matches are first counted
+   * order recomputing its text to find the few that match (5.5 s on 500,000 posts). A common word's share is known
+   * (the statistics keep it): when the planner expects COMMON_SEARCH_SHARE of the posts or more, walking the order
+   * finds a page of them within a few thousand posts, and nothing is probed. Otherwise the matches are first counted
    * through the full-text index alone, up to SEARCH_PROBE: when there are fewer, the list reads just those posts by id;
-   * when there are more, the word is common and walking the order finds a page of them within a few thousand posts.
+   * when there are more, the word is common enough for the walk.
    */
   private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
     if (filters.query.q === undefined) return filters;
+    const [matching, posts] = await plannerRows(db, [
+      db
+        .selectFrom('post')
+        .select('post.id')
+        .where((eb) => eb.and(conditions(eb, filters)))
+        .compile(),
+      db.selectFrom('post').select('post.id').compile(),
+    ]);
+    if (matching >= COMMON_SEARCH_SHARE * posts) return filters;
     const ids = await db.transaction().execute(async (trx) => {
       // For this statement only: through the indexes' bitmaps, never by walking the table or an order.
       await sql`SET LOCAL enable_seqscan = off`.execute(trx);
@@ -95,9 +115,10 @@ export class PostsQuery {
    * The post of this id in the reader's workspaces: `undefined` when none holds it, 409 `ambiguous_id` when more than
    * one does (two workspaces of one Pozy key) and the reader did not pick one.
    */
-  async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<MirroredPost | undefined> {
+  async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<JsonText | undefined> {
     if (readsNothing(workspaces)) return undefined;
     const rows = await this.selectRows(
+      fields,
       this.from(db)
         .where('post.id', '=', id)
         .where('post.pozy_updated_at', 'is not', null)
@@ -105,17 +126,29 @@ export class PostsQuery {
     )
       .orderBy('post.workspace_id')
       .execute();
-    return (await this.answer(db, atMostOne('Post', id, rows), fields))[0];
+    return atMostOne('Post', id, rows)[0]?.body;
   }
 
-  private selectRows(query: ReturnType<PostsQuery['from']>, sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]) {
+  /**
+   * The page's keys and each post's answer, written by PostgreSQL as JSON text; `profileIds` from the mirrored accounts
+   * of its targets, a probe per target by key.
+   */
+  private selectRows(
+    fields: string[] | undefined,
+    query: ReturnType<PostsQuery['from']>,
+    sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS],
+  ) {
     return query.select([
       'post.workspace_id',
       'post.id',
-      'post.account_ids',
       sortColumn ? sql<Date | null>`${sql.ref(`post.${sortColumn}`)}`.as('sort_value') : sql<Date | null>`NULL::timestamptz`.as('sort_value'),
-      postJson('post').as('body'),
+      (fields === undefined ? this.wholeAnswer : this.answer(fields)).as('body'),
     ]);
+  }
+
+  private answer(fields: readonly string[] | undefined): RawBuilder<JsonText> {
+    const profileIds = sql`(${profilesOf(this.database.db, sql.ref('post.workspace_id'), sql.ref('post.account_ids'))})`;
+    return wholeObjectText(wholePost('post', profileIds), POST_FIELD_ORDER, fields);
   }
 
   private from(db: Db) {
@@ -129,9 +162,9 @@ export class PostsQuery {
       .orderBy('post.id', direction)
       .orderBy('post.workspace_id', direction)
       .limit(take);
-    if (query.status === undefined) return this.selectRows(matching).execute();
+    if (query.status === undefined) return this.selectRows(query.fields, matching).execute();
     const keys = matching.select(['post.workspace_id', 'post.id']);
-    return this.selectRows(this.from(db).where(sql<boolean>`(${sql.ref('post.workspace_id')}, ${sql.ref('post.id')}) IN (${keys})`))
+    return this.selectRows(query.fields, this.from(db).where(sql<boolean>`(${sql.ref('post.workspace_id')}, ${sql.ref('post.id')}) IN (${keys})`))
       .orderBy('post.id', direction)
       .orderBy('post.workspace_id', direction)
       .execute();
@@ -153,6 +186,7 @@ export class PostsQuery {
       const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after, workspace: cursor.workspace };
       rows.push(
         ...(await this.selectRows(
+          filters.query.fields,
           this.from(db).where((eb) =>
             eb.and([
               ...conditions(eb, filters),
@@ -179,6 +213,7 @@ export class PostsQuery {
       const after = cursor?.value === null ? cursor : undefined;
       rows.push(
         ...(await this.selectRows(
+          filters.query.fields,
           this.from(db).where((eb) =>
             eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [afterKey(eb, beyond, after)] : [])]),
           ),
@@ -191,33 +226,6 @@ export class PostsQuery {
       );
     }
     return rows;
-  }
-
-  /**
-   * The answer, with profileIds from the mirrored accounts of the post's targets (Pozy's post has no profile field):
-   * each post's distinct profiles, in the order PostgreSQL sorts them. One lookup for the whole page: a subquery per
-   * post cost more than the rest of the page.
-   */
-  private async answer(db: Db, rows: Row[], fields: string[] | undefined): Promise<MirroredPost[]> {
-    const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
-    const workspaceIds = [...new Set(rows.map((row) => row.workspace_id))];
-    const accounts =
-      accountIds.length === 0
-        ? []
-        : await db
-            .selectFrom('account')
-            .select(['account.workspace_id', 'account.id', 'account.profile_id'])
-            .where((eb) => eb('account.id', '=', eb.fn.any(eb.val(accountIds))))
-            .where((eb) => eb('account.workspace_id', '=', eb.fn.any(eb.val(workspaceIds))))
-            .orderBy('account.profile_id')
-            .execute();
-    return rows.map((row) => {
-      const targets = new Set(row.account_ids);
-      // A post's profiles are those of its own workspace's accounts.
-      const own = accounts.filter((account) => account.workspace_id === row.workspace_id && targets.has(account.id));
-      const profileIds = [...new Set(own.map((account) => account.profile_id))];
-      return present({ ...row.body, profileIds }, POST_FIELD_ORDER, fields);
-    });
   }
 }
 
@@ -260,9 +268,13 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, date
   // `deleted` is not a Pozy status: it asks for the posts Pozy answers 404 for.
   const deletedOnly = query.status === 'deleted';
   const withDeleted = deletedOnly || query.includeDeleted === true;
-  if (query.status !== undefined && !deletedOnly) where.push(eb('post.status', '=', query.status));
-  if (query.platform !== undefined) where.push(eb('post.platform_names', '@>', eb.val([query.platform])));
-  if (query.accountId !== undefined) where.push(eb('post.account_ids', '@>', eb.val([query.accountId])));
+  const pairs = filterPairs(query.status !== undefined && !deletedOnly ? query.status : undefined, query);
+  if (pairs.length > 0) where.push(sql<SqlBool>`${POST_FILTER_PAIRS} @> ARRAY[${sql.join(pairs)}]`);
+  else {
+    if (query.status !== undefined && !deletedOnly) where.push(eb('post.status', '=', query.status));
+    if (query.platform !== undefined) where.push(eb('post.platform_names', '@>', eb.val([query.platform])));
+    if (query.accountId !== undefined) where.push(eb('post.account_ids', '@>', eb.val([query.accountId])));
+  }
   if (query.profileId !== undefined) {
     // Any of the profile's accounts: the GIN index on account_ids finds them.
     const accounts = eb.selectFrom('account').select('account.id').where('account.profile_id', '=', query.profileId);
@@ -279,7 +291,7 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, date
   // Any of the given ones: the GIN indexes on the arrays answer `&&`.
   if (query.tag !== undefined) where.push(eb('post.tags', '&&', eb.val(query.tag)));
   if (query.hashtag !== undefined) where.push(eb('post.hashtags', '&&', eb.val(query.hashtag)));
-  if (query.errorCategory !== undefined) where.push(eb('post.error_categories', '@>', eb.val([query.errorCategory])));
+  if (query.errorCategory !== undefined && pairs.length === 0) where.push(eb('post.error_categories', '@>', eb.val([query.errorCategory])));
   if (query.visibility !== undefined) where.push(eb('post.visibility', '=', query.visibility));
   if (query.hasMedia !== undefined) where.push(eb('post.has_media', '=', query.hasMedia));
   if (dates.scheduledFrom !== undefined) where.push(eb('post.scheduled_for', '>=', dates.scheduledFrom));
@@ -291,4 +303,28 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, date
   // A tombstone (a 404 for a post the mirror never held: no Pozy version) is never answered; live posts always have one.
   if (withDeleted) where.push(eb('post.pozy_updated_at', 'is not', null));
   return where;
+}
+
+/**
+ * The expression of the index post_filter_pairs_idx (migration 20261205120000_post_filter_pairs), character for
+ * character: each pair of the post's values among status, platforms, accounts and error categories as one key.
+ */
+const POST_FILTER_PAIRS = sql`post_filter_pairs(${sql.ref('post.status')}, ${sql.ref('post.platform_names')}, ${sql.ref('post.account_ids')}, ${sql.ref('post.error_categories')})`;
+
+/** The dimensions of the pair keys, in the order of their kinds' letters (sp, sa, se, pa, pe, ae). */
+const PAIR_DIMENSIONS = ['s', 'p', 'a', 'e'] as const;
+
+/**
+ * Two or more of status, platform, accountId and errorCategory, as pair keys that together hold exactly when each
+ * holds (consecutive pairs cover every filter): one lookup in post_filter_pairs_idx, estimated from its own
+ * statistics, instead of one condition per filter, which the planner would take for independent. Fewer: none.
+ */
+function filterPairs(status: string | undefined, query: ListPostsQuery) {
+  const values = { s: status, p: query.platform, a: query.accountId, e: query.errorCategory };
+  const set = PAIR_DIMENSIONS.filter((dimension) => values[dimension] !== undefined);
+  if (set.length < 2) return [];
+  const pairs: Array<[(typeof PAIR_DIMENSIONS)[number], (typeof PAIR_DIMENSIONS)[number]]> = [];
+  for (let i = 0; i + 1 < set.length; i += 2) pairs.push([set[i], set[i + 1]]);
+  if (set.length % 2 === 1) pairs.push([set[set.length - 2], set[set.length - 1]]);
+  return pairs.map(([first, second]) => sql<string>`post_filter_key(${first + second}, ${values[first]!}, ${values[second]!})`);
 }
