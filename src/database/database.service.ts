@@ -1,12 +1,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
-import { PrismaClient } from '../generated/prisma/client';
+import type { PrismaClient } from '../generated/prisma/client';
 import { Migrator } from './migrator';
 
 /**
@@ -43,8 +42,8 @@ function findUp(from: string, relative: string): string {
 export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseService.name);
   readonly pool: Pool;
-  readonly prisma: PrismaClient;
   readonly db: Db;
+  private prismaClient: PrismaClient | undefined;
 
   constructor(config: AppConfig) {
     this.pool = new Pool({
@@ -57,15 +56,26 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
     this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)));
-    this.prisma = new PrismaClient({ adapter: new PrismaPg(this.pool) });
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
+  }
+
+  /**
+   * Prisma Client, loaded on first use: its query compiler (WebAssembly) holds about 95 MB of the process once
+   * loaded, and no path a replica runs while idle or receiving needs it.
+   */
+  get prisma(): PrismaClient {
+    if (!this.prismaClient) {
+      /* eslint-disable @typescript-eslint/no-require-imports -- loaded on demand, see above */
+      const { PrismaClient: Client } = require('../generated/prisma/client') as typeof import('../generated/prisma/client');
+      const { PrismaPg } = require('@prisma/adapter-pg') as typeof import('@prisma/adapter-pg');
+      /* eslint-enable @typescript-eslint/no-require-imports */
+      this.prismaClient = new Client({ adapter: new PrismaPg(this.pool) });
+    }
+    return this.prismaClient;
   }
 
   async onModuleInit(): Promise<void> {
     await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
-    // Prisma Client's first query loads its query compiler, holding the event loop for most of a second: paid here,
-    // before the service listens, rather than by the requests in flight when the first Prisma read comes.
-    await this.prisma.workerHeartbeat.findFirst({ select: { poolId: true } });
   }
 
   /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */
@@ -74,7 +84,7 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.prisma.$disconnect();
+    await this.prismaClient?.$disconnect();
     // Kysely's destroy() would end the shared pool too; it holds nothing else.
     await this.pool.end();
   }
