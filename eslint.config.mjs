@@ -10,11 +10,11 @@ const LAYERS = [
   ['config', 'generated'],
   ['common', 'logging', 'http'],
   ['database', 'metrics'],
-  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens'],
+  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
   ['mirror'],
   ['reconcile'],
   ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],
-  ['health', 'admin', 'status-page'],
+  ['health', 'admin', 'status-page', 'workspace-admin'],
 ];
 
 /** One config per layer: its files may not import a module of any higher layer (nor the tools outside src/). */

@@ -13,6 +13,7 @@ import { MetricsService } from './metrics/metrics.service';
 import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
 import { instrumentWebhookRoute } from './webhooks/webhook-metrics';
 import { POZY_WEBHOOK_ROUTES } from './webhooks/webhooks.controller';
+import { WorkspaceRegistry } from './workspaces/workspace-registry.service';
 
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -61,7 +62,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
-  logRequests(fastify, config);
+  const registry = app.get(WorkspaceRegistry);
+  logRequests(fastify, config, () => registry.secretsToRedact());
   instrumentWebhookRoute(fastify, app.get(MetricsService));
   if (!config.servesHttp) {
     // ROLE=worker: probes and scrapes only; webhooks and the API belong to the api replicas.

@@ -24,6 +24,8 @@ import { LockedScheduleModule } from './schedule/locked-schedule.module';
 import { StatusPageModule } from './status-page/status-page.module';
 import { SweepModule } from './sweep/sweep.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { WorkspaceAdminModule } from './workspace-admin/workspace-admin.module';
+import { WorkspacesModule } from './workspaces/workspaces.module';
 
 @Module({})
 export class AppModule {
@@ -36,6 +38,7 @@ export class AppModule {
         MetricsModule,
         ReadReplicaModule,
         ReadTokensModule,
+        WorkspacesModule,
         QueueModule,
         WebhooksModule,
         ReconcileModule,
@@ -44,6 +47,7 @@ export class AppModule {
         NotificationsModule,
         ChangesModule,
         AdminModule,
+        WorkspaceAdminModule,
         BackfillModule,
         SweepModule,
         RetentionModule,

@@ -4,10 +4,11 @@ import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
 import { DatabaseService } from './database/database.service';
 import { SubscriptionRepository } from './notifications/subscription.repository';
+import { WorkspaceRepository } from './workspaces/workspace.repository';
 
 /**
  * `npm run secrets:reencrypt [-- --batch-size N]` (in the image: `node dist/secrets-reencrypt.js`): moves every stored
- * subscription secret onto the newest key of SECRETS_ENCRYPTION_KEY (the first), plaintext ones included, and drops
+ * subscription secret, and every workspace's API key and webhook secret, onto the newest key of SECRETS_ENCRYPTION_KEY (the first), plaintext ones included, and drops
  * previous secrets whose overlap has ended. Same environment as the service; safe beside running replicas (a row
  * written meanwhile is left as they wrote it), one batch committed at a time, so it can be stopped and run again.
  * Exits 0 once nothing is left on another key, 1 otherwise.
@@ -46,7 +47,10 @@ async function main(): Promise<number> {
       after = batch.lastId;
       logger.log(`${resealed} secret(s) re-encrypted with key "${newest.id}" so far (up to subscription ${after})`);
     }
-    const left = await subscriptions.secretsNotOnNewestKey();
+    // The workspaces' API keys and webhook secrets: a row per workspace, thousands at most, in one pass.
+    const workspaces = await new WorkspaceRepository(database, config).resealAll();
+    logger.log(`${workspaces.resealed} workspace(s) re-encrypted with key "${newest.id}"`);
+    const left = (await subscriptions.secretsNotOnNewestKey()) + workspaces.left;
     const summary = `${resealed} secret(s) re-encrypted with key "${newest.id}"${skipped > 0 ? `, ${skipped} subscription(s) changed meanwhile and left` : ''}`;
     if (left > 0) {
       logger.error(`${summary}; ${left} secret(s) are still on another key or in plaintext: run it again`);

@@ -5,6 +5,7 @@ import { withIndexesDeferred } from './support/bulk-load';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { parseMetrics } from './support/metrics';
 import { RunningService, startService, waitFor } from './support/service';
+import { timeCalls } from './support/timing';
 
 const POSTS = 1_000_000;
 /** Every tenth post is deleted. */
@@ -63,17 +64,7 @@ interface Timing {
 }
 
 async function time(what: string, call: () => Promise<Response>): Promise<Timing> {
-  await (await call()).arrayBuffer();
-  const times: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const started = performance.now();
-    const response = await call();
-    await response.arrayBuffer();
-    times.push(performance.now() - started);
-    expect(response.status).toBe(200);
-  }
-  times.sort((a, b) => a - b);
-  return { what, p50: times[Math.floor(times.length / 2)], max: times[times.length - 1] };
+  return { what, ...(await timeCalls(call, CALLS)) };
 }
 
 const report = (title: string, timings: Timing[]) =>

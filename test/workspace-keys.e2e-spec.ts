@@ -15,6 +15,7 @@ const DEPLOYMENT_TABLES: Record<string, string> = {
   pozy_budget: 'a Pozy API key’s budget, which workspaces sharing that key share',
   dead_letter_replay_run: 'an operator’s bulk replay, across the queue',
   read_token: 'a reader’s credential, which may read several workspaces (or every one)',
+  workspace: 'the registry itself: its id is the workspace_id of every row it owns',
 };
 
 describe('the schema is ready to be split by workspace', () => {

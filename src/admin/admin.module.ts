@@ -16,5 +16,6 @@ import { ResyncService } from './resync.service';
   imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule, PozyModule],
   controllers: [AdminController, DeadLettersController, PozyBudgetController],
   providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns],
+  exports: [ResyncService],
 })
 export class AdminModule {}

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { type Expression, sql } from 'kysely';
+import { type Expression, type Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, type Db } from '../database/database.service';
+import type { DB } from '../generated/kysely/database';
 import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
 import type { WorkspaceId } from '../common/workspace-id';
 
@@ -21,6 +22,24 @@ function oneOf<T extends string>(values: readonly T[], value: string, what: stri
 
 function toRun(row: BackfillRunRow): BackfillRun {
   return { ...row, trigger: oneOf(TRIGGERS, row.trigger, 'trigger'), status: oneOf(STATUSES, row.status, 'status') };
+}
+
+function fromRow(row: Selectable<DB['backfill_run']>): BackfillRun {
+  return toRun({
+    workspaceId: row.workspace_id,
+    id: row.id,
+    trigger: row.trigger,
+    status: row.status,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    scanFrom: row.scan_from,
+    newestLogAt: row.newest_log_at,
+    rowsScanned: row.rows_scanned,
+    eventsRecovered: row.events_recovered,
+    eventsSkipped: row.events_skipped,
+    narrowedTypes: row.narrowed_types,
+    error: row.error,
+  });
 }
 
 /**
@@ -59,16 +78,17 @@ export class BackfillRunRepository {
     id: string,
     p: Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'eventsSkipped' | 'narrowedTypes'>,
   ): Promise<void> {
-    await this.database.prisma.backfillRun.updateMany({
-      where: { id },
-      data: {
-        newestLogAt: p.newestLogAt,
-        rowsScanned: p.rowsScanned,
-        eventsRecovered: p.eventsRecovered,
-        eventsSkipped: p.eventsSkipped,
-        narrowedTypes: p.narrowedTypes,
-      },
-    });
+    await this.database.db
+      .updateTable('backfill_run')
+      .set({
+        newest_log_at: p.newestLogAt,
+        rows_scanned: p.rowsScanned,
+        events_recovered: p.eventsRecovered,
+        events_skipped: p.eventsSkipped,
+        narrowed_types: p.narrowedTypes,
+      })
+      .where('id', '=', id)
+      .execute();
   }
 
   async finish(id: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
@@ -80,41 +100,49 @@ export class BackfillRunRepository {
   }
 
   async get(id: string): Promise<BackfillRun | undefined> {
-    const row = await this.database.prisma.backfillRun.findFirst({ where: { id } });
-    return row ? toRun(row) : undefined;
+    const row = await this.database.db.selectFrom('backfill_run').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && fromRow(row);
   }
 
   /** The newest run; in the caller's snapshot when it passes one (the status reads every figure in one). */
   async latest(db: Db = this.database.db): Promise<BackfillRun | undefined> {
     const row = await db.selectFrom('backfill_run').selectAll().orderBy('started_at', 'desc').limit(1).executeTakeFirst();
-    return (
-      row &&
-      toRun({
-        workspaceId: row.workspace_id,
-        id: row.id,
-        trigger: row.trigger,
-        status: row.status,
-        startedAt: row.started_at,
-        finishedAt: row.finished_at,
-        scanFrom: row.scan_from,
-        newestLogAt: row.newest_log_at,
-        rowsScanned: row.rows_scanned,
-        eventsRecovered: row.events_recovered,
-        eventsSkipped: row.events_skipped,
-        narrowedTypes: row.narrowed_types,
-        error: row.error,
-      })
-    );
+    return row && fromRow(row);
+  }
+
+  /** The workspace's newest run. */
+  async latestOf(workspaceId: WorkspaceId): Promise<BackfillRun | undefined> {
+    const row = await this.database.db
+      .selectFrom('backfill_run')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('started_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && fromRow(row);
   }
 
   async running(workspaceId: WorkspaceId): Promise<BackfillRun | undefined> {
-    const row = await this.database.prisma.backfillRun.findFirst({ where: { workspaceId, status: 'running' }, orderBy: { startedAt: 'desc' } });
-    return row ? toRun(row) : undefined;
+    const row = await this.database.db
+      .selectFrom('backfill_run')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('status', '=', 'running')
+      .orderBy('started_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && fromRow(row);
   }
 
   /** Which of these event ids are not stored yet. */
   async missing(workspaceId: WorkspaceId, eventIds: string[]): Promise<Set<string>> {
-    const rows = await this.database.prisma.pozyEvent.findMany({ where: { workspaceId, id: { in: eventIds } }, select: { id: true } });
+    if (eventIds.length === 0) return new Set();
+    const rows = await this.database.db
+      .selectFrom('pozy_event')
+      .select('id')
+      .where('workspace_id', '=', workspaceId)
+      .where('id', 'in', eventIds)
+      .execute();
     const stored = new Set(rows.map((r) => r.id));
     return new Set(eventIds.filter((id) => !stored.has(id)));
   }

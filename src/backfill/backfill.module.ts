@@ -9,6 +9,6 @@ import { BackfillService } from './backfill.service';
   imports: [PozyModule, WebhooksModule],
   controllers: [BackfillController],
   providers: [BackfillService, BackfillRunRepository],
-  exports: [BackfillRunRepository],
+  exports: [BackfillRunRepository, BackfillService],
 })
 export class BackfillModule {}

@@ -3,14 +3,15 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import type { Counter } from 'prom-client';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { LockKey } from '../database/advisory-lock';
-import { PozyClient } from '../pozy/pozy-client.service';
+import { LockKey, LockName, workspaceLockPart } from '../database/advisory-lock';
+import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
-import { DEFAULT_WORKSPACE } from '../common/workspace-id';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
+import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 
 const PAGE_SIZE = 100;
 /** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */
@@ -19,6 +20,17 @@ const MAX_SKIP = 10_000;
 const EVENT_TYPES = [...POST_EVENTS, ...ACCOUNT_EVENTS, 'webhook.test'];
 
 class WindowTooDeepError extends Error {}
+
+/** The run, and the workspace whose logs it reads with that workspace's client. */
+interface Target {
+  runId: string;
+  workspaceId: WorkspaceId;
+  pozy: PozyClient;
+}
+
+/** `default` keeps the lock it always had, so replicas of the version before workspaces still exclude each other. */
+const backfillLock = (workspaceId: WorkspaceId): LockName =>
+  workspaceId === DEFAULT_WORKSPACE ? LockKey.Backfill : [LockKey.WorkspaceBackfill, workspaceLockPart(workspaceId)];
 
 type Progress = Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'eventsSkipped' | 'narrowedTypes'>;
 
@@ -32,15 +44,17 @@ export type StartResult = { started: true; runId: string } | { started: false; r
 @Injectable()
 export class BackfillService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(BackfillService.name);
-  private current: Promise<void> | undefined;
+  /** The runs under way in this process, by run id: one per workspace at most. */
+  private readonly current = new Map<string, Promise<void>>();
   private cron: ScheduledJob | undefined;
+  private stopping = false;
   private readonly runsFinished: Counter<'status'>;
   private readonly recovered: Counter;
   private readonly skipped: Counter;
 
   constructor(
     private readonly config: AppConfig,
-    private readonly pozy: PozyClient,
+    private readonly workspaces: WorkspaceRegistry,
     private readonly webhooks: WebhooksService,
     private readonly runs: BackfillRunRepository,
     private readonly jobs: LockedSchedule,
@@ -61,26 +75,41 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     });
   }
 
-  /** BACKFILL_CRON, when set: on one replica at a time (the others skip that tick). */
+  /** BACKFILL_CRON, when set: every active workspace in turn, one run at a time, on one replica (the others skip that tick). */
   onApplicationBootstrap(): void {
-    this.cron = this.jobs.schedule('backfill', this.config.backfillCron, async () => (await this.start('schedule')).started);
+    this.cron = this.jobs.schedule('backfill', this.config.backfillCron, async () => {
+      let started = false;
+      for (const workspace of this.workspaces.all()) {
+        if (this.stopping) break;
+        if (workspace.state !== 'active') continue;
+        const result = await this.start('schedule', workspace.id);
+        if (!result.started) continue;
+        started = true;
+        await this.current.get(result.runId);
+      }
+      return started;
+    });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     this.cron?.stop();
-    await this.current;
+    await Promise.all([...this.current.values()]);
   }
 
   /**
    * Starts a run unless one is running (here or on another replica); the run goes on in the background.
    * Resolves once the run is recorded, so its id can be followed at once.
    */
-  async start(trigger: BackfillRun['trigger']): Promise<StartResult> {
-    const lock = await this.jobs.tryLock(LockKey.Backfill);
+  async start(trigger: BackfillRun['trigger'], workspaceId: WorkspaceId = DEFAULT_WORKSPACE): Promise<StartResult> {
+    const pozy = this.workspaces.active(workspaceId)?.client;
+    // A workspace not mirrored (or paused, or being removed) has nothing to read: the caller checked, or it is a schedule.
+    if (!pozy) return { started: false, runningRunId: null };
+    const lock = await this.jobs.tryLock(backfillLock(workspaceId));
     if (!lock)
       return {
         started: false,
-        runningRunId: await this.runs.running(DEFAULT_WORKSPACE).then(
+        runningRunId: await this.runs.running(workspaceId).then(
           (run) => run?.id ?? null,
           () => null,
         ),
@@ -88,35 +117,37 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     let runId: string;
     let scanFrom: Date | null;
     try {
-      const checkpoint = await this.runs.checkpoint(DEFAULT_WORKSPACE);
+      const checkpoint = await this.runs.checkpoint(workspaceId);
       runId = randomUUID();
       scanFrom = checkpoint && new Date(checkpoint.getTime() - this.config.backfillOverlapMs);
-      await this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: runId, trigger, scanFrom });
+      await this.runs.create({ workspaceId, id: runId, trigger, scanFrom });
     } catch (error) {
       await lock.release();
       throw error;
     }
     // The lock is held for the whole run.
-    this.current = this.execute(runId, scanFrom).finally(async () => {
+    const run: Promise<void> = this.execute({ runId, workspaceId, pozy }, scanFrom).finally(async () => {
       await lock.release();
-      this.current = undefined;
+      this.current.delete(runId);
     });
+    this.current.set(runId, run);
     return { started: true, runId };
   }
 
-  private async execute(runId: string, scanFrom: Date | null): Promise<void> {
+  private async execute(target: Target, scanFrom: Date | null): Promise<void> {
+    const { runId } = target;
     const progress: Progress = { newestLogAt: null, rowsScanned: 0, eventsRecovered: 0, eventsSkipped: 0, narrowedTypes: [] };
     const seen = new Set<string>();
     try {
       try {
-        await this.scan(runId, scanFrom, undefined, progress, seen);
+        await this.scan(target, scanFrom, undefined, progress, seen);
       } catch (error) {
         if (!(error instanceof WindowTooDeepError)) throw error;
         // More rows since the checkpoint than Pozy pages through: read each event type on its own.
         this.logger.warn(`Backfill ${runId}: more than ${MAX_SKIP} log rows in the window; reading by event type`);
         for (const type of EVENT_TYPES) {
           progress.narrowedTypes.push(type);
-          await this.scan(runId, scanFrom, type, progress, seen);
+          await this.scan(target, scanFrom, type, progress, seen);
         }
       }
       await this.runs.progress(runId, progress);
@@ -137,7 +168,8 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /** Pages newest first until a row older than `scanFrom`, the end of the logs, or Pozy's paging limit. */
-  private async scan(runId: string, scanFrom: Date | null, event: string | undefined, progress: Progress, seen: Set<string>): Promise<void> {
+  private async scan(target: Target, scanFrom: Date | null, event: string | undefined, progress: Progress, seen: Set<string>): Promise<void> {
+    const { runId } = target;
     for (let skip = 0; ; skip += PAGE_SIZE) {
       if (skip > MAX_SKIP) {
         throw new WindowTooDeepError(
@@ -145,12 +177,12 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
             'rows older than that were not read (run the full sweep)',
         );
       }
-      const page = await this.pozy.listWebhookLogs({ limit: PAGE_SIZE, skip, event });
+      const page = await target.pozy.listWebhookLogs({ limit: PAGE_SIZE, skip, event });
       const inWindow = page.logs.filter((row) => !scanFrom || new Date(row.createdAt) >= scanFrom);
       const newest = page.logs[0] ? new Date(page.logs[0].createdAt) : null;
       if (newest && (!progress.newestLogAt || newest > progress.newestLogAt)) progress.newestLogAt = newest;
       progress.rowsScanned += inWindow.length;
-      await this.recover(runId, inWindow, seen, progress);
+      await this.recover(target, inWindow, seen, progress);
       await this.runs.progress(runId, progress);
       if (inWindow.length < page.logs.length || !page.hasMore || page.logs.length === 0) return;
     }
@@ -162,16 +194,17 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
    * it; any other failure (the receiver overloaded, the database) fails the run once the page's other events are
    * settled, and the checkpoint stays where it was, so the next run reads this window again.
    */
-  private async recover(runId: string, rows: PozyWebhookLogDto[], seen: Set<string>, progress: Progress): Promise<void> {
+  private async recover(target: Target, rows: PozyWebhookLogDto[], seen: Set<string>, progress: Progress): Promise<void> {
+    const { runId, workspaceId } = target;
     const fresh = new Map<string, PozyWebhookLogDto>();
     for (const row of rows) if (!seen.has(row.eventId) && !fresh.has(row.eventId)) fresh.set(row.eventId, row);
     for (const id of fresh.keys()) seen.add(id);
     if (fresh.size === 0) return;
-    const missing = [...(await this.runs.missing(DEFAULT_WORKSPACE, [...fresh.keys()]))];
+    const missing = [...(await this.runs.missing(workspaceId, [...fresh.keys()]))];
     const settled = await Promise.allSettled(
       missing.map((id) => {
         const row = fresh.get(id)!;
-        return this.webhooks.receiveRecovered(DEFAULT_WORKSPACE, row.requestPayload, runId, row.attemptNumber ?? null);
+        return this.webhooks.receiveRecovered(workspaceId, row.requestPayload, runId, row.attemptNumber ?? null);
       }),
     );
     let failure: Error | undefined;

@@ -93,6 +93,11 @@ export class AppConfig {
   readonly sweepCron: string | null;
   /** Import the whole workspace on the first start against a database that has never completed one. */
   readonly initialImport: boolean;
+  /** Imports of new workspaces running at once across every replica. */
+  readonly importConcurrency: number;
+  /** The service's externally reachable base URL, without a trailing slash (managed webhooks); null when unset. */
+  readonly publicUrl: string | null;
+  readonly webhookHealthCheckMs: number;
   readonly retention: {
     /** Events, notification history, backfill runs, replayed dead letters and failed jobs older than this are pruned. */
     readonly eventRetentionDays: number;
@@ -149,7 +154,7 @@ export class AppConfig {
     this.changesMaxWaiters = env.CHANGES_MAX_WAITERS;
     this.pozy = Object.freeze({
       apiUrl: env.POZY_API_URL.replace(/\/+$/, ''),
-      apiKey: env.POZY_API_KEY,
+      apiKey: env.POZY_API_KEY ?? '',
       webhookSecrets: Object.freeze(env.POZY_WEBHOOK_SECRET?.split(',') ?? []),
       timeoutMs: env.POZY_TIMEOUT_MS,
       rateLimitPerMinute: env.POZY_RATE_LIMIT_PER_MINUTE,
@@ -173,6 +178,9 @@ export class AppConfig {
     this.backfillOverlapMs = env.BACKFILL_OVERLAP_MS;
     this.sweepCron = env.SWEEP_CRON === 'off' ? null : env.SWEEP_CRON;
     this.initialImport = env.INITIAL_IMPORT === 'auto';
+    this.importConcurrency = env.IMPORT_CONCURRENCY;
+    this.publicUrl = env.PUBLIC_URL?.replace(/\/+$/, '') ?? null;
+    this.webhookHealthCheckMs = env.WEBHOOK_HEALTH_CHECK_MS;
     this.retention = Object.freeze({
       eventRetentionDays: env.EVENT_RETENTION_DAYS,
       changeRetentionDays: env.CHANGE_RETENTION_DAYS,

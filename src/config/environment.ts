@@ -261,10 +261,33 @@ export class EnvironmentVariables {
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   POZY_API_URL = 'https://api.pozy.ai';
 
+  /** The `default` workspace's key. Unset: the service starts with no workspace and waits for POST /admin/workspaces. */
+  @IsOptional()
   @emptyAsUnset()
-  @IsString({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
-  @IsNotEmpty({ message: 'POZY_API_KEY is required (the Bearer key of your Pozy workspace)' })
-  POZY_API_KEY!: string;
+  @IsString()
+  POZY_API_KEY?: string;
+
+  /**
+   * The service's externally reachable base URL: with it, POST /admin/workspaces makes each workspace's webhook
+   * subscription in Pozy (PUBLIC_URL/webhooks/pozy/<id>) and keeps it healthy.
+   */
+  @IsOptional()
+  @emptyAsUnset()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }, { message: 'PUBLIC_URL must be an http(s) URL' })
+  PUBLIC_URL?: string;
+
+  /** Imports of new workspaces that run at once across every replica; the rest wait, in the order they were added. */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  IMPORT_CONCURRENCY = 4;
+
+  /** How often a worker checks each managed webhook subscription in Pozy (isActive, failureCount). */
+  @toInt()
+  @IsInt()
+  @Min(1_000)
+  WEBHOOK_HEALTH_CHECK_MS = 60_000;
 
   /** One secret, or two comma-separated while the secret is rotated in Pozy: a delivery signed with either is accepted. */
   @IsOptional()
@@ -543,6 +566,9 @@ export const VARIABLES = [
   'EMBEDDED_DATABASE',
   'POZY_API_URL',
   'POZY_API_KEY',
+  'PUBLIC_URL',
+  'IMPORT_CONCURRENCY',
+  'WEBHOOK_HEALTH_CHECK_MS',
   'POZY_WEBHOOK_SECRET',
   'SECRETS_ENCRYPTION_KEY',
   'POZY_TIMEOUT_MS',
@@ -651,8 +677,9 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
   const relevant = Object.fromEntries(VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]));
   const parsed = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
   const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
-  if (parsed.NODE_ENV === 'production' && !parsed.POZY_WEBHOOK_SECRET) {
-    problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production (unsigned webhooks would be accepted)');
+  // Without POZY_API_KEY there is no environment workspace to receive for; each added one has its own secret.
+  if (parsed.NODE_ENV === 'production' && parsed.POZY_API_KEY && !parsed.POZY_WEBHOOK_SECRET) {
+    problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production and POZY_API_KEY is set (unsigned webhooks would be accepted)');
   }
   if (parsed.NODE_ENV === 'production' && !parsed.SECRETS_ENCRYPTION_KEY) {
     problems.push(

@@ -17,6 +17,9 @@ export const KNOWN_EXAMPLE_SECRETS: readonly string[] = Object.freeze([
   'sk_sim_demo',
   'whsec_demo',
   'demo-admin-token',
+  // Its added workspaces' keys (sk_sim_client_<n>) and the key that seals them.
+  'sk_sim_client_',
+  'demo:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=',
   // Defaults of earlier versions of docker-compose.yml and README.md: published, although no file holds them now.
   'change-me',
   'sk_test_local',

@@ -19,6 +19,26 @@ export enum LockKey {
   AccountFirstMirrored = 7_262_005,
   /** One bulk replay of the delivery dead-letter queue at a time across every replica. */
   DeadLetterReplay = 7_262_006,
+  /** With a workspace's hash: one backfill of that workspace at a time (`default` keeps Backfill alone). */
+  WorkspaceBackfill = 7_262_007,
+  /** With a workspace's hash: one import or sweep of that workspace at a time (`default` keeps Sweep alone). */
+  WorkspaceSweep = 7_262_008,
+  /** With a slot number (0 to IMPORT_CONCURRENCY − 1): held by each import running, so that at most that many run. */
+  ImportSlot = 7_262_009,
+  /** With a workspace's hash: one removal of that workspace at a time. */
+  WorkspaceRemoval = 7_262_010,
+  /** One check of the managed webhook subscriptions at a time across every replica. */
+  WebhookHealth = 7_262_011,
+}
+
+/** A lock's key: one of LockKey, or one of them with a second number (a workspace's hash, a slot). */
+export type LockName = LockKey | readonly [LockKey, number];
+
+/** A workspace's part of a two-number lock: a 32-bit hash of its id (a collision only serialises two workspaces). */
+export function workspaceLockPart(workspaceId: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < workspaceId.length; i += 1) hash = Math.imul(hash ^ workspaceId.charCodeAt(i), 0x01000193);
+  return hash | 0;
 }
 
 /** A held session-level advisory lock: it belongs to the connection, which is kept until `release()`. */
@@ -31,13 +51,17 @@ export interface HeldLock {
  * Takes `key` without waiting, on a connection of its own held until `release()`; null when another session (another
  * replica) holds it. A replica that dies loses the connection, and the lock with it.
  */
-export function tryAdvisoryLock(db: Db, key: LockKey): Promise<HeldLock | null> {
+export function tryAdvisoryLock(db: Db, name: LockName): Promise<HeldLock | null> {
+  const [key, part] = typeof name === 'number' ? [name, undefined] : name;
+  // pg's one-bigint and two-int4 locks are separate spaces: a two-number name never meets a one-number one.
+  const lock = part === undefined ? sql`pg_try_advisory_lock(${key}::bigint)` : sql`pg_try_advisory_lock(${key}::int4, ${part}::int4)`;
+  const unlock = part === undefined ? sql`pg_advisory_unlock(${key}::bigint)` : sql`pg_advisory_unlock(${key}::int4, ${part}::int4)`;
   return new Promise<HeldLock | null>((resolve, reject) => {
     let answered = false;
     let release!: () => void;
     const released = new Promise<void>((resolveRelease) => (release = resolveRelease));
     const connection = db.connection().execute(async (conn) => {
-      const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${key}) AS ok`.execute(conn);
+      const { rows } = await sql<{ ok: boolean }>`SELECT ${lock} AS ok`.execute(conn);
       answered = true;
       if (!rows[0].ok) return resolve(null);
       resolve({
@@ -48,7 +72,7 @@ export function tryAdvisoryLock(db: Db, key: LockKey): Promise<HeldLock | null> 
       });
       await released;
       // A failed unlock means a broken connection, whose session (and lock) is gone with it.
-      await sql`SELECT pg_advisory_unlock(${key})`.execute(conn).catch(() => undefined);
+      await sql`SELECT ${unlock}`.execute(conn).catch(() => undefined);
     });
     connection.catch((error: unknown) => {
       if (!answered) reject(error instanceof Error ? error : new Error(String(error)));

@@ -62,6 +62,29 @@ function typed(row: DeadLetterRow): DeadLetter {
   throw new Error(`Dead letter ${row.id}: its payload is not what a ${row.kind} letter holds`);
 }
 
+/** A row's columns under the model's (camelCase) field names. */
+const LETTER_COLUMNS = [
+  'workspace_id as workspaceId',
+  'id',
+  'queue',
+  'kind',
+  'resource_key as resourceKey',
+  'payload',
+  'reason',
+  'error',
+  'attempts',
+  'first_failure_at as firstFailureAt',
+  'last_failure_at as lastFailureAt',
+  'created_at as createdAt',
+  'replayed_at as replayedAt',
+  'replay_count as replayCount',
+  'resolved_at as resolvedAt',
+  'resolution',
+] as const;
+
+/** jsonb as pg parsed it, which the Prisma row type calls JsonValue. */
+const asRow = <T extends { payload: unknown }>(row: T) => ({ ...row, payload: row.payload as DeadLetterRow['payload'] });
+
 @Injectable()
 export class DeadLetterRepository {
   constructor(private readonly database: DatabaseService) {}
@@ -97,43 +120,30 @@ export class DeadLetterRepository {
   async list(limit: number, db: Db = this.database.db): Promise<ListedDeadLetter[]> {
     const rows = await db
       .selectFrom('dead_letter')
-      .select([
-        'workspace_id as workspaceId',
-        'id',
-        'queue',
-        'kind',
-        'resource_key as resourceKey',
-        'payload',
-        'reason',
-        'error',
-        'attempts',
-        'first_failure_at as firstFailureAt',
-        'last_failure_at as lastFailureAt',
-        'created_at as createdAt',
-        'replayed_at as replayedAt',
-        'replay_count as replayCount',
-        'resolved_at as resolvedAt',
-        'resolution',
-      ])
+      .select(LETTER_COLUMNS)
       .where('queue', '=', 'delivery')
       .orderBy('created_at', 'desc')
       .orderBy('id')
       .limit(limit)
       .execute();
-    // jsonb as pg parsed it, which the Prisma row type calls JsonValue.
-    return rows.map((row) => listed({ ...row, payload: row.payload as DeadLetterRow['payload'] }));
+    return rows.map((row) => listed(asRow(row)));
   }
 
   async get(id: string): Promise<DeadLetter | undefined> {
-    const row = await this.database.prisma.deadLetter.findFirst({ where: { id } });
-    return row ? typed(row) : undefined;
+    const row = await this.database.db.selectFrom('dead_letter').select(LETTER_COLUMNS).where('id', '=', id).executeTakeFirst();
+    return row ? typed(asRow(row)) : undefined;
   }
 
   /** How many letters are neither replayed nor resolved (created up to `upTo`): what a bulk replay takes. */
   async countUnreplayed(upTo?: Date): Promise<number> {
-    return this.database.prisma.deadLetter.count({
-      where: { queue: 'delivery', replayedAt: null, resolvedAt: null, ...(upTo ? { createdAt: { lte: upTo } } : {}) },
-    });
+    let query = this.database.db
+      .selectFrom('dead_letter')
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .where('queue', '=', 'delivery')
+      .where('replayed_at', 'is', null)
+      .where('resolved_at', 'is', null);
+    if (upTo) query = query.where('created_at', '<=', upTo);
+    return (await query.executeTakeFirstOrThrow()).n;
   }
 
   /**
@@ -155,11 +165,18 @@ export class DeadLetterRepository {
       .limit(limit)
       .execute();
     if (page.length === 0) return [];
-    const rows = await this.database.prisma.deadLetter.findMany({
-      where: { id: { in: page.map((r) => r.id) } },
-      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    });
-    return rows.map(typed);
+    const rows = await this.database.db
+      .selectFrom('dead_letter')
+      .select(LETTER_COLUMNS)
+      .where(
+        'id',
+        'in',
+        page.map((r) => r.id),
+      )
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map((row) => typed(asRow(row)));
   }
 
   async markReplayed(id: string): Promise<void> {

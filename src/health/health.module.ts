@@ -4,6 +4,7 @@ import { BackfillModule } from '../backfill/backfill.module';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
+import { ReconcileModule } from '../reconcile/reconcile.module';
 import { SweepModule } from '../sweep/sweep.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { Draining } from './draining';
@@ -25,6 +26,7 @@ import { SyncStatusService } from './sync-status.service';
     SweepModule,
     PozyModule,
     DeadLettersModule,
+    ReconcileModule,
   ],
   controllers: [HealthController, SyncStatusController],
   providers: [Draining, ReadinessRepository, SyncFiguresRepository, StatusSnapshots, SyncStatusService, StatusMetrics],

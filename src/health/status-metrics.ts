@@ -18,7 +18,7 @@ export class StatusMetrics {
       {
         mirrorLag: {
           name: 'pozy_sync_mirror_lag_seconds',
-          help: 'Age of the oldest pending reconcile read (0 when none): how far behind Pozy the mirror may be',
+          help: 'Age of the oldest reconcile read still owed, waiting or failing in retries (0 when none): how far behind Pozy the mirror may be',
         },
         pendingReads: { name: 'pozy_sync_reconcile_pending', help: `Resources waiting for a read from Pozy${ESTIMATED_PAST}` },
         deadLetters: {

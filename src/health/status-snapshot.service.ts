@@ -11,6 +11,7 @@ import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { TOKENS_UNAVAILABLE } from '../common/read-access';
 import { AckTimeoutError, withDeadline } from '../events/ack-deadline';
 import { STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
+import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 
 /** A failed reading is shared with every caller for STATUS_CACHE_MS; the next one is worth trying after this. */
 const RETRY_AFTER_S = 2;
@@ -26,6 +27,9 @@ export const STATUS_UNAVAILABLE =
   `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked); ` +
   `\`overloaded\`: no database connection came free in time. ${TOKENS_UNAVAILABLE} Each with \`Retry-After\`.`;
 
+/** Workspaces the status names as furthest behind. */
+const FURTHEST_BEHIND = 5;
+
 /** Dead letters the status page shows, newest first, of both queues together (the delivery queue's are read here). */
 export const PAGE_DEAD_LETTERS = 20;
 
@@ -37,6 +41,8 @@ export interface StatusSnapshot {
   runs: RunsStatus;
   /** The newest PAGE_DEAD_LETTERS of the delivery queue, unredacted. */
   deadLetters: ListedDeadLetter[];
+  /** The few workspaces whose oldest waiting read is oldest. */
+  furthestBehind: { workspaceId: string; waitingSince: Date }[];
   pozyBudget: BudgetStatus;
 }
 
@@ -58,6 +64,7 @@ export class StatusSnapshots {
     private readonly sweeps: SweepService,
     private readonly deadLetters: DeadLetterRepository,
     private readonly budget: PozyBudget,
+    private readonly requests: ReconcileRequestRepository,
   ) {
     this.shared = new SharedComputation(() => this.read(), config.statusCacheMs);
   }
@@ -85,6 +92,7 @@ export class StatusSnapshots {
         subscribers: await this.subscriptions.health(db),
         runs: await this.sweeps.status(db),
         deadLetters: await this.deadLetters.list(PAGE_DEAD_LETTERS, db),
+        furthestBehind: await this.requests.furthestBehind(FURTHEST_BEHIND, db),
       }));
       // Once the snapshot has given its connection back: the budget's owner creates its row when it is missing, which
       // a read-only snapshot cannot. One primary-key lookup.

@@ -55,8 +55,9 @@ const exact = <T>(value: T): Estimate<T> => ({ value, estimated: false });
  * Each is a small subset that a partial index covers, counted exactly up to EXACT_COUNT_LIMIT.
  */
 export interface BacklogFigures {
-  /** Resources waiting for a read from Pozy, and how long the oldest has waited (null when none). */
+  /** Resources waiting for a read from Pozy. */
   pendingReads: Figure;
+  /** How long the oldest read still owed (waiting, or failing in the worker's retries) has been owed; null when none. */
   oldestPendingReadMs: number | null;
   /** Dead letters of the delivery queue neither replayed nor resolved, by kind (the ack queue is each replica's spool). */
   deadLetters: { reconcile: Figure; notification: Figure };
@@ -132,12 +133,20 @@ const upTo = (subset: Subset) => countUpTo(SUBSETS[subset]).$asScalar();
 const BACKLOG = compiler
   .selectNoFrom((eb) => [
     upTo('pendingReads').as('pendingReads'),
+    // A read handed to the worker that keeps failing (Pozy times out) is still owed: the mirror is behind since it
+    // was asked for, however many retries it is into. Each subset has its own partial index.
     eb
       .cast<number | null>(
-        eb
-          .selectFrom('reconcile_request')
-          .select((r) => msSince(r.fn.min('requested_at')).as('ms'))
-          .where('due_at', 'is not', null),
+        eb.fn('greatest', [
+          eb
+            .selectFrom('reconcile_request')
+            .select((r) => msSince(r.fn.min('requested_at')).as('ms'))
+            .where('due_at', 'is not', null),
+          eb
+            .selectFrom('reconcile_request')
+            .select((r) => msSince(r.fn.min('requested_at')).as('ms'))
+            .where('failing_since', 'is not', null),
+        ]),
         'float8',
       )
       .as('oldestPendingReadMs'),

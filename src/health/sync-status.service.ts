@@ -6,7 +6,8 @@ import type { BudgetStatus } from '../pozy/budget/pozy-budget.service';
 import { SweepRunResponse } from '../sweep/dto/sweep-run.response';
 import type { ImportState } from '../sweep/sweep.service';
 import { AckSpool } from '../webhooks/ack-spool';
-import { StatusSnapshots } from './status-snapshot.service';
+import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
+import { StatusSnapshot, StatusSnapshots } from './status-snapshot.service';
 import { Estimate, MinuteCount } from './sync-figures.repository';
 
 export interface SyncStatus {
@@ -39,6 +40,19 @@ export interface SyncStatus {
   sweep: { lastRun: SweepRunResponse | null };
   /** The deployment's one Pozy budget. */
   pozyBudget: BudgetStatus;
+  /**
+   * Every workspace in bounded size, whatever their number: counts by state, and the few whose managed webhook Pozy
+   * reports failing or whose last check failed (ids withheld in a public answer). `GET /admin/workspaces/:id` has
+   * one workspace's detail.
+   */
+  workspaces: {
+    total: number;
+    byState: Record<string, number>;
+    webhooksFailing: number;
+    failing: (string | null)[];
+    /** The few whose oldest waiting read is oldest, with its age. */
+    furthestBehind: { id: string | null; oldestPendingAgeMs: number }[];
+  };
   /** The figures above that are PostgreSQL's estimates, by path (e.g. `mirror.posts`); all others are exact. */
   estimated: string[];
   /** A public answer (no token, STATUS_PUBLIC=true): resource ids and error texts are withheld (null). */
@@ -52,6 +66,9 @@ export interface SyncSnapshot {
   /** The newest dead letters of the delivery queue, unredacted: the page redacts them itself. */
   deadLetters: ListedDeadLetter[];
 }
+
+/** Failing workspaces named in the status: the rest are counted. */
+const MAX_LISTED_FAILING = 5;
 
 const ms = (value: number | null) => (value === null ? null : Math.round(value));
 
@@ -79,6 +96,11 @@ export function publicStatus(status: SyncStatus): SyncStatus {
     },
     import: status.import.runId === null ? status.import : withoutErrors(status.import),
     sweep: { lastRun: status.sweep.lastRun && withoutErrors(status.sweep.lastRun) },
+    workspaces: {
+      ...status.workspaces,
+      failing: status.workspaces.failing.map(() => null),
+      furthestBehind: status.workspaces.furthestBehind.map((w) => ({ ...w, id: null })),
+    },
     redacted: true,
   };
 }
@@ -89,7 +111,30 @@ export class SyncStatusService {
   constructor(
     private readonly snapshots: StatusSnapshots,
     private readonly spool: AckSpool,
+    private readonly registry: WorkspaceRegistry,
   ) {}
+
+  /** Counts from this replica's copy of the registry (no statement), and the snapshot's few furthest behind: the same size at one workspace and at thousands. */
+  private workspaces(behind: StatusSnapshot['furthestBehind']): SyncStatus['workspaces'] {
+    const byState: Record<string, number> = { active: 0, paused: 0, removing: 0, detached: 0 };
+    const failing: string[] = [];
+    let total = 0;
+    for (const workspace of this.registry.all()) {
+      total += 1;
+      byState[workspace.state] = (byState[workspace.state] ?? 0) + 1;
+      const health = workspace.stored?.webhookHealth;
+      if (workspace.state === 'active' && health && (health.error || (health.failureCount ?? 0) > 0 || health.isActive === false))
+        failing.push(workspace.id);
+    }
+    const now = Date.now();
+    return {
+      total,
+      byState,
+      webhooksFailing: failing.length,
+      failing: failing.slice(0, MAX_LISTED_FAILING),
+      furthestBehind: behind.map((w) => ({ id: w.workspaceId, oldestPendingAgeMs: Math.max(0, now - w.waitingSince.getTime()) })),
+    };
+  }
 
   async status(detail: ReadDetail): Promise<SyncStatus> {
     return (await this.snapshot(detail)).status;
@@ -157,6 +202,7 @@ export class SyncStatusService {
         : { status: runs.import.status, runId: null },
       sweep: { lastRun: runs.lastSweep },
       pozyBudget,
+      workspaces: this.workspaces(snapshot.furthestBehind),
       estimated,
       redacted: false,
     };

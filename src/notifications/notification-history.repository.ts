@@ -39,21 +39,22 @@ export interface NotificationDetail extends NotificationSummary {
   attemptHistory: NotificationAttempt[];
 }
 
-const SUMMARY = {
-  id: true,
-  subscriptionId: true,
-  type: true,
-  resourceKey: true,
-  sequence: true,
-  pozyUpdatedAt: true,
-  state: true,
-  attempts: true,
-  createdAt: true,
-  nextAttemptAt: true,
-  deliveredAt: true,
-  lastError: true,
-  replayCount: true,
-} as const;
+/** The summary's columns under the model's (camelCase) field names. */
+const SUMMARY = [
+  'id',
+  'subscription_id as subscriptionId',
+  'type',
+  'resource_key as resourceKey',
+  'sequence',
+  'pozy_updated_at as pozyUpdatedAt',
+  'state',
+  'attempts',
+  'created_at as createdAt',
+  'next_attempt_at as nextAttemptAt',
+  'delivered_at as deliveredAt',
+  'last_error as lastError',
+  'replay_count as replayCount',
+] as const;
 
 const summary = <R extends { state: string }>(row: R): Omit<R, 'state'> & { state: NotificationState } => ({
   ...row,
@@ -67,32 +68,28 @@ export class NotificationHistoryRepository {
 
   /** Newest first. */
   async list(filter: { subscriptionId?: string; state?: NotificationState; limit: number }): Promise<NotificationSummary[]> {
-    const rows = await this.database.prisma.notification.findMany({
-      select: SUMMARY,
-      where: { subscriptionId: filter.subscriptionId, state: filter.state },
-      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
-      take: filter.limit,
-    });
-    return rows.map(summary);
+    let query = this.database.db.selectFrom('notification').select(SUMMARY).orderBy('created_at', 'desc').orderBy('id').limit(filter.limit);
+    if (filter.subscriptionId !== undefined) query = query.where('subscription_id', '=', filter.subscriptionId);
+    if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+    return (await query.execute()).map(summary);
   }
 
   async get(id: string): Promise<NotificationDetail | undefined> {
-    const row = await this.database.prisma.notification.findUnique({
-      select: {
-        ...SUMMARY,
-        data: true,
-        attemptList: {
-          select: { attemptedAt: true, durationMs: true, statusCode: true, outcome: true, error: true, replay: true },
-          orderBy: { id: 'asc' },
-        },
-      },
-      where: { id },
-    });
+    const row = await this.database.db
+      .selectFrom('notification')
+      .select([...SUMMARY, 'data'])
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (!row) return undefined;
-    const { attemptList, ...notification } = row;
+    const attempts = await this.database.db
+      .selectFrom('notification_attempt')
+      .select(['attempted_at as attemptedAt', 'duration_ms as durationMs', 'status_code as statusCode', 'outcome', 'error', 'replay'])
+      .where('notification_id', '=', id)
+      .orderBy('id')
+      .execute();
     return {
-      ...summary(notification),
-      attemptHistory: attemptList.map((a) => ({ ...a, outcome: oneOf(OUTCOMES, a.outcome, 'attempt outcome') })),
+      ...summary(row),
+      attemptHistory: attempts.map((a) => ({ ...a, outcome: oneOf(OUTCOMES, a.outcome, 'attempt outcome') })),
     };
   }
 

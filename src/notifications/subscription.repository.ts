@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { sql } from 'kysely';
+import { type Selectable, sql, type Updateable } from 'kysely';
 import { SecretBox } from '../common/secret-box';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService, type Db } from '../database/database.service';
+import type { DB } from '../generated/kysely/database';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
 import { milliseconds, now } from './notification-expressions';
@@ -102,6 +103,33 @@ function healthOf(row: HealthFields, backlog: Backlog): SubscriptionHealth {
 /** A subscription as GET /sync/status shows it: where it sends and how that goes, never its secrets. */
 export type SubscriberHealth = Pick<Subscription, 'id' | 'url' | 'active' | 'health'>;
 
+/** A row under the model's (camelCase) field names. */
+function modelOf(row: Selectable<DB['subscription']>): SubscriptionRow {
+  return {
+    id: row.id,
+    url: row.url,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretUntil: row.previous_secret_until,
+    description: row.description,
+    eventTypes: row.event_types,
+    workspaceIds: row.workspace_ids,
+    profileIds: row.profile_ids,
+    platforms: row.platforms,
+    active: row.active,
+    createdAt: row.created_at,
+    deletedAt: row.deleted_at,
+    failingSince: row.failing_since,
+    lastSuccessAt: row.last_success_at,
+    lastFailureAt: row.last_failure_at,
+    lastError: row.last_error,
+    pausedAt: row.paused_at,
+    pausedReason: row.paused_reason,
+    leaseOwner: row.lease_owner,
+    leaseUntil: row.lease_until,
+  };
+}
+
 function toSubscription(row: SubscriptionRow, backlog: Backlog): Subscription {
   return {
     id: row.id,
@@ -136,7 +164,20 @@ export class SubscriptionRepository {
   }
 
   async create(id: string, subscription: NewSubscription): Promise<Subscription> {
-    await this.database.prisma.subscription.create({ data: { id, ...subscription, secret: this.box.seal(subscription.secret, secretContext(id)) } });
+    await this.database.db
+      .insertInto('subscription')
+      .values({
+        id,
+        url: subscription.url,
+        secret: this.box.seal(subscription.secret, secretContext(id)),
+        description: subscription.description,
+        event_types: subscription.eventTypes,
+        workspace_ids: subscription.workspaceIds,
+        profile_ids: subscription.profileIds,
+        platforms: subscription.platforms,
+        active: subscription.active,
+      })
+      .execute();
     return (await this.get(id))!;
   }
 
@@ -260,10 +301,9 @@ export class SubscriptionRepository {
   }
 
   async list(): Promise<Subscription[]> {
-    const rows = await this.database.prisma.subscription.findMany({
-      where: { deletedAt: null },
-      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    });
+    const rows = (
+      await this.database.db.selectFrom('subscription').selectAll().where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute()
+    ).map(modelOf);
     const backlog = await this.backlog(rows.map((r) => r.id));
     return rows.map((row) => toSubscription(row, backlog));
   }
@@ -295,26 +335,32 @@ export class SubscriptionRepository {
   }
 
   async get(id: string): Promise<Subscription | undefined> {
-    const row = await this.database.prisma.subscription.findFirst({ where: { id, deletedAt: null } });
-    return row ? toSubscription(row, await this.backlog([id])) : undefined;
+    const row = await this.database.db.selectFrom('subscription').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+    return row ? toSubscription(modelOf(row), await this.backlog([id])) : undefined;
   }
 
   /** Only the fields given change; answers whether the subscription exists. */
   async update(id: string, changes: SubscriptionChanges): Promise<boolean> {
     // A field absent or null stays as it is.
-    const { count } = await this.database.prisma.subscription.updateMany({
-      where: { id, deletedAt: null },
-      data: {
-        url: changes.url ?? undefined,
-        eventTypes: changes.eventTypes ?? undefined,
-        workspaceIds: changes.workspaceIds ?? undefined,
-        profileIds: changes.profileIds ?? undefined,
-        platforms: changes.platforms ?? undefined,
-        description: changes.description ?? undefined,
-        active: changes.active ?? undefined,
-      },
-    });
-    return count > 0;
+    const set: Updateable<DB['subscription']> = {
+      url: changes.url ?? undefined,
+      event_types: changes.eventTypes ?? undefined,
+      workspace_ids: changes.workspaceIds ?? undefined,
+      profile_ids: changes.profileIds ?? undefined,
+      platforms: changes.platforms ?? undefined,
+      description: changes.description ?? undefined,
+      active: changes.active ?? undefined,
+    };
+    const given = Object.fromEntries(Object.entries(set).filter(([, value]) => value !== undefined));
+    // Prisma's updateMany with nothing to set still answered whether the row exists.
+    if (Object.keys(given).length === 0) return (await this.get(id)) !== undefined;
+    const { numUpdatedRows } = await this.database.db
+      .updateTable('subscription')
+      .set(given)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return numUpdatedRows > 0n;
   }
 
   /**

@@ -2,19 +2,22 @@ import { Logger } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import type { Dispatcher } from 'undici';
+import { boundedText } from '../common/bounded-text';
 import { describeError, fullJitterBackoff, isNetworkError } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { Lane } from './budget/budget-policy';
-import { PozyBudget } from './budget/pozy-budget.service';
+import { KeyPausedError, MAX_PAUSE_WAITED_IN_JOB_MS, PozyBudget } from './budget/pozy-budget.service';
 import { PozyClock } from './pozy-clock.service';
 import { PozyAccountDto } from './dto/pozy-account.dto';
+import { checkedAccount, checkedPost } from './dto/pozy-answer-check';
 import { PozyPostDto } from './dto/pozy-post.dto';
 import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
+import { PozyWebhookSubscriptionDto } from './dto/pozy-webhook-subscription.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
 import { integerHeader, rateLimitWait } from './rate-limit-headers';
 
-/** A Retry-After longer than this is not waited out in the job: the job fails and retries after it instead. */
+/** A Retry-After longer than this is not waited out by a run's request: it fails and retries after it instead. */
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_CAP_MS = 5_000;
@@ -34,6 +37,17 @@ export interface PostsPage {
   /** Posts Pozy says the whole list holds now, when it says. */
   total: number | undefined;
   sentAt: Date;
+}
+
+/** What Pozy said of a key: `accepted`, or refused with Pozy's status and answer (bounded). */
+export type KeyCheck = { accepted: true } | { accepted: false; status: number; answer: string };
+
+/** A subscription to create in Pozy (`POST /v1/webhooks/settings`). */
+export interface NewPozySubscription {
+  name: string;
+  url: string;
+  secret: string;
+  events: readonly string[];
 }
 
 export interface WebhookLogsPage {
@@ -176,14 +190,83 @@ export class PozyClient {
     };
   }
 
-  private async get(path: string, route: string, expected: number[], lane: Lane, maxRetries = this.config.pozy.maxRetries): Promise<Attempt> {
+  /**
+   * Whether Pozy accepts the key, with one cheap read (the first post of `GET /v1/posts`) and no retry: a 401 or 403
+   * is a refusal, quoted; a failure to reach Pozy throws PozyUnavailableError, a 429 PozyRateLimitedError.
+   */
+  async checkKey(): Promise<KeyCheck> {
+    const { status, body } = await this.request('GET', '/v1/posts?limit=1&offset=0', 'GET /v1/posts', [200, 401, 403], 'operator', undefined, 0);
+    if (status === 200) return { accepted: true };
+    const said = (body as { error?: unknown } | null)?.error;
+    return { accepted: false, status, answer: boundedText(typeof said === 'string' ? said : JSON.stringify(body)) };
+  }
+
+  /** `GET /v1/webhooks/settings`: the key's subscriptions. */
+  async listSubscriptions(): Promise<PozyWebhookSubscriptionDto[]> {
+    const { body } = await this.request('GET', '/v1/webhooks/settings', 'GET /v1/webhooks/settings', [200], 'operator');
+    const list = (body as { webhooks?: unknown } | null)?.webhooks;
+    if (!Array.isArray(list)) throw new PozyProtocolError('Pozy answered webhook settings without a `webhooks` array');
+    return list.map((row, i) => validated(PozyWebhookSubscriptionDto, row, `webhooks[${i}]`));
+  }
+
+  /** `POST /v1/webhooks/settings`, once (a retry could make two). */
+  async createSubscription(subscription: NewPozySubscription): Promise<PozyWebhookSubscriptionDto> {
+    const body = { ...subscription, events: [...subscription.events], isActive: true };
+    const answer = await this.request('POST', '/v1/webhooks/settings', 'POST /v1/webhooks/settings', [200, 201], 'operator', body, 0);
+    return validated(PozyWebhookSubscriptionDto, (answer.body as { webhook?: unknown } | null)?.webhook, 'webhook');
+  }
+
+  /** `PUT /v1/webhooks/settings`: changes a subscription (`{ isActive: true }` re-enables it); false when Pozy knows no such id. */
+  async updateSubscription(id: string, change: { isActive?: boolean; secret?: string; url?: string }): Promise<boolean> {
+    const { status } = await this.request(
+      'PUT',
+      '/v1/webhooks/settings',
+      'PUT /v1/webhooks/settings',
+      [200, 404],
+      'operator',
+      { _id: id, ...change },
+      0,
+    );
+    return status === 200;
+  }
+
+  /** `DELETE /v1/webhooks/settings?id=`; false when Pozy knows no such id (removed already). */
+  async deleteSubscription(id: string): Promise<boolean> {
+    const path = `/v1/webhooks/settings?id=${encodeURIComponent(id)}`;
+    const { status } = await this.request('DELETE', path, 'DELETE /v1/webhooks/settings', [200, 404], 'operator');
+    return status === 200;
+  }
+
+  /** `POST /v1/webhooks/test`: Pozy sends one test event to the subscription now; whether the endpoint answered 2xx. */
+  async sendTestEvent(id: string): Promise<{ delivered: boolean; answer: string }> {
+    const { status, body } = await this.request('POST', '/v1/webhooks/test', 'POST /v1/webhooks/test', [200, 500], 'operator', { webhookId: id }, 0);
+    const message = (body as { message?: unknown } | null)?.message;
+    return { delivered: status === 200, answer: boundedText(typeof message === 'string' ? message : `HTTP ${status}`) };
+  }
+
+  private get(path: string, route: string, expected: number[], lane: Lane, maxRetries = this.config.pozy.maxRetries): Promise<Attempt> {
+    return this.request('GET', path, route, expected, lane, undefined, maxRetries);
+  }
+
+  private async request(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    route: string,
+    expected: number[],
+    lane: Lane,
+    body?: object,
+    maxRetries = this.config.pozy.maxRetries,
+  ): Promise<Attempt> {
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
       if (attempt > 0 && lastError) await sleep(backoff(attempt));
-      const grant = await this.budget.take(lane);
+      const grant = await this.budget.take(lane).catch((error: unknown) => {
+        // A job's read gives its worker's place back rather than wait out a long pause of the key.
+        throw error instanceof KeyPausedError ? new PozyRateLimitedError(error.pausedForMs) : error;
+      });
       let result: Attempt;
       try {
-        result = await this.send(path, expected);
+        result = await this.send(method, path, expected, body);
       } catch (error) {
         this.count(route, 0);
         if (!isNetworkError(error)) throw error;
@@ -210,7 +293,8 @@ export class PozyClient {
         const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
         // Every caller of every replica using this key waits, not just this one: the limit is the API key's.
         await this.budget.pause(wait.ms, wait.adjusted ? `${wait.from}; ${wait.adjusted}` : wait.from);
-        if (wait.ms > MAX_INLINE_RETRY_AFTER_MS || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
+        const inline = lane === 'realtime' || lane === 'operator' ? MAX_PAUSE_WAITED_IN_JOB_MS : MAX_INLINE_RETRY_AFTER_MS;
+        if (wait.ms > inline || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
         // The next take waits the pause out.
         lastError = undefined;
         continue;
@@ -225,12 +309,17 @@ export class PozyClient {
     throw lastError ?? new PozyUnavailableError(`${route}: no answer`, true);
   }
 
-  private async send(path: string, expected: number[]): Promise<Attempt> {
+  private async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, expected: number[], body?: object): Promise<Attempt> {
     const sentAt = new Date();
     const response = await this.pool.request({
-      method: 'GET',
+      method,
       path: `${this.basePath}${path}`,
-      headers: { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' },
+      headers: {
+        authorization: `Bearer ${this.apiKey}`,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),
     });
     this.clock.observe(sentAt, new Date(), response.headers.date);
@@ -262,10 +351,20 @@ export class PozyClient {
   }
 }
 
+/** The DTOs read by the thousand, with their compiled checks (pozy-answer-check.ts). */
+const COMPILED = new Map<ClassConstructor<object>, (value: object) => object | undefined>([
+  [PozyPostDto, checkedPost],
+  [PozyAccountDto, checkedAccount],
+]);
+
 function validated<T extends object>(cls: ClassConstructor<T>, value: unknown, what: string): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new PozyProtocolError(`Pozy answered a ${what} that is not an object`);
   }
+  // What the compiled check accepts, the DTO accepts as well: only the rest pays for class-validator, which is
+  // most of a page's work otherwise, and it names what is wrong with it as it always has.
+  const fast = COMPILED.get(cls)?.(value);
+  if (fast) return fast as T;
   const dto = plainToInstance(cls, value);
   const errors = validateSync(dto);
   if (errors.length > 0) {

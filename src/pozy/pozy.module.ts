@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { BudgetRepository } from './budget/budget.repository';
 import { PozyBudget } from './budget/pozy-budget.service';
-import { PozyClient } from './pozy-client.service';
+import { AppConfig } from '../config/app-config';
 import { PozyClients } from './pozy-clients.service';
 import { PozyClock } from './pozy-clock.service';
 
@@ -10,11 +10,14 @@ import { PozyClock } from './pozy-clock.service';
     BudgetRepository,
     PozyClock,
     PozyClients,
-    // The environment's workspace: its client, and its key's budget (what /sync/status, the status page, /metrics
-    // and DELETE /admin/pozy-budget/pause show and act on), made by the same code as every workspace's.
-    { provide: PozyClient, inject: [PozyClients], useFactory: (clients: PozyClients) => clients.forWorkspace(clients.defaultAccess()) },
-    { provide: PozyBudget, inject: [PozyClient], useFactory: (client: PozyClient) => client.keyBudget },
+    // The environment's key's budget (what /sync/status, the status page, /metrics and DELETE /admin/pozy-budget/pause
+    // show and act on), made by the same code as every key's; idle when POZY_API_KEY is unset.
+    {
+      provide: PozyBudget,
+      inject: [PozyClients, AppConfig],
+      useFactory: (clients: PozyClients, config: AppConfig) => clients.budgetOf(config.pozy.apiKey),
+    },
   ],
-  exports: [PozyClient, PozyClients, PozyBudget, PozyClock],
+  exports: [PozyClients, PozyBudget, PozyClock],
 })
 export class PozyModule {}

@@ -8,6 +8,8 @@ export interface JobSpec<N extends TaskName = TaskName> {
   payload: TaskPayload<N>;
   /** One pending job per key; adding another with the same key updates the pending one instead. */
   jobKey?: string;
+  /** Lower runs first (graphile-worker's order: priority, then run time); default 0. */
+  priority?: number;
 }
 
 /**
@@ -26,13 +28,15 @@ export class JobQueueRepository {
    */
   async addJobs(specs: readonly JobSpec[], db: Db = this.database.db): Promise<number> {
     if (specs.length === 0) return 0;
-    const json = JSON.stringify(specs.map((spec) => ({ task: spec.task, payload: spec.payload, job_key: spec.jobKey ?? null })));
+    const json = JSON.stringify(
+      specs.map((spec) => ({ task: spec.task, payload: spec.payload, job_key: spec.jobKey ?? null, priority: spec.priority ?? null })),
+    );
     const { rows } = await sql<{ added: number }>`
 SELECT count(*)::int AS added
   FROM graphile_worker.add_jobs(
     ARRAY(
-      SELECT ROW(s.task, s.payload, NULL, NULL, NULL, s.job_key, NULL, NULL)::graphile_worker.job_spec
-        FROM json_to_recordset(${json}::json) AS s(task text, payload json, job_key text)
+      SELECT ROW(s.task, s.payload, NULL, NULL, NULL, s.job_key, s.priority, NULL)::graphile_worker.job_spec
+        FROM json_to_recordset(${json}::json) AS s(task text, payload json, job_key text, priority smallint)
     ),
     true
   )`.execute(db);

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { sql } from 'kysely';
+import { Selectable, sql } from 'kysely';
 import { ALL_WORKSPACES, Workspaces } from '../common/read-scope';
 import { DatabaseService } from '../database/database.service';
-import type { ReadToken as ReadTokenRow } from '../generated/prisma/client';
+import type { DB } from '../generated/kysely/database';
+
+type ReadTokenRow = Selectable<DB['read_token']>;
 
 /** A token as the admin endpoints answer it: never the token, nor its hash. */
 export interface ReadTokenSummary {
@@ -38,14 +40,14 @@ export interface ReadTokenFingerprint {
   deleted: number;
 }
 
-const workspacesOf = (row: Pick<ReadTokenRow, 'allWorkspaces' | 'workspaces'>): Workspaces => (row.allWorkspaces ? ALL_WORKSPACES : row.workspaces);
+const workspacesOf = (row: Pick<ReadTokenRow, 'all_workspaces' | 'workspaces'>): Workspaces => (row.all_workspaces ? ALL_WORKSPACES : row.workspaces);
 
 const summary = (row: ReadTokenRow): ReadTokenSummary => ({
   id: row.id,
   name: row.name,
   workspaces: workspacesOf(row),
-  createdAt: row.createdAt,
-  lastUsedAt: row.lastUsedAt,
+  createdAt: row.created_at,
+  lastUsedAt: row.last_used_at,
 });
 
 /** The read_token table's one owner. */
@@ -55,29 +57,40 @@ export class ReadTokenRepository {
 
   async create(token: { id: string; name: string; tokenHash: string; workspaces: Workspaces }): Promise<ReadTokenSummary> {
     const all = token.workspaces === ALL_WORKSPACES;
-    const row = await this.database.prisma.readToken.create({
-      data: { id: token.id, name: token.name, tokenHash: token.tokenHash, allWorkspaces: all, workspaces: all ? [] : [...token.workspaces] },
-    });
+    const row = await this.database.db
+      .insertInto('read_token')
+      .values({ id: token.id, name: token.name, token_hash: token.tokenHash, all_workspaces: all, workspaces: all ? [] : [...token.workspaces] })
+      .returningAll()
+      .executeTakeFirstOrThrow();
     return summary(row);
   }
 
   /** Live tokens, newest first, after `after` (the last of the previous page); `limit` at most. */
   async list(limit: number, after: ReadTokenPosition | null): Promise<ReadTokenSummary[]> {
-    const rows = await this.database.prisma.readToken.findMany({
-      where: {
-        deletedAt: null,
-        ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
-      },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      take: limit,
-    });
-    return rows.map(summary);
+    let query = this.database.db
+      .selectFrom('read_token')
+      .selectAll()
+      .where('deleted_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]),
+      );
+    }
+    return (await query.execute()).map(summary);
   }
 
   /** Marks a live token deleted; false when none has this id (or it was deleted already). */
   async delete(id: string): Promise<boolean> {
-    const { count } = await this.database.prisma.readToken.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date() } });
-    return count === 1;
+    const { numUpdatedRows } = await this.database.db
+      .updateTable('read_token')
+      .set({ deleted_at: new Date() })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return numUpdatedRows === 1n;
   }
 
   /** One small aggregate, read by every replica every second (the table holds a row per token ever made). */
@@ -90,11 +103,12 @@ export class ReadTokenRepository {
   }
 
   async live(): Promise<LiveReadToken[]> {
-    const rows = await this.database.prisma.readToken.findMany({
-      where: { deletedAt: null },
-      select: { id: true, tokenHash: true, allWorkspaces: true, workspaces: true, lastUsedAt: true },
-    });
-    return rows.map((row) => ({ id: row.id, tokenHash: row.tokenHash, workspaces: workspacesOf(row), lastUsedAt: row.lastUsedAt }));
+    const rows = await this.database.db
+      .selectFrom('read_token')
+      .select(['id', 'token_hash', 'all_workspaces', 'workspaces', 'last_used_at'])
+      .where('deleted_at', 'is', null)
+      .execute();
+    return rows.map((row) => ({ id: row.id, tokenHash: row.token_hash, workspaces: workspacesOf(row), lastUsedAt: row.last_used_at }));
   }
 
   /**

@@ -13,6 +13,30 @@ const BATCH_SIZE = 500;
 const POLL_MS = 1_000;
 /** When due requests are all locked by another replica's pass, look again this much later, not at once. */
 const BUSY_RETRY_MS = 50;
+/** A workspace's recent dispatches count half after this long: its burst stops weighing on its next jobs' priority. */
+const BURST_HALF_LIFE_MS = 10_000;
+/** graphile-worker's priority is an int; past this, a burst's jobs are all equally late. */
+const MAX_PRIORITY = 30_000;
+
+/**
+ * Fairness between workspaces: a job's priority is how many of its workspace's reads were dispatched lately (a
+ * count that halves every BURST_HALF_LIFE_MS), and graphile-worker runs lower priorities first. A workspace with a
+ * burst of 10,000 events gets priorities climbing to 10,000; another's single event gets 0 or 1 and runs next,
+ * ahead of the burst's waiting jobs, instead of behind them. One workspace alone keeps its order nearly as it was.
+ */
+export class BurstPriority {
+  private readonly recent = new Map<string, { count: number; at: number }>();
+
+  next(workspace: string, now = Date.now()): number {
+    const entry = this.recent.get(workspace);
+    const count = entry ? entry.count * Math.pow(0.5, (now - entry.at) / BURST_HALF_LIFE_MS) : 0;
+    this.recent.set(workspace, { count: count + 1, at: now });
+    // Forgotten once negligible, so the map holds only the workspaces busy lately.
+    if (this.recent.size > 10_000)
+      for (const [id, e] of this.recent) if (e.count * Math.pow(0.5, (now - e.at) / BURST_HALF_LIFE_MS) < 1) this.recent.delete(id);
+    return Math.min(MAX_PRIORITY, Math.floor(count));
+  }
+}
 
 /**
  * Moves due reconcile requests (the outbox the receiver writes in the event's transaction) into graphile-worker
@@ -23,6 +47,7 @@ const BUSY_RETRY_MS = 50;
 export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ReconcileDispatcher.name);
   private stopping = false;
+  private readonly priority = new BurstPriority();
   private readonly loop = new WakeableLoop({
     pass: () => this.dispatchDue(),
     idleMs: POLL_MS,
@@ -76,7 +101,7 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
           this.logger.error(`Reconcile request ${key} names an unknown resource type (${resource}); dropped`);
           continue;
         }
-        jobs.push({ task: 'reconcile', payload: { workspace, resource, id }, jobKey: key });
+        jobs.push({ task: 'reconcile', payload: { workspace, resource, id }, jobKey: key, priority: this.priority.next(workspace) });
         keys.push(key);
       }
       // A job of the same key still waiting to run absorbs this one (graphile-worker's job_key): one read saved.

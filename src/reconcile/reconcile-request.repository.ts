@@ -45,6 +45,51 @@ export class ReconcileRequestRepository {
       .execute();
   }
 
+  /** The workspace's reads waiting to be dispatched, and since when the oldest waits (the workspace's lag). */
+  async pendingOf(workspaceId: WorkspaceId): Promise<{ pending: number; oldestRequestedAt: Date | null }> {
+    const row = await this.database.db
+      .selectFrom('reconcile_request')
+      .select((eb) => [eb.cast<number>(eb.fn.countAll(), 'integer').as('pending'), eb.fn.min('requested_at').as('oldest')])
+      .where('workspace_id', '=', workspaceId)
+      .where('due_at', 'is not', null)
+      .executeTakeFirstOrThrow();
+    return { pending: row.pending, oldestRequestedAt: row.oldest };
+  }
+
+  /** Makes these workspaces' postponed reads due now (a lifted pause of their key); answers how many. */
+  async advancePostponed(workspaceIds: readonly WorkspaceId[]): Promise<number> {
+    if (workspaceIds.length === 0) return 0;
+    const result = await this.database.db
+      .updateTable('reconcile_request')
+      .set((eb) => ({ due_at: eb.fn('now') }))
+      .where('workspace_id', 'in', [...workspaceIds])
+      .where((eb) => eb('due_at', '>', eb.fn<Date>('now')))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /**
+   * The workspaces whose oldest waiting read is oldest, `limit` of them: among the 1,000 oldest waiting reads (the
+   * pending index's first entries), so that the statement reads the same at ten waiting reads and at a million.
+   */
+  async furthestBehind(limit: number, db: Db = this.database.db): Promise<{ workspaceId: WorkspaceId; waitingSince: Date }[]> {
+    const oldest = db
+      .selectFrom('reconcile_request')
+      .select(['workspace_id', 'requested_at'])
+      .where('due_at', 'is not', null)
+      .orderBy('requested_at')
+      .limit(1_000)
+      .as('oldest');
+    const rows = await db
+      .selectFrom(oldest)
+      .select((eb) => ['oldest.workspace_id', eb.fn.min('oldest.requested_at').as('since')])
+      .groupBy('oldest.workspace_id')
+      .orderBy('since')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({ workspaceId: row.workspace_id, waitingSince: row.since }));
+  }
+
   /** When the earliest pending request falls due (null: none pending). */
   async nextDueAt(): Promise<Date | null> {
     const row = await this.database.db

@@ -98,7 +98,7 @@ function build(w: World): ReconcileService {
   const metrics = { apiCallsSaved: { inc: (labels: unknown) => w.saved.push(labels) } };
   type Args = ConstructorParameters<typeof ReconcileService>;
   return new ReconcileService(
-    pozy as unknown as Args[0],
+    { get: () => ({ state: 'active', client: pozy }), active: () => ({ state: 'active', client: pozy }) } as unknown as Args[0],
     posts as unknown as Args[1],
     accounts as unknown as Args[2],
     events as unknown as Args[3],

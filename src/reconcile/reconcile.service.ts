@@ -5,7 +5,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
 import { Lane } from '../pozy/budget/budget-policy';
-import { PozyClient } from '../pozy/pozy-client.service';
+import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyClock } from '../pozy/pozy-clock.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
@@ -13,12 +13,16 @@ import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.reposi
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 import type { WorkspaceId } from '../common/workspace-id';
+import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 
 /**
- * `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
+ * `dropped`: the workspace is being removed (or is gone, or detached): nothing is read. `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
  * contradicts a recent event (its reads lag its writes): the read is due again shortly.
  */
-export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'unknown' | 'skipped' | 'postponed' | 'lagging';
+export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'unknown' | 'skipped' | 'postponed' | 'lagging' | 'dropped';
+
+/** A paused workspace's reads wait this long, then look again (a resume nudges them at once). */
+export const PAUSED_RETRY_MS = 60_000;
 
 type ReadResult = { outcome: ReconcileOutcome; sentAt: Date; retryInMs?: number };
 
@@ -33,7 +37,7 @@ export class ReconcileService {
   private readonly logger = new Logger(ReconcileService.name);
 
   constructor(
-    private readonly pozy: PozyClient,
+    private readonly workspaces: WorkspaceRegistry,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
     private readonly events: PozyEventRepository,
@@ -45,6 +49,13 @@ export class ReconcileService {
 
   async reconcile(workspace: WorkspaceId, type: ResourceType, id: string): Promise<ReconcileOutcome> {
     const key = resourceJobKey(type, id);
+    const mirrored = this.workspaces.get(workspace);
+    if (!mirrored || mirrored.state === 'removing' || mirrored.state === 'detached') return 'dropped';
+    if (mirrored.state === 'paused') {
+      await this.requests.postpone(workspace, key, PAUSED_RETRY_MS);
+      return 'postponed';
+    }
+    const pozy = mirrored.client;
     const [events, state] = await Promise.all([this.events.resourceEvents(workspace, type, id), this.requests.readState(workspace, key)]);
     if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtLeastMs())) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
@@ -54,7 +65,10 @@ export class ReconcileService {
     const lane: Lane = state.forcedAt && (!state.lastReadAt || state.lastReadAt <= state.forcedAt) ? 'operator' : 'realtime';
     let result: ReadResult;
     try {
-      result = type === 'post' ? await this.reconcilePost(workspace, id, events, lane) : await this.reconcileProfile(workspace, id, events, lane);
+      result =
+        type === 'post'
+          ? await this.reconcilePost(pozy, workspace, id, events, lane)
+          : await this.reconcileProfile(pozy, workspace, id, events, lane);
     } catch (error) {
       if (!(error instanceof PozyRateLimitedError)) throw error;
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
@@ -79,11 +93,13 @@ export class ReconcileService {
    */
   async unknownPost(workspace: WorkspaceId, id: string): Promise<boolean> {
     if ((await this.posts.versions(workspace, [id])).has(id)) return false;
-    return !(await this.pozy.getPost(id, 'operator', { once: true })).found;
+    const pozy = this.workspaces.active(workspace)?.client;
+    if (!pozy) return false;
+    return !(await pozy.getPost(id, 'operator', { once: true })).found;
   }
 
-  private async reconcilePost(workspace: WorkspaceId, id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
-    const answer = await this.pozy.getPost(id, lane);
+  private async reconcilePost(pozy: PozyClient, workspace: WorkspaceId, id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
+    const answer = await pozy.getPost(id, lane);
     const { sentAt } = answer;
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
@@ -97,8 +113,14 @@ export class ReconcileService {
     return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt };
   }
 
-  private async reconcileProfile(workspace: WorkspaceId, profileId: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
-    const { accounts, sentAt } = await this.pozy.listAccounts(profileId, lane);
+  private async reconcileProfile(
+    pozy: PozyClient,
+    workspace: WorkspaceId,
+    profileId: string,
+    events: ResourceEvents,
+    lane: Lane,
+  ): Promise<ReadResult> {
+    const { accounts, sentAt } = await pozy.listAccounts(profileId, lane);
     // An account a recent event announced, missing from the list: Pozy's list may lag; read again before believing it.
     const listed = new Set(accounts.map((account) => account._id));
     const now = new Date();

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { AppConfig } from '../config/app-config';
-import { HeldLock, LockKey, tryAdvisoryLock } from '../database/advisory-lock';
+import { HeldLock, LockName, tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 
 /** A cron job registered by LockedSchedule.schedule(). */
@@ -28,7 +28,7 @@ export class LockedSchedule {
   ) {}
 
   /** Takes `key` without waiting; null when a session holds it (another replica's, or a run of this one's). */
-  tryLock(key: LockKey): Promise<HeldLock | null> {
+  tryLock(key: LockName): Promise<HeldLock | null> {
     return tryAdvisoryLock(this.database.db, key);
   }
 

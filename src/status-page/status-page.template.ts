@@ -69,6 +69,24 @@ function eventsChart({ value: minutes, estimated }: StatusPageData['eventsPerMin
     <div class="ticks" aria-hidden="true"><span>60 min ago</span><span>30 min ago</span><span>now</span></div>`;
 }
 
+/** Every workspace in one line, whatever their number; one workspace's detail is GET /admin/workspaces/:id. */
+function workspacesPanel(workspaces: StatusPageData['status']['workspaces']): Html {
+  if (workspaces.total <= 1 && workspaces.webhooksFailing === 0) return html``;
+  const states = Object.entries(workspaces.byState)
+    .filter(([, n]) => n > 0)
+    .map(([state, n]) => `${count(n)} ${state}`)
+    .join(', ');
+  const failing = workspaces.failing.filter((id): id is string => id !== null);
+  return html`
+    <section class="panel" aria-labelledby="workspaces-title">
+      <h2 id="workspaces-title">Workspaces</h2>
+      <p class="detail" id="workspaces-summary">${count(workspaces.total)} workspaces: ${states}.
+        ${workspaces.webhooksFailing > 0 ? html`<span class="error-text">${count(workspaces.webhooksFailing)} managed webhook${workspaces.webhooksFailing === 1 ? '' : 's'} failing${failing.length > 0 ? `: ${failing.join(', ')}` : ''}.</span>` : 'Every managed webhook healthy.'}
+        ${workspaces.furthestBehind.length > 0 ? `Furthest behind: ${workspaces.furthestBehind.map((w) => `${w.id ?? 'hidden'} (${duration(w.oldestPendingAgeMs)})`).join(', ')}.` : ''}
+        Each one's detail: GET /admin/workspaces/:id.</p>
+    </section>`;
+}
+
 function lastRun(run: StatusPageData['status']['backfill']['lastRun']): Html {
   if (!run) return html`<p class="muted" id="backfill-last-run">No backfill has run yet.</p>`;
   return html`
@@ -274,6 +292,8 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
       ${budgetPanel(status.pozyBudget)}
     </section>
   </div>
+
+  ${workspacesPanel(status.workspaces)}
 
   <section class="panel" aria-labelledby="chart-title">
     <h2 id="chart-title">Events per minute, last hour</h2>

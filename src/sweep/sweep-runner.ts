@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Db } from '../database/database.service';
+import { TableStatistics } from '../database/table-statistics';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { holds, PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
@@ -33,6 +34,8 @@ const SETTLE_BEFORE_ANOTHER_PASS_MS = 3_000;
 /** A progress line every this many pages. */
 const LOG_EVERY_PAGES = 10;
 const MAX_PATIENCE_MS = 60_000;
+/** The tables a run's pages fill (the mirror, its feed and outbox, the run's own record of what it saw): kept analyzed. */
+const FILLED_TABLES = ['post', 'account', 'change', 'notification', 'sweep_seen'] as const;
 
 /** The run was asked to stop (the service is shutting down): it stays `running`, for the next start to resume. */
 export class StopRequested extends Error {
@@ -70,6 +73,8 @@ class Execution {
     public run: SweepRun,
     readonly owner: string,
     private readonly stop: AbortSignal,
+    /** The run's workspace's client. */
+    readonly pozy: PozyClient,
   ) {}
 
   checkStop(): void {
@@ -106,18 +111,21 @@ export class SweepRunner {
   private readonly logger = new Logger(SweepRunner.name);
 
   constructor(
-    private readonly pozy: PozyClient,
     private readonly runs: SweepRunRepository,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
     private readonly signal: NotificationSignal,
     private readonly changeSignal: ChangeSignal,
     private readonly metrics: MetricsService,
+    private readonly statistics: TableStatistics,
   ) {}
 
-  /** Runs `run` (claimed by `owner`) to its end and finishes it; throws StopRequested when `stop` aborts first. */
-  async execute(run: SweepRun, owner: string, stop: AbortSignal): Promise<void> {
-    const x = new Execution(run, owner, stop);
+  /**
+   * Runs `run` (claimed by `owner`) to its end with its workspace's client and finishes it; throws StopRequested when
+   * `stop` aborts first.
+   */
+  async execute(run: SweepRun, owner: string, stop: AbortSignal, pozy: PozyClient): Promise<void> {
+    const x = new Execution(run, owner, stop, pozy);
     const started = Date.now();
     try {
       if (run.phase === 'accounts') await this.listAccounts(x);
@@ -129,6 +137,8 @@ export class SweepRunner {
     } finally {
       x.ended = true;
     }
+    // The run's last pages analyzed before it is seen done: the first reads after an import plan with statistics.
+    await this.statistics.settle(FILLED_TABLES);
     await this.runs.finish(run.id, owner, 'succeeded', null);
     const done = (await this.runs.get(run.id)) ?? x.run;
     this.logger.log(
@@ -140,7 +150,7 @@ export class SweepRunner {
   // ---- accounts: one answer lists them all ----
 
   private async listAccounts(x: Execution): Promise<void> {
-    const answer = await this.patient(x, 'listing accounts', () => this.pozy.listAllAccounts('bulk'));
+    const answer = await this.patient(x, 'listing accounts', () => x.pozy.listAllAccounts('bulk'));
     const { accounts, sentAt } = answer;
     await this.commit(x, { accountsListedFrom: sentAt, accountsTotal: accounts.length, pagesRead: 1 });
     this.metrics.sweepPages.inc({ kind: x.run.kind });
@@ -203,7 +213,7 @@ export class SweepRunner {
       if (!ahead.has(offset)) {
         x.requested += 1;
         this.metrics.sweepPages.inc({ kind: x.run.kind });
-        ahead.set(offset, settle(this.patient(x, `listing posts from ${offset}`, () => this.pozy.listPostsPage(offset, POSTS_PAGE_LIMIT, 'bulk'))));
+        ahead.set(offset, settle(this.patient(x, `listing posts from ${offset}`, () => x.pozy.listPostsPage(offset, POSTS_PAGE_LIMIT, 'bulk'))));
       }
       return ahead.get(offset)!;
     };
@@ -334,7 +344,7 @@ export class SweepRunner {
       const byProfile = new Map<string, string[]>();
       for (const { id, profileId } of chunk.missing) byProfile.set(profileId, [...(byProfile.get(profileId) ?? []), id]);
       for (const [profileId, ids] of byProfile) {
-        const answer = await this.patient(x, `listing the accounts of profile ${profileId}`, () => this.pozy.listAccounts(profileId, 'bulk'));
+        const answer = await this.patient(x, `listing the accounts of profile ${profileId}`, () => x.pozy.listAccounts(profileId, 'bulk'));
         const listed = new Set(answer.accounts.map((a) => a._id));
         if (x.run.dryRun) {
           count(counts, 'deleted', ids.filter((id) => !listed.has(id)).length);
@@ -369,7 +379,7 @@ export class SweepRunner {
       const counts: Partial<SweepCounts> = {};
       // Each one's own answer says whether it is gone, or was only missed by the list; a few are read at once.
       await inParallel(chunk.missing, VERIFY_CONCURRENCY, async (id) => {
-        const answer = await this.patient(x, `reading post ${id}`, () => this.pozy.getPost(id, 'bulk'));
+        const answer = await this.patient(x, `reading post ${id}`, () => x.pozy.getPost(id, 'bulk'));
         const read = { readId: randomUUID(), startedAt: answer.sentAt, lastEventAt: null };
         if (!answer.found) {
           count(counts, 'deleted', 1);
@@ -435,6 +445,8 @@ export class SweepRunner {
   ): Promise<void> {
     const notified = await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress);
     this.signal.queued(notified);
+    // Even a dry run writes what it saw (sweep_seen).
+    void this.statistics.written(FILLED_TABLES);
     // A page that changed nothing leaves the sequencer an empty pass: cheaper than counting its feed entries here.
     this.changeSignal.recorded(1);
     x.checkStop();

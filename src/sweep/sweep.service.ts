@@ -2,14 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { HeldLock, LockKey } from '../database/advisory-lock';
+import { HeldLock, LockKey, LockName, workspaceLockPart } from '../database/advisory-lock';
 import type { Db } from '../database/database.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
 import { StopRequested, SweepRunner } from './sweep-runner';
-import { DEFAULT_WORKSPACE } from '../common/workspace-id';
+import { WakeableLoop } from '../common/wakeable-loop';
+import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
+import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 
 /** How often a worker looks for a run to start or resume (an import not done yet, a run whose replica died). */
 const SUPERVISE_EVERY_MS = 10_000;
@@ -19,21 +21,34 @@ const IMPORT_RETRY_AFTER_MS = 60_000;
 export type StartResult = { started: true; runId: string } | { started: false; runningRunId: string | null };
 
 /**
- * Where the import stands: `pending` (INITIAL_IMPORT=auto, no worker has started it yet), `running`, `succeeded`,
- * `failed` (tried again from its checkpoint a minute later), `not_needed` (a full sweep already listed the
- * workspace), `off` (INITIAL_IMPORT=off and none ran).
+ * Where the import stands: `pending` (INITIAL_IMPORT=auto, no worker has started it yet), `queued` (waiting for one of
+ * IMPORT_CONCURRENCY's places, `position` in line), `running`, `succeeded`, `failed` (tried again from its checkpoint
+ * a minute later), `not_needed` (a full sweep already listed the workspace), `off` (INITIAL_IMPORT=off and none ran).
  */
-export type ImportState = 'pending' | 'running' | 'succeeded' | 'failed' | 'not_needed' | 'off';
+export type ImportState = 'pending' | 'queued' | 'running' | 'succeeded' | 'failed' | 'not_needed' | 'off';
 
 export interface RunsStatus {
-  import: { status: ImportState; run: SweepRunResponse | null };
+  import: { status: ImportState; run: SweepRunResponse | null; position?: number };
   lastSweep: SweepRunResponse | null;
 }
 
+/** `default` keeps the lock it always had, so replicas of the version before workspaces still exclude each other. */
+const sweepLock = (workspaceId: WorkspaceId): LockName =>
+  workspaceId === DEFAULT_WORKSPACE ? LockKey.Sweep : [LockKey.WorkspaceSweep, workspaceLockPart(workspaceId)];
+
+/** A run this replica executes: stopped at its next checkpoint when the service stops or its workspace stops being active. */
+interface Execution {
+  runId: string;
+  kind: RunKind;
+  done: Promise<void>;
+  stop: AbortController;
+}
+
 /**
- * Starts and resumes runs, one at a time across every replica (an advisory lock held for the whole run):
- * - the import, on the first start against a database where no run ever completed (INITIAL_IMPORT=auto);
- * - a full sweep, on `POST /admin/sweep` or on SWEEP_CRON;
+ * Starts and resumes runs, per workspace, one at a time per workspace across every replica (an advisory lock held for
+ * the whole run), and imports at most IMPORT_CONCURRENCY at once across every replica (a slot lock each):
+ * - the import of a workspace no run ever listed (INITIAL_IMPORT=auto), in the order workspaces were added;
+ * - a full sweep, on `POST /admin/sweep` (`/admin/workspaces/:id/sweep`) or on SWEEP_CRON (every workspace in turn);
  * - any run left `running` by a replica that stopped or died, from its checkpoint.
  */
 @Injectable()
@@ -41,56 +56,92 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(SweepService.name);
   /** This replica, as a run's owner. */
   private readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private current: { runId: string; done: Promise<void> } | undefined;
-  private supervising = false;
+  private readonly current = new Map<WorkspaceId, Execution>();
   private readonly stopping = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
+  /** The supervisor's looks: every SUPERVISE_EVERY_MS, and at once when woken (a place freed, the registry changed). */
+  private readonly looks = new WakeableLoop({
+    pass: async () => {
+      await this.lookOnce();
+      return null;
+    },
+    idleMs: SUPERVISE_EVERY_MS,
+    retryMs: SUPERVISE_EVERY_MS,
+    logger: this.logger,
+    what: 'Looking for a run to start',
+  });
   private cron: ScheduledJob | undefined;
+  /** The imports waiting for a place, in order, as this replica's supervisor last saw them. */
+  private queued: WorkspaceId[] = [];
 
   constructor(
     private readonly runner: SweepRunner,
     private readonly runs: SweepRunRepository,
     private readonly jobs: LockedSchedule,
     private readonly config: AppConfig,
-  ) {}
+    private readonly workspaces: WorkspaceRegistry,
+  ) {
+    // A workspace paused or being removed stops its run at the next checkpoint, on the replica running it.
+    workspaces.onChange((ids) => {
+      for (const id of ids) if (!workspaces.active(id)) this.current.get(id)?.stop.abort();
+      // Before the first look at boot (and once stopped) the loop is not running: a wake-up is a no-op.
+      this.looks.wake();
+    });
+  }
 
-  /** The import and the last sweep, for GET /sync/status, the status page and /metrics: in their snapshot (`db`). */
-  async status(db?: Db): Promise<RunsStatus> {
-    const importRun = await this.runs.latest(DEFAULT_WORKSPACE, 'import', db);
-    const sweepRun = await this.runs.latest(DEFAULT_WORKSPACE, 'sweep', db);
+  /** A workspace's import and last sweep, for the status, /metrics and the workspace's state: in their snapshot (`db`). */
+  async status(db?: Db, workspaceId: WorkspaceId = DEFAULT_WORKSPACE): Promise<RunsStatus> {
+    const importRun = await this.runs.latest(workspaceId, 'import', db);
+    const sweepRun = await this.runs.latest(workspaceId, 'sweep', db);
     let state: ImportState;
+    let position: number | undefined;
     if (importRun && importRun.status !== 'failed') state = importRun.status;
     // A failed import is not tried again once a full sweep has listed the workspace instead.
-    else if (await this.runs.completedOnce(DEFAULT_WORKSPACE, db)) state = 'not_needed';
+    else if (await this.runs.completedOnce(workspaceId, db)) state = 'not_needed';
     else if (importRun) state = importRun.status;
-    else state = this.config.initialImport ? 'pending' : 'off';
-    return { import: { status: state, run: importRun ? runView(importRun) : null }, lastSweep: sweepRun ? runView(sweepRun) : null };
+    else if (!this.config.initialImport) state = 'off';
+    else if (this.queued.includes(workspaceId)) {
+      state = 'queued';
+      position = this.queued.indexOf(workspaceId) + 1;
+    } else state = 'pending';
+    return {
+      import: { status: state, run: importRun ? runView(importRun) : null, ...(position ? { position } : {}) },
+      lastSweep: sweepRun ? runView(sweepRun) : null,
+    };
   }
 
   /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.runsWorker) return;
-    this.cron = this.jobs.schedule('sweep', this.config.sweepCron, async () => (await this.start('schedule', false)).started);
-    this.timer = setInterval(() => void this.supervise(), SUPERVISE_EVERY_MS);
-    await this.supervise();
+    this.cron = this.jobs.schedule('sweep', this.config.sweepCron, async () => {
+      let started = false;
+      for (const workspace of this.workspaces.all()) {
+        if (workspace.state === 'active' && (await this.start('schedule', false, workspace.id)).started) started = true;
+      }
+      return started;
+    });
+    await this.lookOnce();
+    this.looks.start(SUPERVISE_EVERY_MS);
   }
 
   /** Before the Pozy client and the budget close (this module is destroyed before those it imports). */
   async onModuleDestroy(): Promise<void> {
     this.stopping.abort();
-    clearInterval(this.timer);
+    await this.looks.stop();
     this.cron?.stop();
+    for (const execution of this.current.values()) execution.stop.abort();
     // A run stops after its current page and stays `running`: the next start resumes it from there.
-    await this.current?.done;
+    await Promise.all([...this.current.values()].map((execution) => execution.done));
   }
 
-  /** Starts a full sweep unless a run is under way on some replica; it goes on in the background. */
-  async start(trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean): Promise<StartResult> {
-    const lock = await this.lockUnlessRunning();
+  /** Starts a full sweep of the workspace unless a run of it is under way on some replica; it goes on in the background. */
+  async start(trigger: Exclude<RunTrigger, 'auto'>, dryRun: boolean, workspaceId: WorkspaceId = DEFAULT_WORKSPACE): Promise<StartResult> {
+    const workspace = this.workspaces.active(workspaceId);
+    if (!workspace) return { started: false, runningRunId: null };
+    const lock = await this.lockUnlessRunning(workspace);
     if (!lock.held) return { started: false, runningRunId: lock.runningRunId };
     try {
-      const run = await this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
-      this.launch(run, lock.held);
+      const run = await this.runs.create({ workspaceId, id: randomUUID(), kind: 'sweep', trigger, dryRun, owner: this.owner });
+      this.launch(workspace, run, [lock.held]);
       return { started: true, runId: run.id };
     } catch (error) {
       await lock.held.release();
@@ -103,93 +154,146 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
    * written before the lock is let go): that is waited for, not refused. A run left behind by a dead replica is
    * resumed here rather than started beside.
    */
-  private async lockUnlessRunning(): Promise<{ held: HeldLock; runningRunId?: undefined } | { held: null; runningRunId: string | null }> {
+  private async lockUnlessRunning(
+    workspace: MirroredWorkspace,
+  ): Promise<{ held: HeldLock; runningRunId?: undefined } | { held: null; runningRunId: string | null }> {
     for (let attempt = 0; ; attempt += 1) {
-      // The run may end (and clear this.current) during the await below: keep the one looked at.
-      const current = this.current;
+      // The run may end (and leave this.current) during the await below: keep the one looked at.
+      const current = this.current.get(workspace.id);
       if (current) {
         if ((await this.runs.get(current.runId))?.status === 'running') return { held: null, runningRunId: current.runId };
         await current.done;
       }
-      const held = await this.jobs.tryLock(LockKey.Sweep);
+      const held = await this.jobs.tryLock(sweepLock(workspace.id));
       if (held) {
         try {
-          const orphan = await this.runs.running(DEFAULT_WORKSPACE);
+          const orphan = await this.runs.running(workspace.id);
           if (!orphan) return { held };
-          this.logger.warn(`Resuming ${orphan.kind} ${orphan.id}, left behind by its replica, instead of starting a sweep beside it`);
-          this.launch(await this.runs.claim(orphan.id, this.owner), held);
+          this.logger.warn(
+            `Resuming ${orphan.kind} ${orphan.id} of ${workspace.id}, left behind by its replica, instead of starting a sweep beside it`,
+          );
+          this.launch(workspace, await this.runs.claim(orphan.id, this.owner), [held]);
           return { held: null, runningRunId: orphan.id };
         } catch (error) {
           await held.release();
           throw error;
         }
       }
-      const running = await this.runs.running(DEFAULT_WORKSPACE);
+      const running = await this.runs.running(workspace.id);
       if (running || attempt >= 40) return { held: null, runningRunId: running?.id ?? null };
       // Held, yet nothing runs: a run letting go of it this very moment.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  /** The run this replica is executing, if any. */
-  get runningHere(): string | undefined {
-    return this.current?.runId;
-  }
-
-  private async supervise(): Promise<void> {
-    if (this.supervising || this.current || this.stopping.signal.aborted) return;
-    this.supervising = true;
-    let lock: HeldLock | null = null;
+  /**
+   * One look over every active workspace: runs left behind are resumed; imports due start while one of
+   * IMPORT_CONCURRENCY's places is free (across replicas), in the order workspaces were added; the rest are queued.
+   * One statement reads every workspace's runs, however many there are.
+   */
+  private async lookOnce(): Promise<void> {
+    if (this.stopping.signal.aborted) return;
     try {
-      lock = await this.jobs.tryLock(LockKey.Sweep);
-      if (!lock) return;
-      const run = await this.nextRun();
-      if (run) {
-        this.launch(run, lock);
-        lock = null;
+      const overview = await this.runs.overview();
+      const waiting: WorkspaceId[] = [];
+      let slotsFree = true;
+      for (const workspace of this.workspaces.all()) {
+        if (this.stopping.signal.aborted) break;
+        if (workspace.state !== 'active' || this.current.has(workspace.id)) continue;
+        const runs = overview.get(workspace.id);
+        const importDue = this.config.initialImport && !runs?.completed;
+        if (!runs?.running && !importDue) continue;
+        if (!runs?.running && !slotsFree) {
+          waiting.push(workspace.id);
+          continue;
+        }
+        const outcome = await this.superviseOne(workspace);
+        if (outcome === 'no_slot') {
+          slotsFree = false;
+          waiting.push(workspace.id);
+        }
       }
+      this.queued = waiting;
     } catch (error) {
       this.logger.warn(`Looking for a run to start failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** With the workspace's lock: its run left behind, else its import if one is due and a place is free. */
+  private async superviseOne(workspace: MirroredWorkspace): Promise<'launched' | 'none' | 'no_slot'> {
+    let lock: HeldLock | null = await this.jobs.tryLock(sweepLock(workspace.id));
+    if (!lock) return 'none';
+    let slot: HeldLock | null = null;
+    try {
+      // Nobody holds the lock, so a run still marked running has lost its replica.
+      const orphan = await this.runs.running(workspace.id);
+      if (orphan) {
+        if (orphan.kind === 'import') slot = await this.importSlot();
+        if (orphan.kind === 'import' && !slot) return 'no_slot';
+        this.logger.warn(`Resuming ${orphan.kind} ${orphan.id} of ${workspace.id} from its checkpoint (${orphan.postsDone} posts done)`);
+        this.launch(workspace, await this.runs.claim(orphan.id, this.owner), [lock, ...(slot ? [slot] : [])]);
+        lock = slot = null;
+        return 'launched';
+      }
+      if (!this.config.initialImport || (await this.runs.completedOnce(workspace.id))) return 'none';
+      const last = await this.runs.latest(workspace.id, 'import');
+      if (last?.status === 'failed' && last.finishedAt && last.readAt.getTime() - last.finishedAt.getTime() < IMPORT_RETRY_AFTER_MS) return 'none';
+      slot = await this.importSlot();
+      if (!slot) return 'no_slot';
+      let run: SweepRun;
+      if (last?.status === 'failed') {
+        this.logger.warn(`Trying the import ${last.id} of ${workspace.id} again from its checkpoint (it failed: ${last.error})`);
+        run = await this.runs.claim(last.id, this.owner);
+      } else {
+        this.logger.log(`No run has listed workspace ${workspace.id} yet: importing every account and post from Pozy (INITIAL_IMPORT=auto)`);
+        run = await this.runs.create({
+          workspaceId: workspace.id,
+          id: randomUUID(),
+          kind: 'import',
+          trigger: 'auto',
+          dryRun: false,
+          owner: this.owner,
+        });
+      }
+      this.launch(workspace, run, [lock, slot]);
+      lock = slot = null;
+      return 'launched';
     } finally {
-      this.supervising = false;
+      await slot?.release();
       await lock?.release();
     }
   }
 
-  /** With the lock held: a run left behind, else the import if one is due; claimed by this replica. */
-  private async nextRun(): Promise<SweepRun | undefined> {
-    // Nobody holds the lock, so a run still marked running has lost its replica.
-    const orphan = await this.runs.running(DEFAULT_WORKSPACE);
-    if (orphan) {
-      this.logger.warn(`Resuming ${orphan.kind} ${orphan.id} from its checkpoint (${orphan.postsDone} posts done)`);
-      return this.runs.claim(orphan.id, this.owner);
+  /** One of IMPORT_CONCURRENCY's places, held by an import until it ends; null when every one is taken. */
+  private async importSlot(): Promise<HeldLock | null> {
+    for (let slot = 0; slot < this.config.importConcurrency; slot += 1) {
+      const held = await this.jobs.tryLock([LockKey.ImportSlot, slot]);
+      if (held) return held;
     }
-    if (!this.config.initialImport || (await this.runs.completedOnce(DEFAULT_WORKSPACE))) return undefined;
-    const last = await this.runs.latest(DEFAULT_WORKSPACE, 'import');
-    if (last?.status === 'failed') {
-      if (last.finishedAt && last.readAt.getTime() - last.finishedAt.getTime() < IMPORT_RETRY_AFTER_MS) return undefined;
-      this.logger.warn(`Trying the import ${last.id} again from its checkpoint (it failed: ${last.error})`);
-      return this.runs.claim(last.id, this.owner);
-    }
-    this.logger.log('No run has listed this workspace yet: importing every account and post from Pozy (INITIAL_IMPORT=auto)');
-    return this.runs.create({ workspaceId: DEFAULT_WORKSPACE, id: randomUUID(), kind: 'import', trigger: 'auto', dryRun: false, owner: this.owner });
+    return null;
   }
 
-  private launch(run: SweepRun, lock: HeldLock): void {
-    const done = this.execute(run).finally(async () => {
-      this.current = undefined;
-      await lock.release();
+  private launch(workspace: MirroredWorkspace, run: SweepRun, locks: HeldLock[]): void {
+    const stop = new AbortController();
+    const onStopping = () => stop.abort();
+    this.stopping.signal.addEventListener('abort', onStopping, { once: true });
+    const done = this.execute(workspace, run, stop.signal).finally(async () => {
+      this.stopping.signal.removeEventListener('abort', onStopping);
+      this.current.delete(workspace.id);
+      await Promise.all(locks.map((lock) => lock.release()));
+      // A place freed: the next import in line need not wait for the next look.
+      if (run.kind === 'import') this.looks.wake();
     });
-    this.current = { runId: run.id, done };
+    this.current.set(workspace.id, { runId: run.id, kind: run.kind, done, stop });
   }
 
-  private async execute(run: SweepRun): Promise<void> {
+  private async execute(workspace: MirroredWorkspace, run: SweepRun, stop: AbortSignal): Promise<void> {
     try {
-      await this.runner.execute(run, this.owner, this.stopping.signal);
+      await this.runner.execute(run, this.owner, stop, workspace.client);
     } catch (error) {
       if (error instanceof StopRequested) {
         await this.runs.release(run.id, this.owner).catch(() => undefined);
-        this.logger.log(`${kindName(run.kind)} ${run.id} stopped at its checkpoint; the next start resumes it`);
+        this.logger.log(`${kindName(run.kind)} ${run.id} of ${workspace.id} stopped at its checkpoint; the next start resumes it`);
         return;
       }
       if (error instanceof LostRunError) {
@@ -200,7 +304,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       // failed import is tried again later from its checkpoint; if even this cannot be written, the run stays
       // `running` and the next look resumes it.
       const message = error instanceof PozyProtocolError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
-      this.logger.error(`${kindName(run.kind)} ${run.id} failed: ${message}`);
+      this.logger.error(`${kindName(run.kind)} ${run.id} of ${workspace.id} failed: ${message}`);
       await this.runs.finish(run.id, this.owner, 'failed', message).catch(() => undefined);
     }
   }

@@ -14,7 +14,8 @@ import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
 import { isEventDataError } from './event-data-error';
 import { EventIngester } from './event-ingester';
 import { matchingPozySecret } from './webhook-signature';
-import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
+import { WorkspaceId } from '../common/workspace-id';
+import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 
 /** The label of the secret that matched, by its place in POZY_WEBHOOK_SECRET: never anything of the secret itself. */
 const SECRET_POSITIONS = ['first', 'second'] as const;
@@ -61,6 +62,7 @@ export class WebhooksService implements OnModuleInit {
     private readonly config: AppConfig,
     private readonly ingester: EventIngester,
     private readonly metrics: MetricsService,
+    private readonly workspaces: WorkspaceRegistry,
   ) {
     // While a rotation is under way, this says when Pozy stopped signing with the old secret: it can then go.
     this.signatureMatches = metrics.counter({
@@ -72,7 +74,7 @@ export class WebhooksService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    if (this.config.pozy.webhookSecrets.length === 0) {
+    if (this.workspaces.environmentDefinesDefault && this.config.pozy.webhookSecrets.length === 0) {
       this.logger.warn('POZY_WEBHOOK_SECRET is not set: webhooks are accepted WITHOUT signature checks. Set it to your Pozy webhook secret.');
     }
   }
@@ -82,14 +84,14 @@ export class WebhooksService implements OnModuleInit {
    * deployment does not mirror is a 404 before anything else: there is no secret to check the bytes with.
    */
   async receive(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
-    if (workspaceId !== DEFAULT_WORKSPACE) {
-      throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
-    }
-    this.authenticate(rawBody, headers['x-pozy-signature']);
-    const delivery = validateInstance(PozyDeliveryHeadersDto.fromHeaders(headers), {
-      code: 'invalid_headers',
-      what: 'delivery headers',
-    });
+    const workspace = this.workspaces.receiving(workspaceId);
+    if (!workspace) throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
+    this.authenticate(workspace.secrets, rawBody, headers['x-pozy-signature']);
+    const delivery = validateInstance(
+      PozyDeliveryHeadersDto.fromHeaders(headers),
+      { code: 'invalid_headers', what: 'delivery headers' },
+      PozyDeliveryHeadersDto.quickCheck,
+    );
     // After the signature: a body that is not UTF-8 is still 401 unless signed with the secret.
     const text = decodeJsonBody(rawBody);
     const body = parseJson(text);
@@ -135,7 +137,7 @@ export class WebhooksService implements OnModuleInit {
    * cannot store gets the same 400 whether the database answers in time or the event would have been spooled.
    */
   private validateEvent(body: Record<string, unknown>, text: string, what: string): PozyEventEnvelopeDto {
-    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what });
+    const envelope = validateInstance(PozyEventEnvelopeDto.fromJson(body), { code: 'invalid_event', what }, PozyEventEnvelopeDto.quickCheck);
     const unstorable = findUnstorable(body, '', MAX_EVENT_DEPTH);
     if (unstorable) throw invalidEvent(what, unstorable.field, `${unstorable.field} ${unstorable.problem}`);
     const number = unstorableJsonNumber(text);
@@ -205,8 +207,8 @@ export class WebhooksService implements OnModuleInit {
     };
   }
 
-  private authenticate(rawBody: Buffer, signature: string | string[] | undefined): void {
-    const secrets = this.config.pozy.webhookSecrets;
+  /** With the workspace's secrets: another workspace's secret does not sign this one's path. */
+  private authenticate(secrets: readonly string[], rawBody: Buffer, signature: string | string[] | undefined): void {
     if (secrets.length === 0) return;
     if (signature === undefined || signature === '') {
       throw new ApiError(401, 'missing_signature', 'X-Pozy-Signature header is required');

@@ -66,9 +66,13 @@ export async function mirrorDifferences(
   pool: Pool,
   world: PozyWorld,
   seen: { postIds: Iterable<string>; profileIds: Iterable<string> },
+  /** One workspace's rows only; every row when absent (a deployment of one workspace). */
+  workspaceId?: string,
 ): Promise<string[]> {
   const differences: string[] = [];
-  const { rows: postRows } = await pool.query<PostRow>('SELECT * FROM post');
+  const { rows: postRows } = await (workspaceId === undefined
+    ? pool.query<PostRow>('SELECT * FROM post')
+    : pool.query<PostRow>('SELECT * FROM post WHERE workspace_id = $1', [workspaceId]));
   const mirrored = new Map(postRows.map((r) => [r.id, r]));
 
   for (const id of seen.postIds) {
@@ -113,7 +117,9 @@ export async function mirrorDifferences(
     }
   }
 
-  const { rows: accountRows } = await pool.query<AccountRow>('SELECT * FROM account');
+  const { rows: accountRows } = await (workspaceId === undefined
+    ? pool.query<AccountRow>('SELECT * FROM account')
+    : pool.query<AccountRow>('SELECT * FROM account WHERE workspace_id = $1', [workspaceId]));
   const accounts = new Map(accountRows.map((r) => [r.id, r]));
   const removed = new Set(world.removedAccountIds());
   const profiles = new Set(seen.profileIds);

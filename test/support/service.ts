@@ -17,7 +17,12 @@ export interface RunningService {
 }
 
 /** The whole service, as main.ts builds it, listening on a loopback port. */
-export async function startService(databaseUrl: string, env: Record<string, string | undefined> = {}): Promise<RunningService> {
+export async function startService(
+  databaseUrl: string,
+  env: Record<string, string | undefined> = {},
+  /** A port chosen beforehand (e.g. one PUBLIC_URL names); default: any free one. */
+  port = 0,
+): Promise<RunningService> {
   const config = AppConfig.fromEnvironment({
     DATABASE_URL: databaseUrl,
     POZY_API_KEY: 'sk_test_key',
@@ -37,7 +42,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
     ...env,
   });
   const app = await createApp(config);
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port, host: '127.0.0.1' });
   const address = app.getHttpServer().address();
   if (typeof address !== 'object' || !address) throw new Error('service is not listening');
   return {

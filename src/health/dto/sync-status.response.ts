@@ -14,7 +14,12 @@ export class QueueStatusResponse {
   @ApiProperty({ ...COUNT, description: `Resources waiting for a read from Pozy. ${MAY_ESTIMATE}` })
   pendingReads!: number;
 
-  @ApiProperty({ type: 'integer', nullable: true, description: 'Age of the oldest pending read; null when none.', example: null })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: 'Age of the oldest read still owed (waiting, or failing in retries); null when none.',
+    example: null,
+  })
   oldestPendingAgeMs!: number | null;
 
   @ApiProperty({ ...COUNT, description: `graphile-worker jobs waiting or running. ${MAY_ESTIMATE}` })
@@ -234,6 +239,25 @@ export class SyncStatusResponse {
     description: "The Pozy budget of the environment's API key (POZY_API_KEY), shared by every replica and workspace using that key.",
   })
   pozyBudget!: PozyBudgetStatusResponse;
+
+  @ApiProperty({
+    description:
+      'Every workspace in bounded size: `total`, `byState` (active, paused, removing, detached), the managed webhooks Pozy reports failing (`webhooksFailing`; `failing` names up to 5), and the 5 whose oldest waiting read is oldest (`furthestBehind`, among the 1,000 oldest waiting reads); ids are null in a public answer. GET /admin/workspaces/:id has the detail.',
+    example: {
+      total: 3,
+      byState: { active: 3, paused: 0, removing: 0, detached: 0 },
+      webhooksFailing: 0,
+      failing: [],
+      furthestBehind: [{ id: 'acme-eu', oldestPendingAgeMs: 1200 }],
+    },
+  })
+  workspaces!: {
+    total: number;
+    byState: Record<string, number>;
+    webhooksFailing: number;
+    failing: (string | null)[];
+    furthestBehind: { id: string | null; oldestPendingAgeMs: number }[];
+  };
 
   @ApiProperty({
     type: [String],

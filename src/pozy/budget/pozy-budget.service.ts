@@ -28,6 +28,22 @@ export interface Grant {
   localAt: number;
 }
 
+/**
+ * A job's read (the realtime and operator lanes) waits out a pause of the key this long at most in its worker's
+ * place: past it, the take fails with KeyPausedError and the job ends, its read due again when the pause ends, so that
+ * one key's 429s never hold the places other workspaces' reads need. Runs (backfill, bulk) wait, as before.
+ */
+export const MAX_PAUSE_WAITED_IN_JOB_MS = 2_000;
+const JOB_LANES: readonly number[] = [LANES.indexOf('realtime'), LANES.indexOf('operator')];
+
+/** The key is paused for `pausedForMs` more, longer than a job's read waits (MAX_PAUSE_WAITED_IN_JOB_MS). */
+export class KeyPausedError extends Error {
+  constructor(readonly pausedForMs: number) {
+    super(`The Pozy key is paused for ${Math.ceil(pausedForMs / 1000)} s more (429s)`);
+    this.name = 'KeyPausedError';
+  }
+}
+
 interface Waiter {
   lane: number;
   since: number;
@@ -104,6 +120,8 @@ export class PozyBudget implements OnApplicationShutdown {
   private spare = 0;
   private spareGrant: Grant = { at: 0, localAt: 0 };
   private spareUntil = 0;
+  /** Until when this process last saw the key paused (its own 429, or the shared state): a hint, checked before it is used. */
+  private pauseSeen = { until: 0 };
   /** When a Reset header this replica could not use, or had to cap, was last logged: once a window at most. */
   private resetWarnedAt = 0;
 
@@ -149,6 +167,24 @@ export class PozyBudget implements OnApplicationShutdown {
       this.options.waited?.(lane, 0);
       return Promise.resolve(this.spareGrant);
     }
+    // A job's read while this process last saw the key paused for long: the shared state says whether it still is.
+    if (JOB_LANES.includes(LANES.indexOf(lane)) && this.pauseSeen.until - Date.now() > MAX_PAUSE_WAITED_IN_JOB_MS) return this.takeUnlessPaused(lane);
+    return this.enqueue(lane);
+  }
+
+  /** One read of the shared row (no write): refused while the pause lasts long, else in line as usual. */
+  private async takeUnlessPaused(lane: Lane): Promise<Grant> {
+    const { state, now } = await this.repository.read(this.keyId);
+    const pausedFor = cappedPause(state, now, this.settings) - now;
+    if (pausedFor > MAX_PAUSE_WAITED_IN_JOB_MS) {
+      this.pauseSeen = { until: Date.now() + pausedFor };
+      throw new KeyPausedError(pausedFor);
+    }
+    this.pauseSeen = { until: 0 };
+    return this.enqueue(lane);
+  }
+
+  private enqueue(lane: Lane): Promise<Grant> {
     const index = this.options.lanes ? LANES.indexOf(lane) : 0;
     return new Promise<Grant>((resolve, reject) => {
       const started = Date.now();
@@ -231,6 +267,9 @@ export class PozyBudget implements OnApplicationShutdown {
     for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
       const stored = await this.repository.read(this.keyId);
       if (await this.repository.write(this.keyId, pauseFor(stored.state, ms, stored.now, this.settings), stored.version)) {
+        const pausedFor = Math.min(ms, this.settings.maxPauseMs);
+        this.pauseSeen = { until: Date.now() + pausedFor };
+        if (pausedFor > MAX_PAUSE_WAITED_IN_JOB_MS) this.releaseJobWaiters(pausedFor);
         this.options.paused?.();
         this.logger.warn(
           `Pozy answered 429 (${why}): every replica pauses its requests for ${Math.ceil(Math.min(ms, this.settings.maxPauseMs) / 1000)} s${this.named()}`,
@@ -249,6 +288,7 @@ export class PozyBudget implements OnApplicationShutdown {
       const stored = await this.repository.read(this.keyId);
       const until = cappedPause(stored.state, stored.now, this.settings);
       if (await this.repository.write(this.keyId, resume(stored.state), stored.version)) {
+        this.pauseSeen = { until: 0 };
         this.wake?.();
         if (until > stored.now)
           this.logger.warn(`An operator lifted the pause of the Pozy budget (it lasted until ${new Date(until).toISOString()})${this.named()}`);
@@ -296,6 +336,11 @@ export class PozyBudget implements OnApplicationShutdown {
           this.logger.warn(`Taking from the Pozy budget failed: ${(error as Error).message}`);
           break;
         }
+        if (decision.granted > 0) this.pauseSeen = { until: 0 };
+        else if (decision.reason === 'paused') {
+          this.pauseSeen = { until: Date.now() + decision.waitMs };
+          if (decision.waitMs > MAX_PAUSE_WAITED_IN_JOB_MS) this.releaseJobWaiters(decision.waitMs);
+        }
         let left = decision.granted;
         for (let waiter = left > 0 ? this.next() : undefined; waiter; waiter = left > 0 ? this.next() : undefined) {
           waiter.resolve(grant);
@@ -311,6 +356,11 @@ export class PozyBudget implements OnApplicationShutdown {
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** The jobs' reads waiting for a take give their workers' places back: their reads are due again after the pause. */
+  private releaseJobWaiters(pausedForMs: number): void {
+    for (const lane of JOB_LANES) for (const waiter of this.queues[lane].splice(0)) waiter.reject(new KeyPausedError(pausedForMs));
   }
 
   private next(): Waiter | undefined {

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { AdminModule } from '../admin/admin.module';
+import { BackfillModule } from '../backfill/backfill.module';
+import { AdminTokenGuard } from '../common/admin-token.guard';
+import { PozyModule } from '../pozy/pozy.module';
+import { ReconcileModule } from '../reconcile/reconcile.module';
+import { SweepModule } from '../sweep/sweep.module';
+import { ManagedWebhooks } from './managed-webhooks.service';
+import { WorkspaceRemoval } from './workspace-removal.service';
+import { WorkspacesController } from './workspaces.controller';
+import { WorkspacesService } from './workspaces.service';
+
+/** `/admin/workspaces`: the registry's admin API, the managed webhooks in Pozy, and the removal of a workspace. */
+@Module({
+  imports: [AdminModule, BackfillModule, SweepModule, PozyModule, ReconcileModule],
+  controllers: [WorkspacesController],
+  providers: [AdminTokenGuard, WorkspacesService, ManagedWebhooks, WorkspaceRemoval],
+})
+export class WorkspaceAdminModule {}
