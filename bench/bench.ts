@@ -15,7 +15,14 @@
  *              second, on a steady load whose reads reach the mirror out of Pozy's updatedAt order: changes a second
  *              delivered, latency from the mirror write to receipt, and changes missed (feed.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query,feed), BENCH_DATABASE_URL (a server to create the bench
+ *   workspaces 200 workspaces of 500 posts added at once through the admin API: time until all are imported beside
+ *              the bound IMPORT_CONCURRENCY sets, and another workspace's event reads meanwhile, busy against quiet
+ *              (workspaces.ts)
+ *
+ *   idle       the built service started on a fresh database with nothing to do: its resident set once settled and
+ *              its peak while booting, beside the 150 MB goal (idle.ts)
+ *
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query,feed,workspaces,idle), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
@@ -23,11 +30,13 @@ import { Logger } from '@nestjs/common';
 import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { freePort } from './net';
 import { runFeedScenario } from './feed';
+import { runIdleScenario } from './idle';
 import { runImportScenario } from './import';
 import { runReceiveScenario } from './receive';
 import { runNotifyScenario } from './notify';
 import { runQueryScenario } from './query';
 import { runReconcileScenario } from './reconcile';
+import { runWorkspacesScenario } from './workspaces';
 
 const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   receive: runReceiveScenario,
@@ -36,10 +45,12 @@ const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   import: runImportScenario,
   query: runQueryScenario,
   feed: runFeedScenario,
+  workspaces: runWorkspacesScenario,
+  idle: runIdleScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query,feed')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query,feed,workspaces,idle')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);

@@ -33,25 +33,19 @@ import { Pool } from 'pg';
 import { Rng } from '../simulator/faults';
 import { PozySimulator } from '../simulator/simulator';
 import { waitForHttp } from './net';
-import { cell, percentile, sleep, startBuiltService, stopProcess, withDatabase } from './processes';
+import { cell, intSetting, percentile, sleep, startBuiltService, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
 const RATE_LIMIT_PER_MINUTE = 100_000;
 const POLL_INTERVAL_MS = 1_000;
 
-const int = (name: string, fallback: number, min = 1) => {
-  const value = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer of at least ${min}`);
-  return value;
-};
-
 const settings = {
-  changes: int('BENCH_FEED_CHANGES', 600),
-  rate: int('BENCH_FEED_RATE', 20),
-  apiLatencyMs: int('BENCH_FEED_API_LATENCY_MS', 50, 0),
-  apiSlowPerMille: int('BENCH_FEED_API_SLOW_PER_MILLE', 100, 0),
-  apiSlowMs: int('BENCH_FEED_API_SLOW_MS', 1000, 0),
+  changes: intSetting('BENCH_FEED_CHANGES', 600),
+  rate: intSetting('BENCH_FEED_RATE', 20),
+  apiLatencyMs: intSetting('BENCH_FEED_API_LATENCY_MS', 50, 0),
+  apiSlowPerMille: intSetting('BENCH_FEED_API_SLOW_PER_MILLE', 100, 0),
+  apiSlowMs: intSetting('BENCH_FEED_API_SLOW_MS', 1000, 0),
 };
 
 interface Post {

@@ -20,7 +20,7 @@ import { Pool } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { PozySimulator } from '../simulator/simulator';
 import { waitForHttp } from './net';
-import { cell, percentile, sleep, startBuiltService, startProcess, stopProcess, withDatabase } from './processes';
+import { cell, intSetting, percentile, sleep, startBuiltService, startProcess, stopProcess, withDatabase } from './processes';
 
 const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
@@ -29,17 +29,11 @@ const RATE_LIMIT_PER_MINUTE = 100_000;
 /** The subscription's signing secret, given rather than generated so the receiver can verify from the start. */
 const SUBSCRIPTION_SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 
-const int = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer`);
-  return value;
-};
-
 const settings = {
-  changes: int('BENCH_NOTIFY_CHANGES', 300),
-  rate: int('BENCH_NOTIFY_RATE', 100),
-  backlog: int('BENCH_NOTIFY_BACKLOG', 2000),
-  relayPollMs: int('BENCH_NOTIFY_RELAY_POLL_MS', 100),
+  changes: intSetting('BENCH_NOTIFY_CHANGES', 300),
+  rate: intSetting('BENCH_NOTIFY_RATE', 100),
+  backlog: intSetting('BENCH_NOTIFY_BACKLOG', 2000),
+  relayPollMs: intSetting('BENCH_NOTIFY_RELAY_POLL_MS', 100),
 };
 
 /** The subscriber: answers 204 at once and remembers when each notification arrived. */

@@ -8,11 +8,11 @@ import { freePort } from './net';
 /** The built service, `npm run build`'s dist/main.js, seen from this file built into dist-tools/bench/. */
 export const BUILT_SERVICE = join(__dirname, '..', '..', 'dist', 'main.js');
 
-/** Runs `script` with Node and only the given environment (plus PATH); its stderr goes to the bench's. */
-export function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [script], {
+/** Runs `script` with Node (and `nodeArgs`) and only the given environment (plus PATH); its stderr goes to the bench's. */
+export function startProcess(script: string, env: Record<string, string>, nodeArgs: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit'],
   });
 }
 
@@ -32,21 +32,26 @@ export async function startBuiltService(
   databaseUrl: string,
   pozy: BenchPozy,
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = startProcess(BUILT_SERVICE, {
-    DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    ROLE: 'all',
-    POZY_API_URL: pozy.url,
-    POZY_API_KEY: pozy.apiKey,
-    POZY_WEBHOOK_SECRET: pozy.webhookSecret,
-    POZY_RATE_LIMIT_PER_MINUTE: String(pozy.ratePerMinute),
-    BACKFILL_CRON: 'off',
-    ...env,
-  });
+  const child = startProcess(
+    BUILT_SERVICE,
+    {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ROLE: 'all',
+      POZY_API_URL: pozy.url,
+      POZY_API_KEY: pozy.apiKey,
+      POZY_WEBHOOK_SECRET: pozy.webhookSecret,
+      POZY_RATE_LIMIT_PER_MINUTE: String(pozy.ratePerMinute),
+      BACKFILL_CRON: 'off',
+      ...env,
+    },
+    nodeArgs,
+  );
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
@@ -101,4 +106,14 @@ export async function serveUntilStopped(app: FastifyInstance, pool: Pool, port: 
       .then(() => process.exit(0));
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+/** An integer setting of the bench from the environment (`fallback` when unset), at least `min`; anything else stops the run. */
+export function intSetting(name: string, fallback: number, min = 1): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(value) || value < min) {
+    const rule = min === 1 ? 'a positive integer' : min === 0 ? 'a non-negative integer' : `an integer of at least ${min}`;
+    throw new Error(`${name} must be ${rule}`);
+  }
+  return value;
 }

@@ -4,7 +4,9 @@
  * keyset statement over the same whole rows (baseline-query.ts). Measured, each at BENCH_QUERY_CONNECTIONS:
  * `limit=50` alone, `status=published&platform=linkedin` (which matches no post here), a second page (with a cursor),
  * `q` with a common word (`coffee`, about a seventh of the posts) and with a rare one (`zebra`, one in 10,000), `tag=sale`
- * and `sort=scheduledFor:desc`. Each endpoint is requested once before its load: the table shows how many posts its
+ * and `sort=scheduledFor:desc`; filter combinations that match no post (`accountId` + `status`, `errorCategory` + `platform`),
+ * one that matches a quarter of them (`status=published&platform=instagram`), a rare tag in an order, and a common word
+ * in an order. Each endpoint is requested once before its load: the table shows how many posts its
  * first page held, and any answer other than 2xx (printed, and counted in the non-2xx column) is flagged at the end.
  * Before the load it prints what the post table takes on disk after VACUUM ANALYZE: heap, indexes, TOAST, in total and
  * per post.
@@ -134,6 +136,9 @@ const POST_ROWS = `
          CASE WHEN n % 10 = 0 THEN now() END
     FROM p`;
 
+/** Account n % 200 = 5: its posts (n % 4 = 1) are all on twitter and scheduled. */
+const ACCOUNT_5 = 'acct' + '5'.padStart(20, '0');
+
 interface Storage {
   rows: number;
   total: number;
@@ -256,6 +261,13 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
       rows.push(await measure('pozy-sync, q rare word (zebra)', url, '/posts?limit=50&q=zebra'));
       rows.push(await measure('pozy-sync, tag=sale', url, '/posts?limit=50&tag=sale'));
       rows.push(await measure('pozy-sync, sort=scheduledFor:desc', url, '/posts?limit=50&sort=scheduledFor:desc'));
+      // Filter combinations that match no post here (account 5 and its posts are on twitter, never published; only
+      // failed posts, all on facebook, have an error category), one that matches a quarter, and a rare tag in an order.
+      rows.push(await measure('pozy-sync, accountId + status', url, `/posts?limit=50&accountId=${ACCOUNT_5}&status=published`));
+      rows.push(await measure('pozy-sync, errorCategory + platform', url, '/posts?limit=50&errorCategory=auth_expired&platform=linkedin'));
+      rows.push(await measure('pozy-sync, status + platform, common', url, '/posts?limit=50&status=published&platform=instagram'));
+      rows.push(await measure('pozy-sync, tag=rare-tag + sort', url, '/posts?limit=50&tag=rare-tag&sort=scheduledFor:desc'));
+      rows.push(await measure('pozy-sync, q common word + sort', url, '/posts?limit=50&q=coffee&sort=publishedAt:desc'));
     });
     console.log('done');
     report(rows);

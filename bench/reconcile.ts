@@ -27,7 +27,7 @@ import { PozySimulator } from '../simulator/simulator';
 import { PozyWorld } from '../simulator/world';
 import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { freePort, waitForHttp } from './net';
-import { BUILT_SERVICE, cell, median, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
+import { BUILT_SERVICE, cell, intSetting, median, percentile, sleep, startProcess, stopProcess, withDatabase } from './processes';
 import { startSlowReturnProxy } from './slow-return-proxy';
 
 const SECRET = 'whsec_bench';
@@ -40,25 +40,19 @@ const STUCK_IDLE_MS = 500;
 const GET_POST_ROUTE = 'GET /v1/posts/:postId';
 const EVENT_TYPES = ['post.platform.published', 'post.published', 'post.scheduled', 'post.platform.failed'] as const;
 
-const int = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
-  return value;
-};
-
 const settings = {
-  rounds: Math.max(1, int('BENCH_RECONCILE_ROUNDS', 5)),
-  warmupRounds: int('BENCH_RECONCILE_WARMUP_ROUNDS', 1),
-  posts: Math.max(1, int('BENCH_RECONCILE_POSTS', 50)),
-  events: Math.max(1, int('BENCH_RECONCILE_EVENTS', 1000)),
-  burstMs: int('BENCH_RECONCILE_BURST_MS', 1000),
-  apiLatencyMs: int('BENCH_API_LATENCY_MS', 50),
+  rounds: Math.max(1, intSetting('BENCH_RECONCILE_ROUNDS', 5, 0)),
+  warmupRounds: intSetting('BENCH_RECONCILE_WARMUP_ROUNDS', 1, 0),
+  posts: Math.max(1, intSetting('BENCH_RECONCILE_POSTS', 50, 0)),
+  events: Math.max(1, intSetting('BENCH_RECONCILE_EVENTS', 1000, 0)),
+  burstMs: intSetting('BENCH_RECONCILE_BURST_MS', 1000, 0),
+  apiLatencyMs: intSetting('BENCH_API_LATENCY_MS', 50, 0),
   /** Per mille of API answers held apiSlowMs more after Pozy read its state (default none): reads finish out of order. */
-  apiSlowPerMille: int('BENCH_API_SLOW_PER_MILLE', 0),
-  apiSlowMs: int('BENCH_API_SLOW_MS', 200),
-  deadlineMs: int('BENCH_RECONCILE_DEADLINE_MS', 5000),
+  apiSlowPerMille: intSetting('BENCH_API_SLOW_PER_MILLE', 0, 0),
+  apiSlowMs: intSetting('BENCH_API_SLOW_MS', 200, 0),
+  deadlineMs: intSetting('BENCH_RECONCILE_DEADLINE_MS', 5000, 0),
   mutate: process.env.BENCH_RECONCILE_MUTATE === 'before' ? ('before' as const) : ('interleaved' as const),
-  coalesceWindowMs: process.env.RECONCILE_COALESCE_WINDOW_MS ? int('RECONCILE_COALESCE_WINDOW_MS', 1000) : undefined,
+  coalesceWindowMs: process.env.RECONCILE_COALESCE_WINDOW_MS ? intSetting('RECONCILE_COALESCE_WINDOW_MS', 1000, 0) : undefined,
 };
 
 /** The service's own settings the bench forwards when set, to try them under this load. */

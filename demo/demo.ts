@@ -5,6 +5,10 @@
  * at both; shows the import of the existing workspace, then the changes; runs a backfill to recover what was
  * dropped; and ends with a summary and whether every mirrored row equals the truth.
  *
+ * Beside the environment's workspace, it connects DEMO_WORKSPACES more (default 3, each a Pozy key of its own with
+ * DEMO_WORKSPACE_POSTS existing posts, default 1000) through POST /admin/workspaces with managed webhooks (PUBLIC_URL
+ * is the service's own address here), shows each import, changes them all, and checks every workspace's mirror.
+ *
  *   DEMO_STEPS (default 400 changes), DEMO_EXISTING_POSTS (default 5000), DEMO_EXISTING_ACCOUNTS (default 40),
  *   DEMO_SEED (default: random), DEMO_PORT (service, default 3000), EMBEDDED_DATABASE_PORT (default 54329),
  *   DEMO_KEEP_RUNNING=1 (leave both running for you to query)
@@ -33,7 +37,11 @@ const settings = {
   port: Number(process.env.DEMO_PORT ?? 3000),
   databasePort: Number(process.env.EMBEDDED_DATABASE_PORT ?? 54329),
   keepRunning: process.env.DEMO_KEEP_RUNNING === '1',
+  workspaces: Number(process.env.DEMO_WORKSPACES ?? 3),
+  workspacePosts: Number(process.env.DEMO_WORKSPACE_POSTS ?? 1_000),
 };
+/** Seals the added workspaces' keys and secrets (a demo key: never one to use elsewhere). */
+const DEMO_ENCRYPTION_KEY = 'demo:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=';
 const ADMIN_TOKEN = 'demo-admin-token';
 const MILD_FAULTS = {
   duplicateRate: 0.05,
@@ -60,10 +68,11 @@ async function recreateDatabase(adminUrl: string, name: string): Promise<string>
   return url.toString();
 }
 
-/** Runs a backfill through the admin endpoint and waits for it; returns the events it recovered. */
-async function backfill(baseUrl: string): Promise<number> {
+/** Runs a backfill through the admin endpoint (of one workspace, or `default`'s) and waits for it; returns the events it recovered. */
+async function backfill(baseUrl: string, workspace?: string): Promise<number> {
   const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  const started = (await (await fetch(`${baseUrl}/admin/backfill`, { method: 'POST', headers })).json()) as { runId: string };
+  const path = workspace ? `/admin/workspaces/${workspace}/backfill` : '/admin/backfill';
+  const started = (await (await fetch(`${baseUrl}${path}`, { method: 'POST', headers })).json()) as { runId: string };
   for (;;) {
     const run = (await (await fetch(`${baseUrl}/admin/backfill/${started.runId}`, { headers })).json()) as {
       status: string;
@@ -76,13 +85,17 @@ async function backfill(baseUrl: string): Promise<number> {
   }
 }
 
-async function counts(pool: Pool): Promise<{ events: number; posts: number; accounts: number; backlog: number }> {
-  const { rows } = await pool.query<{ events: number; posts: number; accounts: number; backlog: number }>(`
-    SELECT (SELECT count(*) FROM pozy_event)::int AS events,
-           (SELECT count(*) FROM post)::int AS posts,
-           (SELECT count(*) FROM account)::int AS accounts,
+/** The mirror's figures, of one workspace (the backlog is the deployment's); every workspace's without one. */
+async function counts(pool: Pool, workspace?: string): Promise<{ events: number; posts: number; accounts: number; backlog: number }> {
+  const { rows } = await pool.query<{ events: number; posts: number; accounts: number; backlog: number }>(
+    `
+    SELECT (SELECT count(*) FROM pozy_event WHERE $1::text IS NULL OR workspace_id = $1)::int AS events,
+           (SELECT count(*) FROM post WHERE $1::text IS NULL OR workspace_id = $1)::int AS posts,
+           (SELECT count(*) FROM account WHERE $1::text IS NULL OR workspace_id = $1)::int AS accounts,
            ((SELECT count(*) FROM reconcile_request WHERE due_at IS NOT NULL)
-             + (SELECT count(*) FROM graphile_worker._private_jobs))::int AS backlog`);
+             + (SELECT count(*) FROM graphile_worker._private_jobs))::int AS backlog`,
+    [workspace ?? null],
+  );
   return rows[0];
 }
 
@@ -126,6 +139,34 @@ async function followImport(baseUrl: string): Promise<ImportProgress> {
       last = line;
     }
     if (run.status !== 'running' && run.status !== 'pending') return run;
+    await sleep(250);
+  }
+}
+
+/** Adds a workspace through the admin API, its webhook made in Pozy by the service; then shows its import to its end. */
+async function connectWorkspace(baseUrl: string, id: string, apiKey: string, apiUrl: string): Promise<void> {
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  const added = await fetch(`${baseUrl}/admin/workspaces`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ id, apiKey, apiUrl, name: `Client ${id}` }),
+  });
+  const body = (await added.json()) as { webhook?: { url: string; test?: { delivered: boolean } }; message?: string };
+  if (added.status !== 201) throw new Error(`adding workspace ${id} answered ${added.status}: ${body.message ?? ''}`);
+  console.log(
+    `  ${id}: added; its webhook ${body.webhook?.url} made in Pozy, test event ${body.webhook?.test?.delivered ? 'delivered' : 'NOT delivered'}`,
+  );
+  for (;;) {
+    const state = (await (await fetch(`${baseUrl}/admin/workspaces/${id}`, { headers })).json()) as {
+      import: { status: string; run: ImportProgress | null };
+    };
+    if (state.import.status === 'succeeded') {
+      const run = state.import.run;
+      const seconds = run?.startedAt && run.finishedAt ? (Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000 : 0;
+      console.log(`  ${id}: imported ${run?.progress?.posts.done.toLocaleString('en') ?? '?'} posts in ${seconds.toFixed(1)} s`);
+      return;
+    }
+    if (state.import.status === 'failed') throw new Error(`the import of ${id} failed`);
     await sleep(250);
   }
 }
@@ -179,6 +220,16 @@ async function main(): Promise<void> {
     );
     // The team's workspace, as it was before pozy-sync was deployed: nothing of it was ever announced by a webhook.
     sim.world.seedExisting({ posts: settings.existingPosts, accounts: settings.existingAccounts });
+    // The clients' workspaces, each behind a key of its own, with no subscription until the service makes one.
+    const clients = Array.from({ length: settings.workspaces }, (_, i) =>
+      sim.addWorkspace({
+        apiKey: `sk_sim_client_${i + 1}`,
+        seed: settings.seed + i + 1,
+        faults: MILD_FAULTS,
+        rateLimitPerMinute: 6_000,
+        seedExisting: { posts: settings.workspacePosts, accounts: 16 },
+      }),
+    );
     const port = settings.port || (await freePort());
     const spawnService = async () =>
       spawn(process.execPath, [BUILT_SERVICE], {
@@ -200,6 +251,9 @@ async function main(): Promise<void> {
           LOG_FORMAT: 'pretty',
           // The demo's subscriber listens on loopback, which is refused unless allowed.
           NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
+          // Added workspaces get their webhook made in Pozy, pointed here.
+          PUBLIC_URL: `http://127.0.0.1:${port}`,
+          SECRETS_ENCRYPTION_KEY: DEMO_ENCRYPTION_KEY,
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
@@ -209,7 +263,7 @@ async function main(): Promise<void> {
       (p) => p.end(),
     );
     const subscriber = await start(startDemoSubscriber, (s) => s.close());
-    return { sim, port, pool, subscriber };
+    return { sim, port, pool, subscriber, clients };
   })();
   let finishing: Promise<never> | undefined;
   const finish = () =>
@@ -229,7 +283,7 @@ async function main(): Promise<void> {
   }
 
   try {
-    const { sim, port, pool, subscriber } = await resources;
+    const { sim, port, pool, subscriber, clients } = await resources;
     const existing = sim.world.listPosts().map((post) => post._id);
     const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
     sim.world.onEvent((event) => {
@@ -267,6 +321,18 @@ async function main(): Promise<void> {
     const imported = await followImport(baseUrl);
     if (imported.status !== 'succeeded') throw new Error(`the import ${imported.status}: ${imported.error ?? ''}`);
     const importSeconds = (Date.parse(imported.finishedAt ?? '') - Date.parse(imported.startedAt ?? '')) / 1000;
+    if (clients.length > 0) console.log(`\nConnecting ${clients.length} more workspaces through POST /admin/workspaces (PUBLIC_URL ${baseUrl})`);
+    // What each client's mirror can know: the posts its import lists, and those its events name from then on (a draft
+    // made without an event is the next sweep's business, as for the environment's workspace).
+    const clientKnown = clients.map((client) => {
+      const known = { postIds: new Set(client.world.listPosts().map((post) => post._id)), profileIds: new Set<string>() };
+      client.world.onEvent((event) => {
+        if (event.post) known.postIds.add(event.post.id);
+      });
+      return known;
+    });
+    // One at a time, so that each import shows; the service would run IMPORT_CONCURRENCY of them at once.
+    for (const [i, client] of clients.entries()) await connectWorkspace(baseUrl, `client-${i + 1}`, client.apiKey, sim.url);
     let lastReport = 0;
     for (let done = false; !done;) {
       done = await Promise.race([changes.then(() => true), sleep(1_000 - Math.min(1_000, Date.now() - lastReport)).then(() => false)]);
@@ -279,9 +345,23 @@ async function main(): Promise<void> {
           `${String(c.posts).padStart(5)} posts  ${String(c.accounts).padStart(3)} accounts  backlog ${c.backlog}`,
       );
     }
+    // Then the clients' workspaces change, each announced to its own webhook.
+    if (clients.length > 0) {
+      for (let i = 0; i < Math.ceil(settings.steps / 2); i += 1) {
+        for (const client of clients) client.world.randomStep(rng, { silent: false });
+        await sleep(10);
+      }
+      const sent = clients.reduce((sum, client) => sum + client.stats().webhooks.eventsEmitted, 0);
+      console.log(
+        `  ${Math.ceil(settings.steps / 2)} changes in each of the ${clients.length} added workspaces: ${sent} events sent to their webhooks`,
+      );
+    }
     await sim.idle();
+    for (const client of clients) await client.idle();
     console.log("  backfill: reading Pozy's delivery logs for what never arrived...");
     const recovered = await backfill(baseUrl);
+    let recoveredByClients = 0;
+    for (const i of clients.keys()) recoveredByClients += await backfill(baseUrl, `client-${i + 1}`);
     const deadline = Date.now() + 60_000;
     while ((await counts(pool)).backlog > 0 && Date.now() < deadline) await sleep(50);
     const caughtUpMs = Date.now() - started;
@@ -293,7 +373,7 @@ async function main(): Promise<void> {
     );
     const behind = versions.filter((v) => subscriber.latest.has(v.key) && subscriber.latest.get(v.key) !== v.sequence).length;
 
-    const c = await counts(pool);
+    const c = await counts(pool, 'default');
     const webhooks = sim.stats().webhooks;
     const api = sim.stats().api.byRoute;
     const calls = (route: string) => Object.values(api[route] ?? {}).reduce((sum, n) => sum + n, 0);
@@ -302,10 +382,19 @@ async function main(): Promise<void> {
       .filter(([status]) => status !== '200' && status !== '404')
       .reduce((sum, [, n]) => sum + n, 0);
     // Every post that existed before the start, every one an event named since, every profile's accounts.
-    const differences = await mirrorDifferences(pool, sim.world, {
-      postIds: [...existing, ...seen.postIds],
-      profileIds: sim.world.listProfiles().map((profile) => profile._id),
-    });
+    const differences = await mirrorDifferences(
+      pool,
+      sim.world,
+      { postIds: [...existing, ...seen.postIds], profileIds: sim.world.listProfiles().map((profile) => profile._id) },
+      'default',
+    );
+    // Each client's: what its import listed, what its events named since, and every profile's accounts.
+    const clientDifferences = await Promise.all(
+      clients.map(async (client, i) => {
+        const known = { postIds: [...clientKnown[i].postIds], profileIds: client.world.listProfiles().map((p) => p._id) };
+        return { id: `client-${i + 1}`, differences: await mirrorDifferences(pool, client.world, known, `client-${i + 1}`) };
+      }),
+    );
     const truth = sim.world.snapshot();
 
     console.log('\nSummary');
@@ -328,11 +417,26 @@ async function main(): Promise<void> {
         `${subscriber.badSignatures} bad signatures; ${behind === 0 ? "its newest version of every post and account it was told about is the mirror's" : `${behind} resources behind the mirror`}`,
     );
     if (behind > 0 || subscriber.badSignatures > 0) failed = true;
+    if (clients.length > 0) {
+      console.log(
+        `  added workspaces             ${clients.length} through POST /admin/workspaces with managed webhooks: ` +
+          `${clients.reduce((sum, client) => sum + client.stats().webhooks.eventsEmitted, 0)} events sent, ` +
+          `${clients.reduce((sum, client) => sum + client.stats().webhooks.drops, 0)} dropped, recovered by their backfills: ${recoveredByClients}`,
+      );
+    }
+    for (const { id, differences: diff } of clientDifferences) {
+      if (diff.length === 0) console.log(`  result ${id.padEnd(21)} mirror equals truth`);
+      else {
+        failed = true;
+        console.log(`  result ${id.padEnd(21)} MIRROR DIFFERS from truth in ${diff.length} rows:`);
+        for (const difference of diff.slice(0, 5)) console.log(`    ${difference}`);
+      }
+    }
     if (differences.length === 0) {
-      console.log('  result                       mirror equals truth');
+      console.log('  result default               mirror equals truth');
     } else {
       failed = true;
-      console.log(`  result                       MIRROR DIFFERS from truth in ${differences.length} rows:`);
+      console.log(`  result default               MIRROR DIFFERS from truth in ${differences.length} rows:`);
       for (const difference of differences.slice(0, 10)) console.log(`    ${difference}`);
     }
     // What an operator's Prometheus would see now: pozy-sync's own series (not Node's, not histogram buckets).
