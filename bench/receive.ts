@@ -164,9 +164,12 @@ function report(rows: Measured[]): void {
   }
   console.log('');
   for (const service of services) {
+    // The goals: ROLE=api ahead of the bare receiver, ROLE=all (its worker sharing the process) level with it.
+    const goal = service.name.includes('ROLE=api') ? 1.2 : 1.0;
     console.log(
       `${service.name}: ${(service.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x the baseline's throughput ` +
-        `(goal >= 0.70x), p99 ${service.p99.toFixed(1)} ms = ${(service.p99 / baseline.p99).toFixed(2)}x the baseline's (goal < 25 ms)`,
+        `(goal >= ${goal.toFixed(2)}x), p99 ${service.p99.toFixed(1)} ms = ${(service.p99 / baseline.p99).toFixed(2)}x the baseline's ` +
+        `(goal <= 1.00x)`,
     );
     // Requests still in flight when the load stops are stored but not counted as answered, so rows >= 2xx.
     console.log(
