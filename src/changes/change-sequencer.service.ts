@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { WakeableLoop } from '../common/wakeable-loop';
+import { MetricsService } from '../metrics/metrics.service';
 import { ChangeRepository } from './change.repository';
 import { ChangeSignal } from './change-signal';
 
@@ -27,6 +28,7 @@ export class ChangeSequencer implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly changes: ChangeRepository,
     private readonly signal: ChangeSignal,
+    private readonly metrics: MetricsService,
   ) {
     this.loop = new WakeableLoop({
       pass: () => this.pass(),
@@ -51,8 +53,9 @@ export class ChangeSequencer implements OnApplicationBootstrap, BeforeApplicatio
   async placeAll(): Promise<number> {
     let placed = 0;
     for (;;) {
-      const { placed: n, newest } = await this.changes.place(BATCH);
+      const { placed: n, newest, waitedSeconds } = await this.changes.place(BATCH);
       placed += n;
+      for (const seconds of waitedSeconds) this.metrics.writeToFeed.observe(seconds);
       if (newest !== null) this.signal.sequenced(newest);
       if (n < BATCH) return placed;
     }

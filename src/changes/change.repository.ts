@@ -46,9 +46,10 @@ export class ChangeRepository {
    * every replica's readers when it placed any. Serialised by an advisory lock held to the end of the transaction:
    * the next pass starts from the positions this one committed, so a position once readable never gets an entry
    * before it, and an entry that commits late only ever lands after every position already handed out.
-   * Answers how many it placed, and the newest position (null: none), which its NOTIFY carries as the payload.
+   * Answers how many it placed, the newest position (null: none), which its NOTIFY carries as the payload, and how
+   * long each entry had waited since its write.
    */
-  place(limit: number): Promise<{ placed: number; newest: string | null }> {
+  place(limit: number): Promise<{ placed: number; newest: string | null; waitedSeconds: number[] }> {
     return this.database.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);
       // The unplaced entries are found in id order through change_unsequenced_idx, never by a bitmap scan: after a
@@ -79,12 +80,31 @@ export class ChangeRepository {
         // By the primary key: an entry's id is unique across workspaces, yet only with its workspace indexed.
         .whereRef('change.workspace_id', '=', 'next.workspace_id')
         .whereRef('change.id', '=', 'next.id')
-        .returning('change.position')
+        // How long each entry waited since its write (its transaction's start) for a position: a feed-latency histogram.
+        .returning((eb) => [
+          'change.position',
+          sql<number>`extract(epoch FROM clock_timestamp() - ${eb.ref('change.changed_at')})::float8`.as('waited'),
+        ])
         .execute();
       const newest = placed.reduce<string | null>((top, row) => (top === null || BigInt(row.position!) > BigInt(top) ? row.position : top), null);
       if (newest !== null) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, ${newest})`.execute(trx);
-      return { placed: placed.length, newest };
+      return { placed: placed.length, newest, waitedSeconds: placed.map((row) => row.waited) };
     });
+  }
+
+  /**
+   * How long the oldest committed entry still without a position has waited since its write (0 when none): what
+   * says a sequencer is stuck. Through change_unsequenced_idx, which holds only unplaced entries.
+   */
+  async oldestUnplacedSeconds(): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('change')
+      .select((eb) => sql<number>`extract(epoch FROM clock_timestamp() - ${eb.ref('changed_at')})::float8`.as('waited'))
+      .where('position', 'is', null)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
+    return Math.max(0, row?.waited ?? 0);
   }
 
   /**

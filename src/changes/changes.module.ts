@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ChangeFeedMetrics } from './change-feed-metrics';
 import { ChangeListener } from './change-listener.service';
 import { ChangeRepository } from './change.repository';
 import { ChangeSequencer } from './change-sequencer.service';
@@ -13,7 +14,7 @@ import { ChangesService } from './changes.service';
  */
 @Module({
   controllers: [ChangesController],
-  providers: [ChangeRepository, ChangeSignal, ChangeSequencer, ChangeListener, ChangesService],
+  providers: [ChangeRepository, ChangeSignal, ChangeSequencer, ChangeListener, ChangesService, ChangeFeedMetrics],
   exports: [ChangeRepository, ChangeSignal, ChangeSequencer],
 })
 export class ChangesModule {}

@@ -37,6 +37,8 @@ export interface BatchOutcome {
 export interface ResourceEvents {
   /** The latest timestamp of the (non-test) events received for the resource. */
   latest: Date | null;
+  /** The type of that event (for a profile, of its latest received): the freshness histogram's label. */
+  latestType: string | null;
   /** For a profile: the latest per account id. */
   perAccount: Map<string, Date>;
   /**
@@ -261,12 +263,17 @@ export class PozyEventRepository {
         .limit(1)
         .executeTakeFirst();
       const announcedAt = row && !DELETION_HINTS.includes(row.type) ? row.received_at : null;
-      return { latest: row?.timestamp ?? null, perAccount: new Map(), announcedAt, announcedPerAccount: new Map() };
+      return { latest: row?.timestamp ?? null, latestType: row?.type ?? null, perAccount: new Map(), announcedAt, announcedPerAccount: new Map() };
     }
     // payload is typed `unknown`, which Kysely's JSON path builder cannot walk.
     const accountId = sql<string | null>`${sql.ref('payload')}->'account'->>'accountId'`;
     const rows = await ofResource
-      .select((eb) => [accountId.as('account_id'), eb.fn.max('timestamp').as('latest'), eb.fn.max('received_at').as('received')])
+      .select((eb) => [
+        accountId.as('account_id'),
+        eb.fn.max('timestamp').as('latest'),
+        eb.fn.max('received_at').as('received'),
+        sql<string>`(array_agg(${eb.ref('type')} ORDER BY ${eb.ref('received_at')} DESC))[1]`.as('type'),
+      ])
       .groupBy(accountId)
       .execute();
     const perAccount = new Map<string, Date>();
@@ -277,7 +284,8 @@ export class PozyEventRepository {
       announcedPerAccount.set(row.account_id, row.received);
     }
     const latest = rows.reduce<Date | null>((max, r) => (max && max >= r.latest ? max : r.latest), null);
-    return { latest, perAccount, announcedAt: null, announcedPerAccount };
+    const newest = rows.reduce<(typeof rows)[number] | null>((top, r) => (top && top.received >= r.received ? top : r), null);
+    return { latest, latestType: newest?.type ?? null, perAccount, announcedAt: null, announcedPerAccount };
   }
 
   /**

@@ -33,6 +33,14 @@ export class StatusMetrics {
           name: 'pozy_sync_import_progress_ratio',
           help: "How much of the import's listing of posts is done (posts listed of Pozy's total): 1 once it has succeeded, or when none is needed",
         },
+        budgetPaused: {
+          name: 'pozy_sync_pozy_budget_paused_seconds',
+          help: "How much longer a 429 keeps the environment's API key paused on every replica (0 when not paused)",
+        },
+        importFailed: {
+          name: 'pozy_sync_import_failed',
+          help: "1 while the environment's workspace's import has failed and no run has listed the workspace since, else 0",
+        },
         budget: {
           name: 'pozy_sync_pozy_budget_requests',
           help: "The Pozy budget per window of the environment's API key (POZY_API_KEY): limit (POZY_RATE_LIMIT_PER_MINUTE), effective (less others' use and their reserve), used (by every replica, in the window just ended), others (another client of the key, from Pozy's headers)",
@@ -55,11 +63,13 @@ export class StatusMetrics {
         const posts = run?.progress.posts;
         if (status === 'running') gauges.importProgress.set(posts?.total ? Math.min(1, posts.done / posts.total) : 0);
         else gauges.importProgress.set(status === 'pending' || status === 'failed' ? 0 : 1);
+        gauges.importFailed.set(status === 'failed' ? 1 : 0);
 
         gauges.budget.set({ figure: 'limit' }, pozyBudget.limit);
         gauges.budget.set({ figure: 'effective' }, pozyBudget.effectiveLimit);
         gauges.budget.set({ figure: 'used' }, pozyBudget.usedInWindow);
         gauges.budget.set({ figure: 'others' }, pozyBudget.pozy?.othersUsing ?? 0);
+        gauges.budgetPaused.set(Math.max(0, ((pozyBudget.pausedUntil?.getTime() ?? 0) - Date.now()) / 1000));
       },
     );
   }

@@ -112,7 +112,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
           // A failing notification is retried at least every NOTIFY_RETRY_MAX_MS (plus its timeout).
           quietGapMs: 2 * (this.config.notify.retryMaxMs + this.config.notify.timeoutMs) + POLL_MS,
         });
-        for (const record of records) this.count(lease, record);
+        records.forEach((record, index) => this.count(lease, record, due[index]));
         if (health.pausedAt) {
           this.logger.warn(`Subscription ${lease.id} paused: every attempt failed for over ${this.config.notify.pauseAfterMs} ms`);
           break;
@@ -171,9 +171,14 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     return { ...failure, outcome: 'retry', nextAttemptAt: new Date(next), reason: null };
   }
 
-  private count(lease: Lease, record: AttemptRecord): void {
+  private count(lease: Lease, record: AttemptRecord, notification: DueNotification): void {
     this.metrics.notificationAttempts.inc({ outcome: record.outcome });
     this.metrics.notificationDuration.observe(record.durationMs / 1000);
+    // A replay is an operator's, long after the write: it says nothing of the delivery's latency.
+    if (record.outcome === 'delivered' && !record.replay) {
+      const seconds = (record.attemptedAt.getTime() + record.durationMs - notification.createdAt.getTime()) / 1000;
+      this.metrics.writeToNotification.observe({ subscriber: notification.attempts === 0 ? 'healthy' : 'retried' }, Math.max(0, seconds));
+    }
     if (record.outcome === 'dead') {
       this.logger.warn(
         `Notification ${record.id} to subscription ${lease.id} moved to the delivery dead-letter queue: ${record.reason} (${record.error})`,

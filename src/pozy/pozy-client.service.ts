@@ -265,17 +265,18 @@ export class PozyClient {
         throw error instanceof KeyPausedError ? new PozyRateLimitedError(error.pausedForMs) : error;
       });
       let result: Attempt;
+      const started = performance.now();
       try {
         result = await this.send(method, path, expected, body);
       } catch (error) {
-        this.count(route, 0);
+        this.count(route, 0, started);
         if (!isNetworkError(error)) throw error;
         lastError = new PozyUnavailableError(`${route}: ${describeError(error)}`, true);
         continue;
       } finally {
         await this.budget.answered(grant);
       }
-      this.count(route, result.status);
+      this.count(route, result.status, started);
       this.budget.observe(result.headers, grant);
       if (expected.includes(result.status)) {
         // Too large, or not JSON: the same request gets the same answer, so no retry (a dead letter for a reconcile).
@@ -346,8 +347,10 @@ export class PozyClient {
     }
   }
 
-  private count(route: string, status: number): void {
-    this.metrics.pozyRequests.inc({ route, status: status === 0 ? 'none' : String(status) });
+  private count(route: string, status: number, started: number): void {
+    const labels = { route, status: status === 0 ? 'none' : String(status) };
+    this.metrics.pozyRequests.inc(labels);
+    this.metrics.pozyRequestDuration.observe(labels, (performance.now() - started) / 1000);
   }
 }
 

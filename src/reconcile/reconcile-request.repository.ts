@@ -9,6 +9,8 @@ export interface ReadState {
   lastReadAt: Date | null;
   /** When an operator last asked for a read regardless (admin resync). */
   forcedAt: Date | null;
+  /** When the first event of the pending read arrived (our clock): where the mirror's freshness is measured from. */
+  requestedAt: Date | null;
 }
 
 /**
@@ -127,11 +129,11 @@ export class ReconcileRequestRepository {
   async readState(workspaceId: WorkspaceId, key: string): Promise<ReadState> {
     const row = await this.database.db
       .selectFrom('reconcile_request')
-      .select(['last_read_at', 'forced_at'])
+      .select(['last_read_at', 'forced_at', 'requested_at'])
       .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)
       .executeTakeFirst();
-    return { lastReadAt: row?.last_read_at ?? null, forcedAt: row?.forced_at ?? null };
+    return { lastReadAt: row?.last_read_at ?? null, forcedAt: row?.forced_at ?? null, requestedAt: row?.requested_at ?? null };
   }
 
   async recordRead(workspaceId: WorkspaceId, key: string, startedAt: Date): Promise<void> {

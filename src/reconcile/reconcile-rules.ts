@@ -9,7 +9,12 @@ export const READ_LAG_MIN_RETRY_MS = 250;
  * run ahead of Pozy's (`aheadMs`, proven by its Date headers): otherwise a change made just after a read would look older than it.
  * An operator's forced read not yet answered by a read is never skipped.
  */
-export function alreadyReflected(latestEvent: Date | null, state: ReadState, marginMs: number, aheadMs: number): boolean {
+export function alreadyReflected(
+  latestEvent: Date | null,
+  state: Pick<ReadState, 'lastReadAt' | 'forcedAt'>,
+  marginMs: number,
+  aheadMs: number,
+): boolean {
   const { lastReadAt, forcedAt } = state;
   if (!latestEvent || !lastReadAt) return false;
   if (forcedAt && lastReadAt <= forcedAt) return false;

@@ -79,13 +79,19 @@ function build(w: World): ReconcileService {
   // The events received for the resource.
   const events = {
     async resourceEvents() {
-      return { latest: w.latestEvent, perAccount: w.perAccount, announcedAt: w.announcedAt, announcedPerAccount: w.announcedPerAccount };
+      return {
+        latest: w.latestEvent,
+        latestType: 'post.published',
+        perAccount: w.perAccount,
+        announcedAt: w.announcedAt,
+        announcedPerAccount: w.announcedPerAccount,
+      };
     },
   };
   // Its reconcile request: the read state, and what a read records.
   const requests = {
     async readState() {
-      return { lastReadAt: w.lastReadAt, forcedAt: w.forcedAt };
+      return { lastReadAt: w.lastReadAt, forcedAt: w.forcedAt, requestedAt: null };
     },
     async recordRead(_workspace: string, key: string, startedAt: Date) {
       w.recordedReads.push({ key, startedAt });
@@ -95,7 +101,7 @@ function build(w: World): ReconcileService {
     },
   };
   const config = { reconcileClockSkewMs: SKEW_MS, readLagGraceMs: GRACE_MS } as AppConfig;
-  const metrics = { apiCallsSaved: { inc: (labels: unknown) => w.saved.push(labels) } };
+  const metrics = { apiCallsSaved: { inc: (labels: unknown) => w.saved.push(labels) }, eventToMirror: { observe: () => undefined } };
   type Args = ConstructorParameters<typeof ReconcileService>;
   return new ReconcileService(
     { get: () => ({ state: 'active', client: pozy }), active: () => ({ state: 'active', client: pozy }) } as unknown as Args[0],

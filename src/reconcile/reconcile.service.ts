@@ -10,7 +10,7 @@ import { PozyClock } from '../pozy/pozy-clock.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../queue/tasks';
 import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
-import { ReconcileRequestRepository } from './reconcile-request.repository';
+import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 import type { WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
@@ -83,8 +83,20 @@ export class ReconcileService {
       return 'lagging';
     }
     await this.requests.recordRead(workspace, key, result.sentAt);
+    this.observeFreshness(events, state, result.sentAt);
     this.logger.debug(`${key}: ${result.outcome}`);
     return result.outcome;
+  }
+
+  /**
+   * How long the pending read's first event waited for the mirror to reflect it. A read sent before that event
+   * arrived does not reflect it (the event made a new pending read while this one ran), and one the previous read
+   * already reflected was counted then: neither is counted here.
+   */
+  private observeFreshness(events: ResourceEvents, state: ReadState, sentAt: Date): void {
+    const { requestedAt, lastReadAt } = state;
+    if (!requestedAt || requestedAt > sentAt || (lastReadAt && requestedAt <= lastReadAt)) return;
+    this.metrics.eventToMirror.observe({ type: events.latestType ?? 'none' }, (Date.now() - requestedAt.getTime()) / 1000);
   }
 
   /**
