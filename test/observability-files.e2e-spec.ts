@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { load } from 'js-yaml';
+import { Client } from 'pg';
+import { LockKey } from '../src/database/advisory-lock';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';
@@ -144,5 +146,38 @@ maybe('alert rules, dashboard and /metrics, checked against the service', () => 
     // And the check itself sees a name that is not exported.
     expect(known.has('pozy_sync_event_to_mirror_seconds_bucket')).toBe(true);
     expect(known.has('pozy_sync_no_such_metric')).toBe(false);
+  });
+  it('shows how long a feed entry has waited for its position while no sequencer can place it', async () => {
+    // The test holds the sequencers' lock, so the entry it writes stays unplaced, as behind a stuck sequencer.
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [LockKey.ChangeSequencer]);
+      await client.query(
+        `INSERT INTO change (workspace_id, type, resource_id, sequence, profile_ids, platforms, data, changed_at)
+         VALUES ('default', 'post.changed', 'stuck_post', 1, '{}', '{}', '{}'::jsonb, now() - interval '90 seconds')`,
+      );
+      const waited = await waitFor(
+        'the unplaced entry on /metrics',
+        async () => {
+          const value = parseMetrics(await (await fetch(`${harness.service.baseUrl}/metrics`)).text()).get('pozy_sync_change_feed_unplaced_seconds');
+          return value !== undefined && value > 0 ? value : undefined;
+        },
+        30_000,
+      );
+      expect(waited).toBeGreaterThanOrEqual(90);
+      await client.query('SELECT pg_advisory_unlock($1)', [LockKey.ChangeSequencer]);
+      // Once the lock is free the sequencer places it, and the gauge falls back to 0.
+      await waitFor(
+        'the entry placed',
+        async () =>
+          parseMetrics(await (await fetch(`${harness.service.baseUrl}/metrics`)).text()).get('pozy_sync_change_feed_unplaced_seconds') === 0
+            ? true
+            : undefined,
+        60_000,
+      );
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -93,21 +93,6 @@ export class ChangeRepository {
   }
 
   /**
-   * How long the oldest committed entry still without a position has waited since its write (0 when none): what
-   * says a sequencer is stuck. Through change_unsequenced_idx, which holds only unplaced entries.
-   */
-  async oldestUnplacedSeconds(): Promise<number> {
-    const row = await this.database.db
-      .selectFrom('change')
-      .select((eb) => sql<number>`extract(epoch FROM clock_timestamp() - ${eb.ref('changed_at')})::float8`.as('waited'))
-      .where('position', 'is', null)
-      .orderBy('id')
-      .limit(1)
-      .executeTakeFirst();
-    return Math.max(0, row?.waited ?? 0);
-  }
-
-  /**
    * Up to `limit` entries after `after` (and no further than `after + scan`, so that a filter matching little still
    * answers quickly) matching `filter`, in position order, with the feed's bounds, all in one snapshot.
    */

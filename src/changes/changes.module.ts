@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { ChangeFeedMetrics } from './change-feed-metrics';
 import { ChangeListener } from './change-listener.service';
 import { ChangeRepository } from './change.repository';
 import { ChangeSequencer } from './change-sequencer.service';
@@ -14,7 +13,7 @@ import { ChangesService } from './changes.service';
  */
 @Module({
   controllers: [ChangesController],
-  providers: [ChangeRepository, ChangeSignal, ChangeSequencer, ChangeListener, ChangesService, ChangeFeedMetrics],
+  providers: [ChangeRepository, ChangeSignal, ChangeSequencer, ChangeListener, ChangesService],
   exports: [ChangeRepository, ChangeSignal, ChangeSequencer],
 })
 export class ChangesModule {}

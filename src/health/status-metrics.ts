@@ -33,6 +33,10 @@ export class StatusMetrics {
           name: 'pozy_sync_import_progress_ratio',
           help: "How much of the import's listing of posts is done (posts listed of Pozy's total): 1 once it has succeeded, or when none is needed",
         },
+        unplacedChanges: {
+          name: 'pozy_sync_change_feed_unplaced_seconds',
+          help: 'Age of the oldest committed change-feed entry still without a position (0 when none): readers of GET /changes see nothing past it',
+        },
         budgetPaused: {
           name: 'pozy_sync_pozy_budget_paused_seconds',
           help: "How much longer a 429 keeps the environment's API key paused on every replica (0 when not paused)",
@@ -58,6 +62,7 @@ export class StatusMetrics {
         gauges.notificationsPending.set(backlog.pendingNotifications.value);
         gauges.notificationLag.set((backlog.oldestPendingNotificationMs ?? 0) / 1000);
         gauges.pausedSubscriptions.set(backlog.pausedSubscriptions);
+        gauges.unplacedChanges.set(Math.max(0, backlog.oldestUnplacedChangeMs ?? 0) / 1000);
 
         const { status, run } = runs.import;
         const posts = run?.progress.posts;

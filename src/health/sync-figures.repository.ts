@@ -66,6 +66,8 @@ export interface BacklogFigures {
   oldestPendingNotificationMs: number | null;
   /** Subscriptions the circuit breaker paused, deleted ones aside. */
   pausedSubscriptions: number;
+  /** How long the oldest change-feed entry still without a position has waited (null when none): a stuck sequencer. */
+  oldestUnplacedChangeMs: number | null;
 }
 
 /**
@@ -180,6 +182,18 @@ const BACKLOG = compiler
         .where('paused_at', 'is not', null)
         .where('deleted_at', 'is', null),
     ).as('pausedSubscriptions'),
+    // The sequencer places entries in id order, through the partial index of the unplaced ones.
+    eb
+      .cast<number | null>(
+        eb
+          .selectFrom('change')
+          .select((c) => msSince(c.ref('changed_at')).as('ms'))
+          .where('position', 'is', null)
+          .orderBy('id')
+          .limit(1),
+        'float8',
+      )
+      .as('oldestUnplacedChangeMs'),
   ])
   .compile();
 
@@ -509,6 +523,7 @@ export class SyncFiguresRepository {
       pendingNotifications: counts.pendingNotifications,
       oldestPendingNotificationMs: row.oldestPendingNotificationMs,
       pausedSubscriptions: row.pausedSubscriptions,
+      oldestUnplacedChangeMs: row.oldestUnplacedChangeMs,
     };
   }
 
