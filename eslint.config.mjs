@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 // page) read the features. read-tokens provides common/'s read guards with the tokens made through the API.
 const LAYERS = [
   ['config', 'generated'],
-  ['common', 'logging', 'http'],
+  ['common', 'logging', 'http', 'tracing'],
   ['database', 'metrics'],
   ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
   ['mirror'],

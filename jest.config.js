@@ -17,13 +17,14 @@ module.exports = {
   testEnvironment: 'node',
   transform: {
     '^.+\\.ts$': swc,
-    // ESM-only packages Node 20 itself loads with require(esm), which Jest's module system cannot: compiled to CommonJS.
-    '^.+/node_modules/(content-disposition)/.+\\.js$': [
+    // ESM-only packages Node 20 itself loads with require(esm), which Jest's module system cannot, and the OTLP
+    // exporter's `import('http')`, which Jest's sandbox refuses without --experimental-vm-modules: compiled to CommonJS.
+    '^.+/node_modules/(content-disposition|@opentelemetry/otlp-exporter-base)/.+\\.js$': [
       '@swc/jest',
       { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
     ],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(content-disposition)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(content-disposition|@opentelemetry/otlp-exporter-base)/)'],
   moduleFileExtensions: ['ts', 'js', 'json'],
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',

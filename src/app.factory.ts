@@ -1,6 +1,7 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyInstance, LogController } from 'fastify';
+import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
 import { MAX_WAIT_S } from './changes/dto/list-changes.query';
 import { AppConfig } from './config/app-config';
@@ -16,10 +17,10 @@ import { POZY_WEBHOOK_ROUTES } from './webhooks/webhooks.controller';
 import { WorkspaceRegistry } from './workspaces/workspace-registry.service';
 
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
-  // One pino logger for Fastify's request lines and Nest's (no per-request async context: on Node 20 that costs
-  // every promise, measured at a quarter of webhook throughput).
-  const logger = createPinoLogger(config);
+export async function createApp(config: AppConfig, options: { logDestination?: DestinationStream } = {}): Promise<NestFastifyApplication> {
+  // One pino logger for Fastify's request lines and Nest's (no per-request async context unless traces are on: on
+  // Node 20 that costs every promise, measured at a quarter of webhook throughput).
+  const logger = createPinoLogger(config, options.logDestination);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // A long poll stays silent for up to its `wait`: the idle limit lies beyond it.

@@ -23,6 +23,7 @@ import { RetentionModule } from './retention/retention.module';
 import { LockedScheduleModule } from './schedule/locked-schedule.module';
 import { StatusPageModule } from './status-page/status-page.module';
 import { SweepModule } from './sweep/sweep.module';
+import { TracingModule } from './tracing/tracing.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkspaceAdminModule } from './workspace-admin/workspace-admin.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
@@ -36,6 +37,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         DatabaseModule,
         MetricsModule,
+        TracingModule,
         ReadReplicaModule,
         ReadTokensModule,
         WorkspacesModule,

@@ -26,6 +26,60 @@ function problems(env: Record<string, string | undefined>): string[] {
 }
 
 describe('AppConfig.fromEnvironment', () => {
+  describe('traces (OTEL_*)', () => {
+    it('are off, with no exporter, without an endpoint', () => {
+      expect(AppConfig.fromEnvironment({ ...minimal, OTEL_SERVICE_NAME: 'mine' }).tracing).toBeNull();
+    });
+
+    it('append /v1/traces to the base endpoint, take the traces endpoint as written, and read the standard lists', () => {
+      const base = AppConfig.fromEnvironment({
+        ...minimal,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%2Cb, x-team = ops',
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      });
+      expect(base.tracing).toEqual({
+        url: 'http://collector:4318/v1/traces',
+        protocol: 'http/protobuf',
+        headers: { 'x-api-key': 'a,b', 'x-team': 'ops' },
+        serviceName: 'pozy-sync',
+        resourceAttributes: { 'deployment.environment': 'prod' },
+        sampler: 'parentbased_traceidratio',
+        samplerRatio: 0.25,
+        scheduleDelayMs: 5_000,
+      });
+      const whole = AppConfig.fromEnvironment({
+        ...minimal,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp',
+      });
+      expect(whole.tracing?.url).toBe('https://traces.example/otlp');
+    });
+
+    it('name each bad value', () => {
+      expect(
+        problems({
+          ...minimal,
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+          OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign',
+          OTEL_TRACES_SAMPLER: 'sometimes',
+          OTEL_TRACES_SAMPLER_ARG: '2',
+          OTEL_BSP_SCHEDULE_DELAY: 'soon',
+        }),
+      ).toEqual([
+        'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL',
+        'OTEL_EXPORTER_OTLP_PROTOCOL must be one of http/protobuf, http/json (gRPC is not supported)',
+        'OTEL_EXPORTER_OTLP_HEADERS must be comma-separated key=value pairs',
+        expect.stringContaining('OTEL_TRACES_SAMPLER must be one of always_on'),
+        'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1',
+        expect.stringContaining('OTEL_BSP_SCHEDULE_DELAY'),
+      ]);
+    });
+  });
+
   it('applies the documented defaults', () => {
     const config = AppConfig.fromEnvironment(minimal);
 

@@ -3,6 +3,7 @@ import { AllowedHosts, readAllowedHosts } from './allowed-hosts';
 import {
   EncryptionKey,
   EnvironmentVariables,
+  keyValuePairs,
   LOG_LEVELS,
   LogFormat,
   LogLevelName,
@@ -10,9 +11,40 @@ import {
   parseEncryptionKeys,
   readTokensOf,
   reserveShare,
+  OtlpProtocol,
   RoleName,
+  TraceSamplerName,
   validateEnvironment,
 } from './environment';
+
+export interface TracingConfig {
+  /** The traces URL itself (`…/v1/traces`). */
+  readonly url: string;
+  readonly protocol: OtlpProtocol;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly serviceName: string;
+  readonly resourceAttributes: Readonly<Record<string, string>>;
+  readonly sampler: TraceSamplerName;
+  /** The ratio of the traceidratio samplers. */
+  readonly samplerRatio: number;
+  readonly scheduleDelayMs: number;
+}
+
+function tracingOf(env: EnvironmentVariables): TracingConfig | null {
+  const url =
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT && `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`);
+  if (!url) return null;
+  return Object.freeze({
+    url,
+    protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL,
+    headers: Object.freeze(Object.fromEntries(keyValuePairs(env.OTEL_EXPORTER_OTLP_HEADERS))),
+    serviceName: env.OTEL_SERVICE_NAME,
+    resourceAttributes: Object.freeze(Object.fromEntries(keyValuePairs(env.OTEL_RESOURCE_ATTRIBUTES))),
+    sampler: env.OTEL_TRACES_SAMPLER,
+    samplerRatio: env.OTEL_TRACES_SAMPLER_ARG === undefined ? 1 : Number(env.OTEL_TRACES_SAMPLER_ARG),
+    scheduleDelayMs: env.OTEL_BSP_SCHEDULE_DELAY,
+  });
+}
 
 /**
  * The service's configuration, validated once at boot. Inject this class; nothing else reads process.env.
@@ -136,6 +168,9 @@ export class AppConfig {
     readonly allowedHosts: AllowedHosts;
   };
 
+  /** Where and how spans are exported; null (no OTLP endpoint set): tracing is off and no exporter starts. */
+  readonly tracing: TracingConfig | null;
+
   private constructor(env: EnvironmentVariables) {
     this.nodeEnv = (env.NODE_ENV as AppConfig['nodeEnv'] | undefined) ?? 'development';
     this.port = env.PORT;
@@ -205,6 +240,7 @@ export class AppConfig {
       replayPerSecond: env.NOTIFY_REPLAY_PER_SECOND,
       allowedHosts: Object.freeze({ names: allowed.names, ranges: allowed.ranges }),
     });
+    this.tracing = tracingOf(env);
     Object.freeze(this);
   }
 

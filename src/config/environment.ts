@@ -32,6 +32,37 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type RoleName = (typeof ROLES)[number];
 
+/** OTLP over HTTP, as protobuf or JSON (the standard SDK's two HTTP exporters). */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** The standard samplers of OTEL_TRACES_SAMPLER. */
+export const TRACE_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type TraceSamplerName = (typeof TRACE_SAMPLERS)[number];
+
+/** `a=1, b=x%20y` as pairs, values URL-decoded (the OTEL_* lists' format). */
+export function keyValuePairs(value: string | undefined): [string, string][] {
+  if (!value) return [];
+  return value.split(',').map((pair) => {
+    const eq = pair.indexOf('=');
+    const raw = pair.slice(eq + 1).trim();
+    let decoded = raw;
+    try {
+      decoded = decodeURIComponent(raw);
+    } catch {
+      // Not URL-encoded after all: kept as written.
+    }
+    return [pair.slice(0, eq).trim(), decoded];
+  });
+}
+
 /** A cron expression (5 or 6 fields, as the `cron` package reads them), or `off` for no schedule. */
 @ValidatorConstraint({ name: 'cronExpression' })
 class CronExpression implements ValidatorConstraintInterface {
@@ -551,6 +582,59 @@ export class EnvironmentVariables {
   @emptyAsUnset()
   @Validate(AllowedHostList)
   NOTIFY_ALLOWED_HOSTS?: string;
+
+  /** OTLP/HTTP base URL of a trace collector (`/v1/traces` is appended); unset with the next one: no traces, no exporter. */
+  @IsOptional()
+  @emptyAsUnset()
+  @IsUrl(
+    { require_tld: false, protocols: ['http', 'https'], require_protocol: true },
+    { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL' },
+  )
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+
+  /** The traces endpoint itself, as written (it wins over OTEL_EXPORTER_OTLP_ENDPOINT). */
+  @IsOptional()
+  @emptyAsUnset()
+  @IsUrl(
+    { require_tld: false, protocols: ['http', 'https'], require_protocol: true },
+    { message: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http(s) URL' },
+  )
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+
+  @IsIn(OTLP_PROTOCOLS, { message: `OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${OTLP_PROTOCOLS.join(', ')} (gRPC is not supported)` })
+  OTEL_EXPORTER_OTLP_PROTOCOL: OtlpProtocol = 'http/protobuf';
+
+  /** `key=value` pairs, comma-separated, sent with every export (a collector's API key, say); values may be URL-encoded. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, { message: 'OTEL_EXPORTER_OTLP_HEADERS must be comma-separated key=value pairs' })
+  OTEL_EXPORTER_OTLP_HEADERS?: string;
+
+  @IsString()
+  @IsNotEmpty()
+  OTEL_SERVICE_NAME = 'pozy-sync';
+
+  /** `key=value` pairs, comma-separated, added to every span's resource (deployment.environment=prod, say). */
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, { message: 'OTEL_RESOURCE_ATTRIBUTES must be comma-separated key=value pairs' })
+  OTEL_RESOURCE_ATTRIBUTES?: string;
+
+  @IsIn(TRACE_SAMPLERS, { message: `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}` })
+  OTEL_TRACES_SAMPLER: TraceSamplerName = 'parentbased_always_on';
+
+  /** The ratio of the *traceidratio samplers, 0 to 1. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1' })
+  OTEL_TRACES_SAMPLER_ARG?: string;
+
+  /** Spans are exported in batches at most this long after they end. */
+  @toInt()
+  @IsInt()
+  @Min(10)
+  @Max(600_000)
+  OTEL_BSP_SCHEDULE_DELAY = 5_000;
 }
 
 export const VARIABLES = [
@@ -614,6 +698,15 @@ export const VARIABLES = [
   'NOTIFY_PAUSE_AFTER_MS',
   'NOTIFY_REPLAY_PER_SECOND',
   'NOTIFY_ALLOWED_HOSTS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_BSP_SCHEDULE_DELAY',
 ] as const satisfies readonly (keyof EnvironmentVariables)[];
 
 export class ConfigError extends Error {

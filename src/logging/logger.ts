@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { DestinationStream, Logger as Pino } from 'pino';
 import { AppConfig } from '../config/app-config';
 import { LogLevelName } from '../config/environment';
+import { logCorrelation } from '../tracing/trace-context';
 import { redactUrl } from './redact-url';
 
 const PINO_LEVELS: Record<LogLevelName, pino.Level> = { error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
@@ -36,6 +37,8 @@ export function createPinoLogger(config: AppConfig, destination?: DestinationStr
     // Request lines are built field by field in logRequests; Fastify's default serializers would drop fields.
     serializers: { req: (req: unknown) => req, res: (res: unknown) => res },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Only with traces on: the lookup would cost every line for nothing.
+    ...(config.tracing ? { mixin: logCorrelation } : {}),
   };
   if (destination) return pino(options, destination);
   if (pretty)
@@ -52,6 +55,8 @@ export function configuredSecrets(config: AppConfig): string[] {
     ...config.pozy.webhookSecrets,
     // As SECRETS_ENCRYPTION_KEY carries them: base64.
     ...config.secretsEncryptionKeys.map((entry) => entry.key.toString('base64')),
+    // A collector's API key, usually.
+    ...Object.values(config.tracing?.headers ?? {}),
   ].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Pool } from 'pg';
+import type { DestinationStream } from 'pino';
 import { createApp } from '../../src/app.factory';
 import { AppConfig } from '../../src/config/app-config';
 import { DatabaseService } from '../../src/database/database.service';
@@ -22,6 +23,8 @@ export async function startService(
   env: Record<string, string | undefined> = {},
   /** A port chosen beforehand (e.g. one PUBLIC_URL names); default: any free one. */
   port = 0,
+  /** Where the service's log lines go (a test that reads them); default: stdout. */
+  logDestination?: DestinationStream,
 ): Promise<RunningService> {
   const config = AppConfig.fromEnvironment({
     DATABASE_URL: databaseUrl,
@@ -41,7 +44,7 @@ export async function startService(
     NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
     ...env,
   });
-  const app = await createApp(config);
+  const app = await createApp(config, { logDestination });
   await app.listen({ port, host: '127.0.0.1' });
   const address = app.getHttpServer().address();
   if (typeof address !== 'object' || !address) throw new Error('service is not listening');
