@@ -141,6 +141,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
       test: false,
       reconcile: null,
       recoveredBy: null,
+      traceParent: null,
     });
     // As if a batch holding both had timed out: jsonb refuses \u0000, so the bad one can never be stored.
     spool().add(
@@ -180,6 +181,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
           test: false,
           reconcile: null,
           recoveredBy: null,
+          traceParent: null,
         },
       ],
       new Error('the database did not acknowledge within 500 ms'),

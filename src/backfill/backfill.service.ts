@@ -12,6 +12,8 @@ import { WebhooksService } from '../webhooks/webhooks.service';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
 import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
+import { Span, SpanStatusCode } from '@opentelemetry/api';
+import { Tracing } from '../tracing/tracing.service';
 
 const PAGE_SIZE = 100;
 /** Pozy's logs answer `skip` up to 10,000: past it, a window has to be narrowed (by event type) to be read whole. */
@@ -59,6 +61,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     private readonly runs: BackfillRunRepository,
     private readonly jobs: LockedSchedule,
     metrics: MetricsService,
+    private readonly tracing: Tracing,
   ) {
     this.runsFinished = metrics.counter({
       name: 'pozy_sync_backfill_runs_total',
@@ -134,7 +137,13 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     return { started: true, runId };
   }
 
-  private async execute(target: Target, scanFrom: Date | null): Promise<void> {
+  /** A trace of its own (a span per page), named by the run id. */
+  private execute(target: Target, scanFrom: Date | null): Promise<void> {
+    const attributes = { 'pozy_sync.run.id': target.runId, 'pozy_sync.run.kind': 'backfill', workspaceId: target.workspaceId };
+    return this.tracing.span('backfill run', { root: true, attributes }, (span) => this.executeRun(target, scanFrom, span));
+  }
+
+  private async executeRun(target: Target, scanFrom: Date | null, span: Span): Promise<void> {
     const { runId } = target;
     const progress: Progress = { newestLogAt: null, rowsScanned: 0, eventsRecovered: 0, eventsSkipped: 0, narrowedTypes: [] };
     const seen = new Set<string>();
@@ -157,11 +166,17 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     } catch (error) {
       const message = error instanceof WindowTooDeepError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
       this.logger.error(`Backfill ${runId} failed: ${message}`);
+      span.setStatus({ code: SpanStatusCode.ERROR, message });
       await this.runs.progress(runId, progress).catch(() => undefined);
       await this.runs.finish(runId, 'failed', message).catch(() => undefined);
       this.runsFinished.inc({ status: 'failed' });
     } finally {
       // Recovered events are stored as they are found, so a failed run's count too.
+      span.setAttributes({
+        'pozy_sync.backfill.rows_scanned': progress.rowsScanned,
+        'pozy_sync.backfill.events_recovered': progress.eventsRecovered,
+        'pozy_sync.backfill.events_skipped': progress.eventsSkipped,
+      });
       this.recovered.inc(progress.eventsRecovered);
       this.skipped.inc(progress.eventsSkipped);
     }
@@ -177,14 +192,20 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
             'rows older than that were not read (run the full sweep)',
         );
       }
-      const page = await target.pozy.listWebhookLogs({ limit: PAGE_SIZE, skip, event });
-      const inWindow = page.logs.filter((row) => !scanFrom || new Date(row.createdAt) >= scanFrom);
-      const newest = page.logs[0] ? new Date(page.logs[0].createdAt) : null;
-      if (newest && (!progress.newestLogAt || newest > progress.newestLogAt)) progress.newestLogAt = newest;
-      progress.rowsScanned += inWindow.length;
-      await this.recover(target, inWindow, seen, progress);
-      await this.runs.progress(runId, progress);
-      if (inWindow.length < page.logs.length || !page.hasMore || page.logs.length === 0) return;
+      const attributes = { 'pozy_sync.run.id': runId, 'pozy_sync.page.skip': skip, ...(event ? { 'pozy.event.type': event } : {}) };
+      const last = await this.tracing.span('backfill page', { attributes }, async (span) => {
+        const page = await target.pozy.listWebhookLogs({ limit: PAGE_SIZE, skip, event });
+        const inWindow = page.logs.filter((row) => !scanFrom || new Date(row.createdAt) >= scanFrom);
+        const newest = page.logs[0] ? new Date(page.logs[0].createdAt) : null;
+        if (newest && (!progress.newestLogAt || newest > progress.newestLogAt)) progress.newestLogAt = newest;
+        progress.rowsScanned += inWindow.length;
+        const recoveredBefore = progress.eventsRecovered;
+        await this.recover(target, inWindow, seen, progress);
+        await this.runs.progress(runId, progress);
+        span.setAttributes({ 'pozy_sync.page.rows': inWindow.length, 'pozy_sync.page.recovered': progress.eventsRecovered - recoveredBefore });
+        return inWindow.length < page.logs.length || !page.hasMore || page.logs.length === 0;
+      });
+      if (last) return;
     }
   }
 

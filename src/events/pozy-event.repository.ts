@@ -22,6 +22,8 @@ export interface NewPozyEvent {
   reconcile: { key: string; type: string; id: string } | null;
   /** The backfill run that found the event in Pozy's delivery logs; null for a delivery. */
   recoveredBy: string | null;
+  /** The receive span's W3C `traceparent`; null when traces are off. */
+  traceParent: string | null;
 }
 
 /** An event's identity across workspaces: its workspace and its id (a slug holds no `/`). */
@@ -56,7 +58,7 @@ const DELETION_HINTS = ['post.platform.deleted'];
 /** One event of a batch as unnest() spreads the batch's columns into rows. */
 type BatchRow = Pick<
   Selectable<DB['pozy_event']>,
-  'workspace_id' | 'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by'
+  'workspace_id' | 'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by' | 'trace_parent'
 > & {
   /** JSON text; cast to jsonb on insert. */
   payload: string;
@@ -80,6 +82,7 @@ interface BatchParams {
   resourceIds: Column<'resource_id'>;
   requestKeys: Column<'request_key'>;
   recoveredBy: Column<'recovered_by'>;
+  traceParents: Column<'trace_parent'>;
   coalesceWindowMs: number;
 }
 
@@ -97,8 +100,8 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
   const batch =
     sql<BatchRow>`unnest(${p('workspaceIds')}::text[], ${p('ids')}::text[], ${p('types')}::text[], ${p('payloads')}::text[], ${p('timestamps')}::timestamptz[],
     ${p('deliveryIds')}::text[], ${p('attempts')}::int[], ${p('tests')}::boolean[], ${p('resourceTypes')}::text[], ${p('resourceIds')}::text[],
-    ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[])`.as<'t'>(
-      sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by)`,
+    ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[], ${p('traceParents')}::text[])`.as<'t'>(
+      sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by, trace_parent)`,
     );
   return db
     .with('input', (db) => db.selectFrom(batch).selectAll())
@@ -117,6 +120,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
           'resource_type',
           'resource_id',
           'recovered_by',
+          'trace_parent',
         ])
         .expression(
           db
@@ -133,6 +137,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
               'resource_type',
               'resource_id',
               'recovered_by',
+              'trace_parent',
             ])
             .orderBy('workspace_id')
             .orderBy('id'),
@@ -234,6 +239,7 @@ export class PozyEventRepository {
       resourceIds: column((e) => e.reconcile?.id ?? null),
       requestKeys: column((e) => e.reconcile?.key ?? null),
       recoveredBy: column((e) => e.recoveredBy),
+      traceParents: column((e) => e.traceParent),
       coalesceWindowMs,
     };
     const { compiled, order } = this.insert;
@@ -286,6 +292,39 @@ export class PozyEventRepository {
     const latest = rows.reduce<Date | null>((max, r) => (max && max >= r.latest ? max : r.latest), null);
     const newest = rows.reduce<(typeof rows)[number] | null>((top, r) => (top && top.received >= r.received ? top : r), null);
     return { latest, latestType: newest?.type ?? null, perAccount, announcedAt: null, announcedPerAccount };
+  }
+
+  /**
+   * The receive spans' `traceparent`s of the resource's events received since its last read began (those a
+   * reconcile now serves), oldest first, at most `limit`. Walks the resource's index from its newest event; a day's
+   * margin on Pozy's timestamps bounds the walk for a resource with a long history.
+   */
+  async traceParentsSince(workspaceId: WorkspaceId, type: ResourceType, id: string, key: string, limit: number): Promise<string[]> {
+    const db = this.database.db;
+    const lastRead = db
+      .selectFrom('reconcile_request')
+      .select((eb) => eb.fn.coalesce('last_read_at', sql<Date>`'-infinity'::timestamptz`).as('at'))
+      .where('workspace_id', '=', workspaceId)
+      .where('key', '=', key);
+    const rows = await db
+      .selectFrom('pozy_event')
+      .select(['trace_parent', 'received_at'])
+      .where('workspace_id', '=', workspaceId)
+      .where('resource_type', '=', type)
+      .where('resource_id', '=', id)
+      .where('trace_parent', 'is not', null)
+      .where((eb) =>
+        eb.and([
+          eb('received_at', '>', eb.fn.coalesce(lastRead, sql<Date>`'-infinity'::timestamptz`)),
+          eb('timestamp', '>', sql<Date>`coalesce(${lastRead}, '-infinity'::timestamptz) - interval '1 day'`),
+        ]),
+      )
+      .orderBy('timestamp', 'desc')
+      .limit(limit)
+      .execute();
+    return rows
+      .sort((a, b) => a.received_at.getTime() - b.received_at.getTime())
+      .flatMap((row) => (row.trace_parent === null ? [] : [row.trace_parent]));
   }
 
   /**

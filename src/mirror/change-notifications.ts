@@ -2,12 +2,14 @@ import { Expression, RawBuilder, Selectable, SelectQueryBuilder, sql } from 'kys
 import type { Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { FeedChange } from '../changes/record-changes';
+import { activeTraceparent } from '../tracing/trace-context';
 
 /**
  * The outbox and feed half of a mirror write, as Kysely pieces of the write's own statement: the write's CTEs
  * `written` (the rows the guarded write touched) and `changes` (one row per resource whose mirrored state changed)
  * feed a CTE `recorded` that appends each change to the change feed (GET /changes) and a CTE `notified` that inserts
  * one notification per matching active subscription, so both commit in the very statement that changed the mirror.
+ * Built per write: a notification carries the `traceparent` of the span that wrote it.
  */
 
 /** A row of a write's `changes` CTE: the change as the feed keeps it, and what notifications add to it. */
@@ -31,7 +33,7 @@ export const notifySubscribers = (db: Db) =>
   db
     .withTables<{ changes: ChangeRow }>()
     .insertInto('notification')
-    .columns(['id', 'subscription_id', 'workspace_id', 'type', 'resource_key', 'sequence', 'pozy_updated_at', 'data'])
+    .columns(['id', 'subscription_id', 'workspace_id', 'type', 'resource_key', 'sequence', 'pozy_updated_at', 'data', 'trace_parent'])
     .expression((eb) =>
       eb
         .selectFrom('changes as c')
@@ -58,6 +60,8 @@ export const notifySubscribers = (db: Db) =>
           // The resource's key is the type's first word: `post` or `account`.
           sql<unknown>`jsonb_build_object('id', ${eb.ref('c.resource_id')}, 'workspaceId', ${eb.ref('c.workspace_id')}, 'sequence', ${eb.ref('c.sequence')},
             'pozyUpdatedAt', ${isoText(eb.ref('c.pozy_updated_at'))}, split_part(${eb.ref('c.type')}, '.', 1), ${eb.ref('c.resource')})`.as('data'),
+          // The write's span: each delivery attempt, on any replica, is a span of its trace.
+          sql<string | null>`${activeTraceparent()}::text`.as('trace_parent'),
         ]),
     )
     .returning((eb) => eb.lit(1).as('one'));

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { Tracing } from '../tracing/tracing.service';
 import { hostname } from 'node:os';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { SecretKeyError } from '../common/secret-box';
@@ -48,6 +50,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
     private readonly subscriptions: SubscriptionRepository,
+    private readonly tracing: Tracing,
   ) {
     this.batchSize = config.notify.concurrency * 2;
     // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
@@ -140,7 +143,29 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
-  private async attempt(lease: Lease, signing: SigningSecrets | SecretKeyError, notification: DueNotification): Promise<AttemptRecord> {
+  /** Inside a PRODUCER span of the write's trace (the notification's stored traceparent), when traces are on. */
+  private attempt(lease: Lease, signing: SigningSecrets | SecretKeyError, notification: DueNotification): Promise<AttemptRecord> {
+    if (!this.tracing.enabled) return this.attemptOnce(lease, signing, notification);
+    const attributes = {
+      workspaceId: notification.workspaceId,
+      'pozy_sync.subscription.id': lease.id,
+      'pozy_sync.notification.id': notification.id,
+      'pozy_sync.notification.attempt': notification.attempts + 1,
+      'pozy_sync.resource': notification.resourceKey,
+    };
+    const options = { kind: SpanKind.PRODUCER, parent: notification.traceParent, attributes };
+    return this.tracing.span(`notify ${notification.type}`, options, async (span) => {
+      const record = await this.attemptOnce(lease, signing, notification);
+      span.setAttributes({
+        'pozy_sync.notification.outcome': record.outcome,
+        ...(record.statusCode ? { 'http.response.status_code': record.statusCode } : {}),
+      });
+      if (record.outcome !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: record.error ?? record.outcome });
+      return record;
+    });
+  }
+
+  private async attemptOnce(lease: Lease, signing: SigningSecrets | SecretKeyError, notification: DueNotification): Promise<AttemptRecord> {
     const attemptedAt = new Date();
     const result: AttemptResult =
       signing instanceof SecretKeyError

@@ -1,3 +1,4 @@
+import { Tracing } from '../tracing/tracing.service';
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config';
 import { NotificationDeliverer } from './notification-deliverer.service';
@@ -19,7 +20,19 @@ const LEASE: Lease = {
 };
 
 function due(id: string, attempts = 0, failingSince: Date | null = null): DueNotification {
-  return { id, type: 'post.changed', resourceKey: `post:${id}`, sequence: 1, createdAt: new Date(), data: {}, attempts, failingSince, replay: false };
+  return {
+    id,
+    type: 'post.changed',
+    resourceKey: `post:${id}`,
+    sequence: 1,
+    createdAt: new Date(),
+    data: {},
+    attempts,
+    failingSince,
+    replay: false,
+    workspaceId: 'default',
+    traceParent: null,
+  };
 }
 
 const delivered = (): AttemptResult => ({ ok: true, statusCode: 204, durationMs: 3 });
@@ -83,6 +96,7 @@ async function deliver(
     config,
     metrics as unknown as Args[4],
     { signingSecrets } as unknown as Args[5],
+    Tracing.off(),
   );
   deliverer.onApplicationBootstrap();
   try {

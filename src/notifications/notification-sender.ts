@@ -4,6 +4,7 @@ import { Agent, request } from 'undici';
 import { boundedText } from '../common/bounded-text';
 import { describeError, isNetworkError, retryAfterMs } from '../common/http-retry';
 import { AppConfig } from '../config/app-config';
+import { traceHeaders } from '../tracing/trace-context';
 import { ForbiddenAddressError, SubscriberAddressGuard } from './subscriber-address-guard';
 
 /** One notification as it goes out: the same id and body on every attempt and replay. */
@@ -97,6 +98,8 @@ export class NotificationSender implements OnModuleDestroy {
           // Standard Webhooks: space-separated signatures, any of which verifies (one per secret during an overlap).
           'webhook-signature': endpoint.secrets.map((secret) => this.signer(secret).sign(notification.id, now, body)).join(' '),
           'idempotency-key': notification.id,
+          // W3C Trace Context: the subscriber's own spans can join the delivery's trace.
+          ...traceHeaders(),
         },
         signal: AbortSignal.timeout(this.config.notify.timeoutMs),
       });

@@ -107,6 +107,8 @@ const TAKE_DUE = precompiled((db, a: { subscriptionId: string; limit: number }) 
       'n.data',
       'n.attempts',
       'n.failing_since as failingSince',
+      'n.workspace_id as workspaceId',
+      'n.trace_parent as traceParent',
       eb('n.replay_count', '>', 0).$castTo<boolean>().as('replay'),
     ])
     .where('n.subscription_id', '=', a.subscriptionId)

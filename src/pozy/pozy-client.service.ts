@@ -16,6 +16,9 @@ import { PozyWebhookLogDto } from './dto/pozy-webhook-log.dto';
 import { PozyWebhookSubscriptionDto } from './dto/pozy-webhook-subscription.dto';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from './pozy-errors';
 import { integerHeader, rateLimitWait } from './rate-limit-headers';
+import { Span, SpanKind } from '@opentelemetry/api';
+import { traceHeaders } from '../tracing/trace-context';
+import { Tracing } from '../tracing/tracing.service';
 
 /** A Retry-After longer than this is not waited out by a run's request: it fails and retries after it instead. */
 const MAX_INLINE_RETRY_AFTER_MS = 30_000;
@@ -85,6 +88,7 @@ export interface PozyClientParts {
   clock: PozyClock;
   metrics: MetricsService;
   config: AppConfig;
+  tracing: Tracing;
 }
 
 /**
@@ -105,6 +109,7 @@ export class PozyClient {
   private readonly clock: PozyClock;
   private readonly metrics: MetricsService;
   private readonly config: AppConfig;
+  private readonly tracing: Tracing;
 
   constructor(parts: PozyClientParts) {
     this.pool = parts.pool;
@@ -114,6 +119,7 @@ export class PozyClient {
     this.clock = parts.clock;
     this.metrics = parts.metrics;
     this.config = parts.config;
+    this.tracing = parts.tracing;
   }
 
   /** The key's budget (the same object for every client of the key in this process). */
@@ -248,7 +254,8 @@ export class PozyClient {
     return this.request('GET', path, route, expected, lane, undefined, maxRetries);
   }
 
-  private async request(
+  /** One CLIENT span per request (its retries, budget waits and 429s inside it), named by the route. */
+  private request(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     route: string,
@@ -257,13 +264,33 @@ export class PozyClient {
     body?: object,
     maxRetries = this.config.pozy.maxRetries,
   ): Promise<Attempt> {
+    const attributes = { 'http.request.method': method, 'http.route': route, 'pozy_sync.lane': lane };
+    return this.tracing.span(route, { kind: SpanKind.CLIENT, attributes }, (span) =>
+      this.attempts(method, path, route, expected, lane, body, maxRetries, span),
+    );
+  }
+
+  private async attempts(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    route: string,
+    expected: number[],
+    lane: Lane,
+    body: object | undefined,
+    maxRetries: number,
+    span: Span,
+  ): Promise<Attempt> {
     let lastError: PozyUnavailableError | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
+      if (attempt > 0) span.addEvent('retry', { 'pozy_sync.attempt': attempt + 1, ...(lastError ? { 'error.message': lastError.message } : {}) });
       if (attempt > 0 && lastError) await sleep(backoff(attempt));
-      const grant = await this.budget.take(lane).catch((error: unknown) => {
-        // A job's read gives its worker's place back rather than wait out a long pause of the key.
-        throw error instanceof KeyPausedError ? new PozyRateLimitedError(error.pausedForMs) : error;
-      });
+      const take = () =>
+        this.budget.take(lane).catch((error: unknown) => {
+          // A job's read gives its worker's place back rather than wait out a long pause of the key.
+          throw error instanceof KeyPausedError ? new PozyRateLimitedError(error.pausedForMs) : error;
+        });
+      const grant = span.isRecording() ? await this.tracing.span('pozy.budget.wait', { attributes: { 'pozy_sync.lane': lane } }, take) : await take();
+      span.setAttribute('pozy_sync.retries', attempt);
       let result: Attempt;
       const started = performance.now();
       try {
@@ -277,6 +304,7 @@ export class PozyClient {
         await this.budget.answered(grant);
       }
       this.count(route, result.status, started);
+      span.setAttribute('http.response.status_code', result.status);
       this.budget.observe(result.headers, grant);
       if (expected.includes(result.status)) {
         // Too large, or not JSON: the same request gets the same answer, so no retry (a dead letter for a reconcile).
@@ -293,6 +321,7 @@ export class PozyClient {
       if (result.status === 429) {
         const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
         // Every caller of every replica using this key waits, not just this one: the limit is the API key's.
+        span.addEvent('rate_limited', { 'pozy_sync.retry_after_ms': wait.ms });
         await this.budget.pause(wait.ms, wait.adjusted ? `${wait.from}; ${wait.adjusted}` : wait.from);
         const inline = lane === 'realtime' || lane === 'operator' ? MAX_PAUSE_WAITED_IN_JOB_MS : MAX_INLINE_RETRY_AFTER_MS;
         if (wait.ms > inline || attempt === maxRetries) throw new PozyRateLimitedError(wait.ms);
@@ -319,6 +348,7 @@ export class PozyClient {
         authorization: `Bearer ${this.apiKey}`,
         accept: 'application/json',
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(this.tracing.enabled ? traceHeaders() : {}),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(this.config.pozy.timeoutMs),

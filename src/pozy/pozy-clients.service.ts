@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Tracing } from '../tracing/tracing.service';
 import { Pool } from 'undici';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -53,6 +54,7 @@ export class PozyClients implements OnApplicationShutdown {
     private readonly metrics: MetricsService,
     private readonly repository: BudgetRepository,
     private readonly clock: PozyClock,
+    private readonly tracing: Tracing,
   ) {}
 
   /** The environment's workspace (POZY_API_KEY at POZY_API_URL, POZY_RATE_LIMIT_PER_MINUTE). */
@@ -83,6 +85,7 @@ export class PozyClients implements OnApplicationShutdown {
         clock: this.clock,
         metrics: this.metrics,
         config: this.config,
+        tracing: this.tracing,
       });
       this.clients.set(clientKey, client);
     }

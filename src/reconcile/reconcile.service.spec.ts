@@ -1,3 +1,4 @@
+import { Tracing } from '../tracing/tracing.service';
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config';
 import type { PozyPostDto } from '../pozy/dto/pozy-post.dto';
@@ -112,6 +113,7 @@ function build(w: World): ReconcileService {
     config,
     metrics as unknown as Args[6],
     { aheadAtLeastMs: () => w.aheadMs } as unknown as Args[7],
+    Tracing.off(),
   );
 }
 

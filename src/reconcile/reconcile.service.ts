@@ -14,6 +14,7 @@ import { ReadState, ReconcileRequestRepository } from './reconcile-request.repos
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 import type { WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
+import { Tracing } from '../tracing/tracing.service';
 
 /**
  * `dropped`: the workspace is being removed (or is gone, or detached): nothing is read. `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
@@ -45,6 +46,7 @@ export class ReconcileService {
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
     private readonly clock: PozyClock,
+    private readonly tracing: Tracing,
   ) {}
 
   async reconcile(workspace: WorkspaceId, type: ResourceType, id: string): Promise<ReconcileOutcome> {
@@ -115,14 +117,25 @@ export class ReconcileService {
     const { sentAt } = answer;
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
-    if (answer.found) return { outcome: (await this.posts.write(workspace, answer.post, read)).outcome, sentAt };
+    if (answer.found) {
+      const outcome = await this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'upsert' } }, async (span) => {
+        const { outcome } = await this.posts.write(workspace, answer.post, read);
+        // `stale`: the guard kept a newer version the mirror already held.
+        span.setAttributes({ 'pozy_sync.write.outcome': outcome, 'pozy_sync.write.changed': outcome === 'written' });
+        return outcome;
+      });
+      return { outcome, sentAt };
+    }
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
     // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
     // read still in flight, such as an import page, from bringing the post back as live.
-    const { outcome, created } = await this.posts.markDeleted(workspace, id, read);
-    if (created > 0) return { outcome: 'unknown', sentAt };
-    return { outcome: outcome === 'written' ? 'deleted' : 'stale', sentAt };
+    return this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'delete' } }, async (span) => {
+      const { outcome, created } = await this.posts.markDeleted(workspace, id, read);
+      const result: ReconcileOutcome = created > 0 ? 'unknown' : outcome === 'written' ? 'deleted' : 'stale';
+      span.setAttributes({ 'pozy_sync.write.outcome': result, 'pozy_sync.write.changed': result === 'deleted' });
+      return { outcome: result, sentAt };
+    });
   }
 
   private async reconcileProfile(
@@ -143,11 +156,20 @@ export class ReconcileService {
       if (wait !== null) retryInMs = Math.min(retryInMs ?? wait, wait);
     }
     if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
-    const written = await this.accounts.writeProfile(workspace, profileId, accounts, {
-      readId: randomUUID(),
-      startedAt: sentAt,
-      lastEventAt: events.perAccount,
+    return this.tracing.span('mirror.write accounts', { attributes: { 'pozy_sync.accounts.listed': accounts.length } }, async (span) => {
+      const written = await this.accounts.writeProfile(workspace, profileId, accounts, {
+        readId: randomUUID(),
+        startedAt: sentAt,
+        lastEventAt: events.perAccount,
+      });
+      const outcome: ReconcileOutcome = written.written + written.removed > 0 ? 'written' : 'stale';
+      span.setAttributes({
+        'pozy_sync.write.outcome': outcome,
+        'pozy_sync.write.changed': outcome === 'written',
+        'pozy_sync.accounts.written': written.written,
+        'pozy_sync.accounts.removed': written.removed,
+      });
+      return { outcome, sentAt };
     });
-    return { outcome: written.written + written.removed > 0 ? 'written' : 'stale', sentAt };
   }
 }

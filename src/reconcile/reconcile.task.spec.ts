@@ -1,3 +1,4 @@
+import { Tracing } from '../tracing/tracing.service';
 import { Logger } from '@nestjs/common';
 import type { JobHelpers } from 'graphile-worker';
 import type { AppConfig } from '../config/app-config';
@@ -45,6 +46,9 @@ function setup(failure?: Error, failingForMs = 0) {
     letters as unknown as Args[2],
     config,
     metrics as unknown as Args[4],
+    // Traces off: the events' trace contexts are never read.
+    {} as Args[5],
+    Tracing.off(),
   );
   const helpers = { job: { id: '42', attempts: 3 } } as unknown as JobHelpers;
   return { run: () => task.handle({ resource: 'post', id: 'p1' }, helpers), calls, deadLetters, outcomes };

@@ -9,6 +9,13 @@ import { ReconcilePayload, resourceJobKey } from '../queue/tasks';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
+import { SpanKind } from '@opentelemetry/api';
+import { PozyEventRepository } from '../events/pozy-event.repository';
+import { linksTo } from '../tracing/trace-context';
+import { Tracing } from '../tracing/tracing.service';
+
+/** Receive spans a reconcile links to at most: a burst past it is still one read, its first events named. */
+const MAX_LINKS = 32;
 
 /**
  * The `reconcile` job: read one post or one profile's accounts from Pozy into the mirror. Exactly two kinds of
@@ -27,24 +34,54 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     private readonly deadLetters: DeadLetterRepository,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly events: PozyEventRepository,
+    private readonly tracing: Tracing,
   ) {}
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
+    if (!this.tracing.enabled) return void (await this.run(payload, helpers));
+    const workspace = payload.workspace ?? DEFAULT_WORKSPACE;
+    // The events this read serves: the first one's trace carries it, and it links to each (a coalesced burst).
+    const parents = await this.events.traceParentsSince(
+      workspace,
+      payload.resource,
+      payload.id,
+      resourceJobKey(payload.resource, payload.id),
+      MAX_LINKS,
+    );
+    const attributes = {
+      workspaceId: workspace,
+      'pozy_sync.resource': resourceJobKey(payload.resource, payload.id),
+      'pozy_sync.job.id': helpers.job.id,
+      'pozy_sync.job.attempt': helpers.job.attempts,
+      'pozy_sync.events_served': parents.length,
+    };
+    const options = { kind: SpanKind.CONSUMER, parent: parents[0] ?? null, links: linksTo(parents), attributes };
+    await this.tracing.span(`reconcile ${payload.resource}`, options, async (span) => {
+      span.setAttribute('pozy_sync.reconcile.outcome', await this.run(payload, helpers));
+    });
+  }
+
+  /** The read and its outcome (`dead_lettered` when it ended in the dead-letter queue); a failure to retry throws. */
+  private async run(payload: ReconcilePayload, helpers: JobHelpers): Promise<string> {
     const workspace = payload.workspace ?? DEFAULT_WORKSPACE;
     const key = resourceJobKey(payload.resource, payload.id);
     try {
       const outcome = await this.reconciler.reconcile(workspace, payload.resource, payload.id);
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome });
       await this.requests.clearFailing(workspace, key);
+      return outcome;
     } catch (error) {
       if (error instanceof PozyProtocolError) {
-        return this.deadLetter(workspace, key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
+        await this.deadLetter(workspace, key, payload, 'Pozy answered something retrying cannot change', error, helpers, new Date());
+        return 'dead_lettered';
       }
       if (error instanceof PozyUnavailableError && error.network) {
         const { since, forMs } = await this.requests.markFailing(workspace, key);
         if (forMs > this.config.deadLetterAfterMs) {
           const reason = `Pozy timed out or was unreachable for over ${Math.round(this.config.deadLetterAfterMs / 1000)} s`;
-          return this.deadLetter(workspace, key, payload, reason, error, helpers, since);
+          await this.deadLetter(workspace, key, payload, reason, error, helpers, since);
+          return 'dead_lettered';
         }
       }
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'failed' });

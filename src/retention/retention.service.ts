@@ -9,6 +9,7 @@ import { JobQueueRepository } from '../queue/job-queue.repository';
 import { PozyEventRepository } from '../events/pozy-event.repository';
 import { ChangeRepository } from '../changes/change.repository';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
+import { Tracing } from '../tracing/tracing.service';
 
 const DAY_MS = 86_400_000;
 
@@ -61,6 +62,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly replayRuns: DeadLetterReplayRunRepository,
     private readonly queue: JobQueueRepository,
     private readonly changes: ChangeRepository,
+    private readonly tracing: Tracing,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
@@ -113,7 +115,12 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   /** Deletes what is older than the retention window before `now`; answers how many rows, per table. */
-  async prune(now = new Date()): Promise<PruneResult> {
+  prune(now = new Date()): Promise<PruneResult> {
+    // A trace of its own, with a span per table.
+    return this.tracing.span('retention run', { root: true, attributes: { 'pozy_sync.run.kind': 'retention' } }, () => this.pruneAll(now));
+  }
+
+  private async pruneAll(now: Date): Promise<PruneResult> {
     const started = Date.now();
     const before = (days: number) => new Date(now.getTime() - days * DAY_MS);
     const cutoff = before(this.config.retention.eventRetentionDays);
@@ -130,7 +137,11 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
       const { days, prune } = this.pruners[table];
-      deleted[table] = await this.inBatches(prune, before(days));
+      deleted[table] = await this.tracing.span(`retention ${table}`, { attributes: { 'pozy_sync.retention.days': days } }, async (span) => {
+        const rows = await this.inBatches(prune, before(days));
+        span.setAttribute('pozy_sync.retention.deleted', rows);
+        return rows;
+      });
     }
     const result: PruneResult = { cutoff, changeCutoff, deleted, durationMs: Date.now() - started };
     this.logger.log(

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Tracing } from '../tracing/tracing.service';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Db } from '../database/database.service';
 import { TableStatistics } from '../database/table-statistics';
@@ -118,13 +119,25 @@ export class SweepRunner {
     private readonly changeSignal: ChangeSignal,
     private readonly metrics: MetricsService,
     private readonly statistics: TableStatistics,
+    private readonly tracing: Tracing,
   ) {}
 
   /**
    * Runs `run` (claimed by `owner`) to its end with its workspace's client and finishes it; throws StopRequested when
    * `stop` aborts first.
    */
-  async execute(run: SweepRun, owner: string, stop: AbortSignal, pozy: PozyClient): Promise<void> {
+  execute(run: SweepRun, owner: string, stop: AbortSignal, pozy: PozyClient): Promise<void> {
+    // A trace of its own (`import run`, `sweep run`), with a span per page written; a resumed run is a new trace.
+    const attributes = {
+      'pozy_sync.run.id': run.id,
+      'pozy_sync.run.kind': run.kind,
+      'pozy_sync.run.dry_run': run.dryRun,
+      workspaceId: run.workspaceId,
+    };
+    return this.tracing.span(`${run.kind} run`, { root: true, attributes }, () => this.executeRun(run, owner, stop, pozy));
+  }
+
+  private async executeRun(run: SweepRun, owner: string, stop: AbortSignal, pozy: PozyClient): Promise<void> {
     const x = new Execution(run, owner, stop, pozy);
     const started = Date.now();
     try {
@@ -162,7 +175,12 @@ export class SweepRunner {
     }
   }
 
-  private async writeAccounts(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
+  private writeAccounts(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
+    const attributes = { 'pozy_sync.run.id': x.run.id, 'pozy_sync.page.items': batch.length };
+    return this.tracing.span(`${x.run.kind} accounts page`, { attributes }, () => this.writeAccountsPage(x, batch, sentAt, progress));
+  }
+
+  private async writeAccountsPage(x: Execution, batch: PozyAccountDto[], sentAt: Date, progress: RunProgress): Promise<void> {
     const seen = await this.runs.seen(
       x.run.workspaceId,
       x.run.id,
@@ -299,7 +317,16 @@ export class SweepRunner {
     return count();
   }
 
-  private async writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
+  private writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
+    const attributes = { 'pozy_sync.run.id': x.run.id, 'pozy_sync.page.items': fresh.length, 'pozy_sync.page.offset': progress.postsOffset ?? 0 };
+    return this.tracing.span(`${x.run.kind} posts page`, { attributes }, async (span) => {
+      const counts = await this.writePostsPage(x, fresh, sentAt, progress);
+      span.setAttributes(Object.fromEntries(Object.entries(counts).map(([outcome, n]) => [`pozy_sync.page.${outcome}`, n])));
+      return counts;
+    });
+  }
+
+  private async writePostsPage(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
     const mirrored = await this.posts.versions(
       x.run.workspaceId,
       fresh.map((p) => p._id),

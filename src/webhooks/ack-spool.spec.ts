@@ -28,6 +28,7 @@ function event(id: string): NewPozyEvent {
     test: false,
     reconcile: { key: `post:p-${id}`, type: 'post', id: `p-${id}` },
     recoveredBy: null,
+    traceParent: null,
   };
 }
 

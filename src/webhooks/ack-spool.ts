@@ -347,9 +347,18 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
 }
 
 function reviveEvent(json: string): NewPozyEvent {
-  const event = JSON.parse(json) as Omit<NewPozyEvent, 'workspaceId'> & { workspaceId?: string; timestamp: string };
-  // Spooled by a version that mirrored one workspace: the default one's.
-  return { ...event, workspaceId: event.workspaceId ?? DEFAULT_WORKSPACE, timestamp: new Date(event.timestamp) };
+  const event = JSON.parse(json) as Omit<NewPozyEvent, 'workspaceId' | 'traceParent'> & {
+    workspaceId?: string;
+    timestamp: string;
+    traceParent?: string | null;
+  };
+  // Spooled by a version that mirrored one workspace (the default one's), or before traces.
+  return {
+    ...event,
+    workspaceId: event.workspaceId ?? DEFAULT_WORKSPACE,
+    timestamp: new Date(event.timestamp),
+    traceParent: event.traceParent ?? null,
+  };
 }
 
 function toSpooled(row: Row): SpooledEvent {

@@ -72,6 +72,7 @@ function event(id: string, options: { bad?: boolean; reconcile?: boolean } = {})
     test: false,
     reconcile: options.reconcile === false ? null : { key: `post:p-${id}`, type: 'post', id: `p-${id}` },
     recoveredBy: null,
+    traceParent: null,
   };
 }
 

@@ -21,7 +21,7 @@ export class WebhooksController {
   @Post('pozy')
   @ReceiveDocs()
   receive(@Body() rawBody: Buffer | undefined, @Headers() headers: RawHeaders): Promise<WebhookReceipt> {
-    return this.webhooks.receive(DEFAULT_WORKSPACE, bodyBytes(rawBody), headers);
+    return this.webhooks.receive(DEFAULT_WORKSPACE, bodyBytes(rawBody), headers, POZY_WEBHOOK_PATH);
   }
 
   /** A workspace's own path; `default`'s is the same as the one above. */
@@ -30,7 +30,7 @@ export class WebhooksController {
   @ApiParam({ name: 'workspace', description: 'The workspace the delivery is for (`default`: the path above).', example: DEFAULT_WORKSPACE })
   @ApiErrorResponse(404, '`unknown_workspace`: no such workspace is mirrored here; nothing is stored.')
   receiveFor(@Param('workspace') workspace: string, @Body() rawBody: Buffer | undefined, @Headers() headers: RawHeaders): Promise<WebhookReceipt> {
-    return this.webhooks.receive(workspace, bodyBytes(rawBody), headers);
+    return this.webhooks.receive(workspace, bodyBytes(rawBody), headers, POZY_WORKSPACE_WEBHOOK_PATH);
   }
 }
 

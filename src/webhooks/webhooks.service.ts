@@ -16,6 +16,9 @@ import { EventIngester } from './event-ingester';
 import { matchingPozySecret } from './webhook-signature';
 import { WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
+import { SpanKind } from '@opentelemetry/api';
+import { activeTraceparent } from '../tracing/trace-context';
+import { Tracing } from '../tracing/tracing.service';
 
 /** The label of the secret that matched, by its place in POZY_WEBHOOK_SECRET: never anything of the secret itself. */
 const SECRET_POSITIONS = ['first', 'second'] as const;
@@ -63,6 +66,7 @@ export class WebhooksService implements OnModuleInit {
     private readonly ingester: EventIngester,
     private readonly metrics: MetricsService,
     private readonly workspaces: WorkspaceRegistry,
+    private readonly tracing: Tracing,
   ) {
     // While a rotation is under way, this says when Pozy stopped signing with the old secret: it can then go.
     this.signatureMatches = metrics.counter({
@@ -83,10 +87,44 @@ export class WebhooksService implements OnModuleInit {
    * Authenticates the raw bytes, then parses and validates, then stores once and enqueues. A workspace this
    * deployment does not mirror is a 404 before anything else: there is no secret to check the bytes with.
    */
-  async receive(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders): Promise<WebhookReceipt> {
+  receive(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders, route: string): Promise<WebhookReceipt> {
+    if (!this.tracing.enabled) return this.accept(workspaceId, rawBody, headers, false);
+    // The delivery's own trace, or Pozy's when it sends a traceparent.
+    const incoming = headers.traceparent;
+    const attributes = {
+      'http.request.method': 'POST',
+      'http.route': route,
+      workspaceId,
+      ...(typeof headers['x-pozy-event-id'] === 'string' ? { 'pozy.event.id': headers['x-pozy-event-id'] } : {}),
+      ...(typeof headers['x-pozy-delivery-id'] === 'string' ? { 'pozy.delivery.id': headers['x-pozy-delivery-id'] } : {}),
+      ...(typeof headers['x-pozy-attempt'] === 'string' ? { 'pozy.delivery.attempt': headers['x-pozy-attempt'] } : {}),
+    };
+    const parent = typeof incoming === 'string' ? incoming : null;
+    return this.tracing.span(`POST ${route}`, { kind: SpanKind.SERVER, parent, attributes }, async (span) => {
+      try {
+        const receipt = await this.accept(workspaceId, rawBody, headers, true);
+        span.setAttributes({
+          'http.response.status_code': 200,
+          'pozy_sync.receive.outcome': receiptOutcome(receipt),
+          ...(receipt.reconcile ? { 'pozy_sync.reconcile.key': receipt.reconcile } : {}),
+        });
+        return receipt;
+      } catch (error) {
+        span.setAttribute('http.response.status_code', error instanceof ApiError ? error.status : 500);
+        throw error;
+      }
+    });
+  }
+
+  /** `traced`: inside the receive span, whose steps are spans too and whose context is stored with the event. */
+  private async accept(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders, traced: boolean): Promise<WebhookReceipt> {
     const workspace = this.workspaces.receiving(workspaceId);
     if (!workspace) throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
-    this.authenticate(workspace.secrets, rawBody, headers['x-pozy-signature']);
+    if (traced) {
+      await this.tracing.span('webhook.verify_signature', {}, async () => this.authenticate(workspace.secrets, rawBody, headers['x-pozy-signature']));
+    } else {
+      this.authenticate(workspace.secrets, rawBody, headers['x-pozy-signature']);
+    }
     const delivery = validateInstance(
       PozyDeliveryHeadersDto.fromHeaders(headers),
       { code: 'invalid_headers', what: 'delivery headers' },
@@ -101,12 +139,18 @@ export class WebhooksService implements OnModuleInit {
       throw new ApiError(400, 'event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
     }
 
-    const receipt = await this.store(workspaceId, envelope, text, {
-      deliveryId: delivery.deliveryId ?? null,
-      attempt: delivery.attempt ? Number(delivery.attempt) : null,
-    });
-    const outcome = receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : receipt.test ? 'test' : 'accepted';
-    this.metrics.webhooksReceived.inc({ outcome, reason: '' });
+    const stored = { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null };
+    // The receive span's own context: the reconcile that reads for this event is its child.
+    const traceParent = traced ? activeTraceparent() : null;
+    const receipt = traced
+      ? await this.tracing.span('pozy_event.insert', {}, (span) =>
+          this.store(workspaceId, envelope, text, { ...stored, traceParent }).then((receipt) => {
+            span.setAttribute('pozy_sync.receive.outcome', receiptOutcome(receipt));
+            return receipt;
+          }),
+        )
+      : await this.store(workspaceId, envelope, text, stored);
+    this.metrics.webhooksReceived.inc({ outcome: receiptOutcome(receipt), reason: '' });
     return receipt;
   }
 
@@ -124,7 +168,9 @@ export class WebhooksService implements OnModuleInit {
     try {
       const text = JSON.stringify(payload);
       const envelope = this.validateEvent(payload, text, 'logged event');
-      const receipt = await this.store(workspaceId, envelope, text, { deliveryId: null, attempt, recoveredBy });
+      // In a backfill page's span: the read it causes joins the run's trace.
+      const traceParent = activeTraceparent();
+      const receipt = await this.store(workspaceId, envelope, text, { deliveryId: null, attempt, recoveredBy, traceParent });
       return { outcome: receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : 'stored' };
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_event') return { outcome: 'refused', reason: error.message };
@@ -169,7 +215,7 @@ export class WebhooksService implements OnModuleInit {
     workspaceId: WorkspaceId,
     envelope: PozyEventEnvelopeDto,
     text: string,
-    delivery: { deliveryId: string | null; attempt: number | null; recoveredBy?: string },
+    delivery: { deliveryId: string | null; attempt: number | null; recoveredBy?: string; traceParent?: string | null },
   ): Promise<WebhookReceipt> {
     const test = envelope.test === true;
     // Test events never change mirrored data; unknown event types are kept but change nothing.
@@ -187,6 +233,7 @@ export class WebhooksService implements OnModuleInit {
         test,
         reconcile,
         recoveredBy: delivery.recoveredBy ?? null,
+        traceParent: delivery.traceParent ?? null,
       })
       .catch((error: unknown) => {
         // validateEvent refuses what PostgreSQL is known to refuse; should it still refuse something, the sender's
@@ -226,6 +273,11 @@ const MAX_EVENT_DEPTH = 100;
 
 function invalidEvent(what: string, field: string, problem: string): ApiError {
   return new ApiError(400, 'invalid_event', `Invalid ${what}: ${field}: ${problem}`, [{ field, problems: [problem] }]);
+}
+
+/** The receipt as the received-webhooks counter and the receive span name it. */
+function receiptOutcome(receipt: WebhookReceipt): 'spooled' | 'duplicate' | 'test' | 'accepted' {
+  return receipt.spooled ? 'spooled' : receipt.duplicate ? 'duplicate' : receipt.test ? 'test' : 'accepted';
 }
 
 function parseJson(text: string): unknown {
