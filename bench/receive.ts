@@ -10,6 +10,8 @@
  */
 /* eslint-disable no-console -- a command-line report */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
@@ -228,8 +230,32 @@ export async function runReceiveScenario(serverUrl: string): Promise<void> {
       true,
     );
     const api = await service('ROLE=api', { ROLE: 'api' }, false);
-    report([baseline, all, unthrottled, api]);
+    // Traces on, exported to a collector that takes everything: what a team pays for one trace per delivery.
+    const collector = await startCollectorSink();
+    const traced = await service('ROLE=api, traces on', { ROLE: 'api', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }, false).finally(() =>
+      collector.close(),
+    );
+    report([baseline, all, unthrottled, api, traced]);
+    console.log(
+      `traces on: ${(traced.requestsPerSecond / api.requestsPerSecond).toFixed(2)}x the throughput of ROLE=api without them, ` +
+        `p99 ${(traced.p99 / api.p99).toFixed(2)}x (${collector.exports()} OTLP exports received)`,
+    );
   } finally {
     await stopProcess(simulator);
   }
+}
+
+/** An OTLP/HTTP endpoint on loopback that answers every export with 200 and keeps only their count. */
+async function startCollectorSink(): Promise<{ url: string; exports: () => number; close: () => Promise<void> }> {
+  let exports = 0;
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      exports += 1;
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, exports: () => exports, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }

@@ -26,6 +26,7 @@ import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { startDemoSubscriber } from './demo-subscriber';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from '../test/support/mirror-check';
+import { OtlpReceiver, traceTree } from '../simulator/otlp-collector';
 import { PozySimulator } from '../simulator/simulator';
 
 const SECRET = 'whsec_demo';
@@ -39,6 +40,8 @@ const settings = {
   keepRunning: process.env.DEMO_KEEP_RUNNING === '1',
   workspaces: Number(process.env.DEMO_WORKSPACES ?? 3),
   workspacePosts: Number(process.env.DEMO_WORKSPACE_POSTS ?? 1_000),
+  /** A collector of the user's own; unset: the demo runs one on loopback and prints a trace from it. */
+  otlpEndpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
 };
 /** Seals the added workspaces' keys and secrets (a demo key: never one to use elsewhere). */
 const DEMO_ENCRYPTION_KEY = 'demo:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=';
@@ -231,6 +234,15 @@ async function main(): Promise<void> {
       }),
     );
     const port = settings.port || (await freePort());
+    const collector = settings.otlpEndpoint
+      ? null
+      : await start(
+          () => OtlpReceiver.start(),
+          (c) => c.close(),
+        );
+    const traces = collector
+      ? { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '500' }
+      : { OTEL_EXPORTER_OTLP_ENDPOINT: settings.otlpEndpoint! };
     const spawnService = async () =>
       spawn(process.execPath, [BUILT_SERVICE], {
         env: {
@@ -254,6 +266,7 @@ async function main(): Promise<void> {
           // Added workspaces get their webhook made in Pozy, pointed here.
           PUBLIC_URL: `http://127.0.0.1:${port}`,
           SECRETS_ENCRYPTION_KEY: DEMO_ENCRYPTION_KEY,
+          ...traces,
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
@@ -263,7 +276,7 @@ async function main(): Promise<void> {
       (p) => p.end(),
     );
     const subscriber = await start(startDemoSubscriber, (s) => s.close());
-    return { sim, port, pool, subscriber, clients };
+    return { sim, port, pool, subscriber, clients, collector };
   })();
   let finishing: Promise<never> | undefined;
   const finish = () =>
@@ -283,7 +296,7 @@ async function main(): Promise<void> {
   }
 
   try {
-    const { sim, port, pool, subscriber, clients } = await resources;
+    const { sim, port, pool, subscriber, clients, collector } = await resources;
     const existing = sim.world.listPosts().map((post) => post._id);
     const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
     sim.world.onEvent((event) => {
@@ -293,7 +306,12 @@ async function main(): Promise<void> {
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitForHttp(`${baseUrl}/health/ready`, 60_000);
     console.log(`service    ${baseUrl}  (GET /posts, /accounts, /sync/status)`);
-    console.log(`simulator  ${sim.url}  (Pozy API, key ${sim.apiKey})\n`);
+    console.log(`simulator  ${sim.url}  (Pozy API, key ${sim.apiKey})`);
+    console.log(
+      collector
+        ? `traces     ${collector.url}/v1/traces  (the demo's own OTLP collector; OTEL_EXPORTER_OTLP_ENDPOINT=<yours> sends them to your collector)\n`
+        : `traces     ${settings.otlpEndpoint}  (OTEL_EXPORTER_OTLP_ENDPOINT)\n`,
+    );
     sim.setWebhookUrl(`${baseUrl}/webhooks/pozy`);
     // A team's endpoint, told of every change to the mirror.
     const subscribed = await fetch(`${baseUrl}/admin/subscriptions`, {
@@ -455,6 +473,7 @@ async function main(): Promise<void> {
     ] as const) {
       console.log(`  ${what.padEnd(40)} ${histogramPercentiles(metrics, name)}`);
     }
+    if (collector) printTrace(collector, await waitForDeliveryTrace(collector));
     if (settings.keepRunning) {
       ranToEnd = true;
       console.log(`\nStill running (DEMO_KEEP_RUNNING=1): try curl ${baseUrl}/posts?limit=5 ; Ctrl-C to stop.`);
@@ -492,3 +511,28 @@ function histogramPercentiles(text: string, name: string): string {
 }
 
 void main();
+
+/** A delivery's trace that went all the way, to a notification delivered; null if none came within 15 s. */
+async function waitForDeliveryTrace(collector: OtlpReceiver): Promise<string | null> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const notified = collector.spans.find(
+      (s) =>
+        s.name.startsWith('notify ') &&
+        s.attributes['pozy_sync.notification.outcome'] === 'delivered' &&
+        collector.trace(s.traceId).some((t) => t.name === 'POST /webhooks/pozy'),
+    );
+    if (notified || Date.now() > deadline) return notified?.traceId ?? null;
+    await sleep(250);
+  }
+}
+
+function printTrace(collector: OtlpReceiver, traceId: string | null): void {
+  const traces = new Set(collector.spans.map((s) => s.traceId)).size;
+  console.log(
+    `\nTraces (OTLP/HTTP to ${collector.url}): ${collector.spans.length.toLocaleString('en')} spans in ${traces.toLocaleString('en')} traces`,
+  );
+  if (!traceId) return console.log('  no delivery went all the way to a notification in time');
+  console.log(`  one delivery's way, trace ${traceId}:`);
+  for (const line of traceTree(collector.trace(traceId))) console.log(`    ${line}`);
+}

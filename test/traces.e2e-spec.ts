@@ -6,7 +6,7 @@ import { SweepService } from '../src/sweep/sweep.service';
 import { Tracing } from '../src/tracing/tracing.service';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
-import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from './support/otlp-receiver';
+import { OtlpReceiver, ReceivedSpan, SPAN_KIND } from '../simulator/otlp-collector';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';

@@ -25,6 +25,9 @@ export interface ReceivedSpan {
   links: { traceId: string; spanId: string }[];
   /** 2: error. */
   statusCode: number;
+  /** Milliseconds since the epoch, fractional. */
+  startMs: number;
+  endMs: number;
 }
 
 export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
@@ -39,8 +42,9 @@ function values(list: KeyValues): Record<string, string | number | boolean> {
 }
 
 /**
- * A trace collector on loopback, as an OTLP/HTTP endpoint is (`POST /v1/traces`): it keeps every span exported as
- * JSON and, for protobuf, the request's headers (the test reads only what the JSON exports say).
+ * A trace collector on loopback, as an OTLP/HTTP endpoint is (`POST /v1/traces`), standing in for a team's as the
+ * simulator stands in for Pozy (the demo and the tests): it keeps every span exported as JSON and, for protobuf,
+ * only each request's headers and size.
  */
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
@@ -101,6 +105,8 @@ export class OtlpReceiver {
             events: (span.events ?? []).map((event) => ({ name: event.name, attributes: values(event.attributes) })),
             links: (span.links ?? []).map((link) => ({ traceId: link.traceId, spanId: link.spanId })),
             statusCode: span.status?.code ?? 0,
+            startMs: Number(BigInt(span.startTimeUnixNano) / 1000n) / 1000,
+            endMs: Number(BigInt(span.endTimeUnixNano) / 1000n) / 1000,
           });
         }
       }
@@ -122,7 +128,27 @@ interface Export {
         events?: { name: string; attributes?: KeyValues }[];
         links?: { traceId: string; spanId: string }[];
         status?: { code?: number };
+        startTimeUnixNano: string | number;
+        endTimeUnixNano: string | number;
       }[];
     }[];
   }[];
+}
+
+/** A trace as indented lines: each span's start after the trace's first, its duration and its replica. */
+export function traceTree(spans: readonly ReceivedSpan[]): string[] {
+  const start = Math.min(...spans.map((s) => s.startMs));
+  const instances = [...new Set(spans.map((s) => String(s.resource['service.instance.id'])))];
+  const lines: string[] = [];
+  const walk = (span: ReceivedSpan, depth: number) => {
+    const name = `${'  '.repeat(depth)}${span.name}`;
+    const at = `+${(span.startMs - start).toFixed(1)} ms`;
+    const replica = `replica ${instances.indexOf(String(span.resource['service.instance.id'])) + 1}`;
+    lines.push(`${name.padEnd(44)} ${at.padStart(11)}  ${(span.endMs - span.startMs).toFixed(1).padStart(7)} ms  ${replica}`);
+    for (const child of spans.filter((s) => s.parentSpanId === span.spanId).sort((a, b) => a.startMs - b.startMs)) walk(child, depth + 1);
+  };
+  const ids = new Set(spans.map((s) => s.spanId));
+  // The roots: no parent, or a parent outside the trace's spans (a caller's).
+  for (const root of spans.filter((s) => !ids.has(s.parentSpanId))) walk(root, 0);
+  return lines;
 }
