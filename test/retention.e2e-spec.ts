@@ -19,6 +19,7 @@ const none: PruneCounts = {
   replayRuns: 0,
   deadLetters: 0,
   failedJobs: 0,
+  reads: 0,
   changes: 0,
 };
 

@@ -121,6 +121,13 @@ maybe('the status page, in Chromium', () => {
     expect(await page.evaluate('localStorage.length')).toBe(0);
     expect(await page.context().cookies()).toEqual([]);
 
+    // The letter's resource links to its timeline, read with the token and shown under the table.
+    const timeline = row.locator('a[data-timeline]');
+    expect(await timeline.getAttribute('href')).toMatch(/^\/admin\/posts\/[0-9a-f]{24}\/timeline\?workspace=default$/);
+    await timeline.click();
+    await page.locator('#timeline-view', { hasText: /reconcile\s+dead_lettered/ }).waitFor();
+    expect(await page.locator('#timeline-view').textContent()).toMatch(/ event {2}post\./);
+
     await replay.click();
     await row.locator('[data-result]', { hasText: /^replayed$/ }).waitFor();
     expect(await result.textContent()).toBe('replayed');

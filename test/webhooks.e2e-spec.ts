@@ -87,6 +87,8 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
     expect(responses.filter((r) => r.body.duplicate === true)).toHaveLength(49);
     expect(await events()).toHaveLength(1);
     expect(await pending()).toEqual(['post:post-storm (post post-storm)']);
+    // Every copy counted, those in one statement's batch and those after it alike (the post's timeline shows them).
+    expect((await service.pool.query('SELECT copies FROM pozy_event WHERE id = $1', [event.id])).rows).toEqual([{ copies: 50 }]);
   });
 
   it('stores every event once when hundreds of deliveries, each sent twice, arrive together', async () => {

@@ -11,11 +11,14 @@ import { AdminController } from './admin.controller';
 import { PozyBudgetController } from './pozy-budget.controller';
 import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ResyncService } from './resync.service';
+import { TimelineController } from './timeline.controller';
+import { TimelineRepository } from './timeline.repository';
+import { TimelineService } from './timeline.service';
 
 @Module({
   imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule, PozyModule],
-  controllers: [AdminController, DeadLettersController, PozyBudgetController],
-  providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns],
+  controllers: [AdminController, DeadLettersController, PozyBudgetController, TimelineController],
+  providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns, TimelineService, TimelineRepository],
   exports: [ResyncService],
 })
 export class AdminModule {}

@@ -4,6 +4,7 @@ import { ResourceType, resourceJobKey, workspaceJobKey } from '../queue/tasks';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';
+import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
 import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 
 @Injectable()
@@ -14,6 +15,7 @@ export class ResyncService {
     private readonly requests: ReconcileRequestRepository,
     private readonly dispatcher: ReconcileDispatcher,
     private readonly reconciler: ReconcileService,
+    private readonly reads: ReconcileReadRepository,
   ) {}
 
   /**
@@ -27,6 +29,7 @@ export class ResyncService {
     }
     const key = resourceJobKey(type, id);
     this.dispatcher.nudge(await this.requests.requestForcedRead(workspace, key, type, id));
+    await this.reads.record(workspace, key, { outcome: 'resync', detail: 'an operator asked for a read, whatever the skip rule says' });
     return workspaceJobKey(workspace, key);
   }
 

@@ -58,7 +58,7 @@ const DELETION_HINTS = ['post.platform.deleted'];
 /** One event of a batch as unnest() spreads the batch's columns into rows. */
 type BatchRow = Pick<
   Selectable<DB['pozy_event']>,
-  'workspace_id' | 'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by' | 'trace_parent'
+  'workspace_id' | 'id' | 'type' | 'delivery_id' | 'attempt' | 'test' | 'resource_type' | 'resource_id' | 'recovered_by' | 'trace_parent' | 'copies'
 > & {
   /** JSON text; cast to jsonb on insert. */
   payload: string;
@@ -83,6 +83,7 @@ interface BatchParams {
   requestKeys: Column<'request_key'>;
   recoveredBy: Column<'recovered_by'>;
   traceParents: Column<'trace_parent'>;
+  copies: Column<'copies'>;
   coalesceWindowMs: number;
 }
 
@@ -92,16 +93,16 @@ class Slot {
 }
 
 // One statement is one transaction: each new event's reconcile request commits with it, and nothing commits
-// unless all of it does. Duplicates (already stored, or delivered concurrently) insert nothing and request
-// nothing. Requests throttle per resource: with nothing pending, a read is due now, or one window after the last
+// unless all of it does. Duplicates (already stored, or delivered concurrently) add to the stored event's copies
+// and request nothing. Requests throttle per resource: with nothing pending, a read is due now, or one window after the last
 // dispatched read; with a read already pending, the event joins it. Rows go in id and key order, so concurrent
 // batches take their locks in one order.
 function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown) {
   const batch =
     sql<BatchRow>`unnest(${p('workspaceIds')}::text[], ${p('ids')}::text[], ${p('types')}::text[], ${p('payloads')}::text[], ${p('timestamps')}::timestamptz[],
     ${p('deliveryIds')}::text[], ${p('attempts')}::int[], ${p('tests')}::boolean[], ${p('resourceTypes')}::text[], ${p('resourceIds')}::text[],
-    ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[], ${p('traceParents')}::text[])`.as<'t'>(
-      sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by, trace_parent)`,
+    ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[], ${p('traceParents')}::text[], ${p('copies')}::int[])`.as<'t'>(
+      sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by, trace_parent, copies)`,
     );
   return db
     .with('input', (db) => db.selectFrom(batch).selectAll())
@@ -121,6 +122,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
           'resource_id',
           'recovered_by',
           'trace_parent',
+          'copies',
         ])
         .expression(
           db
@@ -138,12 +140,18 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
               'resource_id',
               'recovered_by',
               'trace_parent',
+              'copies',
             ])
             .orderBy('workspace_id')
             .orderBy('id'),
         )
-        .onConflict((oc) => oc.columns(['workspace_id', 'id']).doNothing())
-        .returning(['workspace_id', 'id']),
+        // A duplicate only counts its copies (a resource's timeline shows them); xmax is 0 exactly for a new row.
+        .onConflict((oc) =>
+          oc
+            .columns(['workspace_id', 'id'])
+            .doUpdateSet((eb) => ({ copies: sql<number>`${eb.ref('pozy_event.copies')} + ${eb.ref('excluded.copies')}` })),
+        )
+        .returning(['workspace_id', 'id', sql<boolean>`xmax = 0`.as('fresh')]),
     )
     .with('requested', (db) =>
       db
@@ -152,7 +160,12 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
         .expression(
           db
             .selectFrom('input as i')
-            .innerJoin('inserted', (join) => join.onRef('inserted.workspace_id', '=', 'i.workspace_id').onRef('inserted.id', '=', 'i.id'))
+            .innerJoin('inserted', (join) =>
+              join
+                .onRef('inserted.workspace_id', '=', 'i.workspace_id')
+                .onRef('inserted.id', '=', 'i.id')
+                .on(sql<boolean>`inserted.fresh`),
+            )
             .distinctOn(['i.workspace_id', 'i.request_key'])
             .select((eb) => [
               'i.workspace_id',
@@ -181,7 +194,10 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
         .returning('due_at'),
     )
     .selectNoFrom((eb) => [
-      sql<string[]>`ARRAY(${eb.selectFrom('inserted').select(sql<string>`workspace_id || '/' || id`.as('key'))})`.as('inserted_keys'),
+      sql<string[]>`ARRAY(${eb
+        .selectFrom('inserted')
+        .where(sql<boolean>`fresh`)
+        .select(sql<string>`workspace_id || '/' || id`.as('key'))})`.as('inserted_keys'),
       eb
         .selectFrom('requested')
         .select((eb) => eb.fn.min('due_at').as('first'))
@@ -224,7 +240,13 @@ export class PozyEventRepository {
    * statement is not waited for any more, and commits or fails on its own (a redelivery or the spool's retry of an
    * event it did store is a duplicate).
    */
-  async insertBatch(events: readonly NewPozyEvent[], coalesceWindowMs: number, timeoutMs: number): Promise<BatchOutcome> {
+  async insertBatch(
+    events: readonly NewPozyEvent[],
+    coalesceWindowMs: number,
+    timeoutMs: number,
+    /** Deliveries of each event in this batch (default one each): a stored event's copies grow by as many. */
+    copies?: readonly number[],
+  ): Promise<BatchOutcome> {
     const column = <T>(pick: (e: NewPozyEvent) => T) => events.map(pick);
     const params: BatchParams = {
       workspaceIds: column((e) => e.workspaceId),
@@ -240,6 +262,7 @@ export class PozyEventRepository {
       requestKeys: column((e) => e.reconcile?.key ?? null),
       recoveredBy: column((e) => e.recoveredBy),
       traceParents: column((e) => e.traceParent),
+      copies: events.map((_, i) => copies?.[i] ?? 1),
       coalesceWindowMs,
     };
     const { compiled, order } = this.insert;

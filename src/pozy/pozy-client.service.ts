@@ -27,11 +27,15 @@ const BACKOFF_CAP_MS = 5_000;
 /** What an error quotes of an answer the client does not use (a 429, a 5xx, another 4xx): the rest is never read. */
 const EXCERPT_BYTES = 1_024;
 
-/** What Pozy answered, and when the request that got the answer was sent: the state is at least that recent. */
-export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false }) & { sentAt: Date };
+/**
+ * What Pozy answered, and when the request that got the answer was sent: the state is at least that recent.
+ * `retried`: what each earlier attempt of the request got (`429`, `503`, `none` for no answer), oldest first.
+ */
+export type PostAnswer = ({ found: true; post: PozyPostDto } | { found: false }) & { sentAt: Date; retried: readonly string[] };
 export interface AccountsAnswer {
   accounts: PozyAccountDto[];
   sentAt: Date;
+  retried: readonly string[];
 }
 
 /** One page of `GET /v1/posts`, oldest created first. */
@@ -71,6 +75,8 @@ interface Attempt {
   notJson: boolean;
   headers: Dispatcher.ResponseData['headers'];
   sentAt: Date;
+  /** What the request's earlier attempts got, oldest first (`429`, `500`, `none`). */
+  retried: readonly string[];
 }
 
 /** The largest page `GET /v1/posts` serves. */
@@ -133,11 +139,11 @@ export class PozyClient {
    */
   async getPost(postId: string, lane: Lane, options: { once?: boolean } = {}): Promise<PostAnswer> {
     const path = `/v1/posts/${encodeURIComponent(postId)}`;
-    const { status, body, sentAt } = await this.get(path, 'GET /v1/posts/:id', [200, 404], lane, options.once ? 0 : undefined);
-    if (status === 404) return { found: false, sentAt };
+    const { status, body, sentAt, retried } = await this.get(path, 'GET /v1/posts/:id', [200, 404], lane, options.once ? 0 : undefined);
+    if (status === 404) return { found: false, sentAt, retried };
     const post = validated(PozyPostDto, (body as { post?: unknown } | null)?.post, 'post');
     if (post._id !== postId) throw new PozyProtocolError(`Pozy answered post ${post._id} for ${postId}`);
-    return { found: true, post, sentAt };
+    return { found: true, post, sentAt, retried };
   }
 
   /**
@@ -176,10 +182,10 @@ export class PozyClient {
   }
 
   private async accounts(query: string, lane: Lane): Promise<AccountsAnswer> {
-    const { body, sentAt } = await this.get(`/v1/accounts?${query}`, 'GET /v1/accounts', [200], lane);
+    const { body, sentAt, retried } = await this.get(`/v1/accounts?${query}`, 'GET /v1/accounts', [200], lane);
     const list = (body as { accounts?: unknown } | null)?.accounts;
     if (!Array.isArray(list)) throw new PozyProtocolError('Pozy answered accounts without an `accounts` array');
-    return { accounts: list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`)), sentAt };
+    return { accounts: list.map((account, i) => validated(PozyAccountDto, account, `accounts[${i}]`)), sentAt, retried };
   }
 
   /** One page of `GET /v1/webhooks/logs`, newest first (`skip` at most 10,000, `limit` at most 100). */
@@ -281,6 +287,7 @@ export class PozyClient {
     span: Span,
   ): Promise<Attempt> {
     let lastError: PozyUnavailableError | undefined;
+    const retried: string[] = [];
     for (let attempt = 0; attempt <= maxRetries; attempt += 1) {
       if (attempt > 0) span.addEvent('retry', { 'pozy_sync.attempt': attempt + 1, ...(lastError ? { 'error.message': lastError.message } : {}) });
       if (attempt > 0 && lastError) await sleep(backoff(attempt));
@@ -298,6 +305,7 @@ export class PozyClient {
       } catch (error) {
         this.count(route, 0, started);
         if (!isNetworkError(error)) throw error;
+        retried.push('none');
         lastError = new PozyUnavailableError(`${route}: ${describeError(error)}`, true);
         continue;
       } finally {
@@ -316,8 +324,9 @@ export class PozyClient {
           );
         }
         if (result.notJson) throw new PozyProtocolError(`${route}: Pozy answered HTTP ${result.status} with a body that is not JSON`, result.status);
-        return result;
+        return { ...result, retried };
       }
+      if (result.status === 429 || result.status >= 500) retried.push(String(result.status));
       if (result.status === 429) {
         const wait = rateLimitWait(result.headers, backoff(attempt + 1), this.config.pozy.maxPauseMs);
         // Every caller of every replica using this key waits, not just this one: the limit is the API key's.
@@ -355,7 +364,7 @@ export class PozyClient {
     });
     this.clock.observe(sentAt, new Date(), response.headers.date);
     const { statusCode: status, headers } = response;
-    const attempt: Attempt = { status, headers, sentAt, body: undefined, excerpt: '', tooLarge: false, notJson: false };
+    const attempt: Attempt = { status, headers, sentAt, body: undefined, excerpt: '', tooLarge: false, notJson: false, retried: [] };
     if (!expected.includes(status)) {
       const { bytes, complete } = await readUpTo(response.body, EXCERPT_BYTES);
       const text = new TextDecoder().decode(bytes).trim();

@@ -1,3 +1,4 @@
+import { ReconcileReadRepository } from './reconcile-read.repository';
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { AccountsModule } from '../mirror/accounts/accounts.module';
@@ -11,7 +12,7 @@ import { ReconcileTask } from './reconcile.task';
 
 @Module({
   imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule, PozyEventModule],
-  providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ReconcileRequestRepository],
-  exports: [ReconcileDispatcher, ReconcileService, ReconcileRequestRepository],
+  providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ReconcileRequestRepository, ReconcileReadRepository],
+  exports: [ReconcileDispatcher, ReconcileService, ReconcileRequestRepository, ReconcileReadRepository],
 })
 export class ReconcileModule {}

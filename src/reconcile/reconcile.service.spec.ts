@@ -114,6 +114,7 @@ function build(w: World): ReconcileService {
     metrics as unknown as Args[6],
     { aheadAtLeastMs: () => w.aheadMs } as unknown as Args[7],
     Tracing.off(),
+    { record: async () => undefined } as unknown as Args[9],
   );
 }
 

@@ -15,6 +15,11 @@ import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 import type { WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { Tracing } from '../tracing/tracing.service';
+import { activeTraceId } from '../tracing/trace-context';
+import { ReconcileReadRepository } from './reconcile-read.repository';
+
+/** An older version: what the guarded write says when it keeps the newer read the mirror holds. */
+const STALE_DETAIL = 'an older version: the mirror already holds a newer read, kept';
 
 /**
  * `dropped`: the workspace is being removed (or is gone, or detached): nothing is read. `unknown`: Pozy answered 404 for a post the mirror never held, and nothing was written. `lagging`: Pozy's answer
@@ -25,7 +30,10 @@ export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'unknown' | 'sk
 /** A paused workspace's reads wait this long, then look again (a resume nudges them at once). */
 export const PAUSED_RETRY_MS = 60_000;
 
-type ReadResult = { outcome: ReconcileOutcome; sentAt: Date; retryInMs?: number };
+type ReadResult = { outcome: ReconcileOutcome; sentAt: Date; statusCode: number; retried: readonly string[]; retryInMs?: number; detail?: string };
+
+/** What a reconcile decided, as its timeline entry says it (reconcile-read.repository.ts). */
+type Decision = { outcome: ReconcileOutcome; lane?: Lane; sentAt?: Date; statusCode?: number; retried?: readonly string[]; detail?: string };
 
 /**
  * Events are hints: reconciling a resource reads its truth from Pozy and writes it whole, guarded, to the mirror.
@@ -47,21 +55,32 @@ export class ReconcileService {
     private readonly metrics: MetricsService,
     private readonly clock: PozyClock,
     private readonly tracing: Tracing,
+    private readonly reads: ReconcileReadRepository,
   ) {}
 
+  /** Reads the resource (unless its events are already reflected) and writes it; the decision goes on its timeline. */
   async reconcile(workspace: WorkspaceId, type: ResourceType, id: string): Promise<ReconcileOutcome> {
+    const decision = await this.decide(workspace, type, id);
+    // A workspace being removed keeps no history.
+    if (decision.outcome !== 'dropped') {
+      await this.reads.record(workspace, resourceJobKey(type, id), { ...decision, traceId: activeTraceId() });
+    }
+    return decision.outcome;
+  }
+
+  private async decide(workspace: WorkspaceId, type: ResourceType, id: string): Promise<Decision> {
     const key = resourceJobKey(type, id);
     const mirrored = this.workspaces.get(workspace);
-    if (!mirrored || mirrored.state === 'removing' || mirrored.state === 'detached') return 'dropped';
+    if (!mirrored || mirrored.state === 'removing' || mirrored.state === 'detached') return { outcome: 'dropped' };
     if (mirrored.state === 'paused') {
       await this.requests.postpone(workspace, key, PAUSED_RETRY_MS);
-      return 'postponed';
+      return { outcome: 'postponed', detail: `the workspace is paused: looked at again in ${PAUSED_RETRY_MS / 1000} s` };
     }
     const pozy = mirrored.client;
     const [events, state] = await Promise.all([this.events.resourceEvents(workspace, type, id), this.requests.readState(workspace, key)]);
     if (alreadyReflected(events.latest, state, this.config.reconcileClockSkewMs, this.clock.aheadAtLeastMs())) {
       this.metrics.apiCallsSaved.inc({ reason: 'skipped' });
-      return 'skipped';
+      return { outcome: 'skipped', detail: 'the skip rule: the last read began after every event received for it (less the clock-skew margin)' };
     }
     // An operator's resync (or dead-letter replay) not yet answered by a read rides its own lane; events come first.
     const lane: Lane = state.forcedAt && (!state.lastReadAt || state.lastReadAt <= state.forcedAt) ? 'operator' : 'realtime';
@@ -76,18 +95,19 @@ export class ReconcileService {
       // A long Retry-After: the job ends, and the read is due again when Pozy said.
       await this.requests.postpone(workspace, key, error.retryAfterMs);
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
-      return 'postponed';
+      return { outcome: 'postponed', lane, statusCode: 429, detail: `Pozy's rate limit: read again in ${error.retryAfterMs} ms` };
     }
+    const read = { lane, sentAt: result.sentAt, statusCode: result.statusCode, retried: result.retried, detail: result.detail };
     if (result.retryInMs !== undefined) {
       // Not recorded as a read: the next one must not be skipped.
       await this.requests.postpone(workspace, key, result.retryInMs);
       this.logger.debug(`${key}: Pozy's answer contradicts a recent event; read again in ${result.retryInMs} ms`);
-      return 'lagging';
+      return { ...read, outcome: 'lagging' };
     }
     await this.requests.recordRead(workspace, key, result.sentAt);
     this.observeFreshness(events, state, result.sentAt);
     this.logger.debug(`${key}: ${result.outcome}`);
-    return result.outcome;
+    return { ...read, outcome: result.outcome };
   }
 
   /**
@@ -114,7 +134,7 @@ export class ReconcileService {
 
   private async reconcilePost(pozy: PozyClient, workspace: WorkspaceId, id: string, events: ResourceEvents, lane: Lane): Promise<ReadResult> {
     const answer = await pozy.getPost(id, lane);
-    const { sentAt } = answer;
+    const { sentAt, retried } = answer;
     // The read is dated by when the answering request was sent, not when the job began (waits and retries).
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
     if (answer.found) {
@@ -124,17 +144,25 @@ export class ReconcileService {
         span.setAttributes({ 'pozy_sync.write.outcome': outcome, 'pozy_sync.write.changed': outcome === 'written' });
         return outcome;
       });
-      return { outcome, sentAt };
+      return { outcome, sentAt, retried, statusCode: 200, detail: outcome === 'stale' ? STALE_DETAIL : undefined };
     }
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
-    if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
+    if (retryInMs !== null) {
+      const detail = `a lagging 404: Pozy does not know the post an event announced ${Date.now() - events.announcedAt!.getTime()} ms ago; read again in ${retryInMs} ms`;
+      return { outcome: 'lagging', sentAt, retried, statusCode: 404, retryInMs, detail };
+    }
     // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
     // read still in flight, such as an import page, from bringing the post back as live.
     return this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'delete' } }, async (span) => {
       const { outcome, created } = await this.posts.markDeleted(workspace, id, read);
-      const result: ReconcileOutcome = created > 0 ? 'unknown' : outcome === 'written' ? 'deleted' : 'stale';
+      const result = created > 0 ? 'unknown' : outcome === 'written' ? 'deleted' : 'stale';
       span.setAttributes({ 'pozy_sync.write.outcome': result, 'pozy_sync.write.changed': result === 'deleted' });
-      return { outcome: result, sentAt };
+      const detail = {
+        unknown: 'Pozy answered 404 for a post the mirror never held: a tombstone only, no feed entry or notification',
+        deleted: 'Pozy answered 404: the post is gone, and marked deleted',
+        stale: STALE_DETAIL,
+      }[result];
+      return { outcome: result, sentAt, retried, statusCode: 404, detail };
     });
   }
 
@@ -145,7 +173,7 @@ export class ReconcileService {
     events: ResourceEvents,
     lane: Lane,
   ): Promise<ReadResult> {
-    const { accounts, sentAt } = await pozy.listAccounts(profileId, lane);
+    const { accounts, sentAt, retried } = await pozy.listAccounts(profileId, lane);
     // An account a recent event announced, missing from the list: Pozy's list may lag; read again before believing it.
     const listed = new Set(accounts.map((account) => account._id));
     const now = new Date();
@@ -155,7 +183,10 @@ export class ReconcileService {
       const wait = readLagRetryMs(announcedAt, now, this.config.readLagGraceMs);
       if (wait !== null) retryInMs = Math.min(retryInMs ?? wait, wait);
     }
-    if (retryInMs !== null) return { outcome: 'lagging', sentAt, retryInMs };
+    if (retryInMs !== null) {
+      const detail = `a lagging list: an account a recent event announced is missing from Pozy's list; read again in ${retryInMs} ms`;
+      return { outcome: 'lagging', sentAt, retried, statusCode: 200, retryInMs, detail };
+    }
     return this.tracing.span('mirror.write accounts', { attributes: { 'pozy_sync.accounts.listed': accounts.length } }, async (span) => {
       const written = await this.accounts.writeProfile(workspace, profileId, accounts, {
         readId: randomUUID(),
@@ -169,7 +200,8 @@ export class ReconcileService {
         'pozy_sync.accounts.written': written.written,
         'pozy_sync.accounts.removed': written.removed,
       });
-      return { outcome, sentAt };
+      const detail = outcome === 'written' ? `${written.written} accounts written, ${written.removed} removed` : STALE_DETAIL;
+      return { outcome, sentAt, retried, statusCode: 200, detail };
     });
   }
 }

@@ -49,6 +49,7 @@ function setup(failure?: Error, failingForMs = 0) {
     // Traces off: the events' trace contexts are never read.
     {} as Args[5],
     Tracing.off(),
+    { record: async () => undefined } as unknown as Args[7],
   );
   const helpers = { job: { id: '42', attempts: 3 } } as unknown as JobHelpers;
   return { run: () => task.handle({ resource: 'post', id: 'p1' }, helpers), calls, deadLetters, outcomes };

@@ -11,7 +11,8 @@ import { ReconcileService } from './reconcile.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { SpanKind } from '@opentelemetry/api';
 import { PozyEventRepository } from '../events/pozy-event.repository';
-import { linksTo } from '../tracing/trace-context';
+import { activeTraceId, linksTo } from '../tracing/trace-context';
+import { ReconcileReadRepository } from './reconcile-read.repository';
 import { Tracing } from '../tracing/tracing.service';
 
 /** Receive spans a reconcile links to at most: a burst past it is still one read, its first events named. */
@@ -36,6 +37,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     private readonly metrics: MetricsService,
     private readonly events: PozyEventRepository,
     private readonly tracing: Tracing,
+    private readonly reads: ReconcileReadRepository,
   ) {}
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
@@ -85,6 +87,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
         }
       }
       this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'failed' });
+      await this.recordFailure(workspace, key, 'failed', `${(error as Error).message}; the job retries with backoff`);
       throw error;
     }
   }
@@ -108,11 +111,19 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
       firstFailureAt,
     });
     await this.requests.clearFailing(workspace, key);
+    await this.recordFailure(workspace, key, 'dead_lettered', `${reason}: ${error.message} (dead letter ${id})`);
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
     this.logger.warn({
       msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`,
       jobId: helpers.job.id,
       deadLetterId: id,
+    });
+  }
+
+  /** On the resource's timeline; a failure to record it must not hide the job's own failure. */
+  private async recordFailure(workspace: string, key: string, outcome: 'failed' | 'dead_lettered', detail: string): Promise<void> {
+    await this.reads.record(workspace, key, { outcome, detail, traceId: activeTraceId() }).catch((error: unknown) => {
+      this.logger.warn(`${key}: its ${outcome} reconcile was not recorded on its timeline: ${String(error)}`);
     });
   }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReconcileModule } from '../reconcile/reconcile.module';
 import { ChangesModule } from '../changes/changes.module';
 import { BackfillModule } from '../backfill/backfill.module';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
@@ -8,7 +9,7 @@ import { RetentionController } from './retention.controller';
 import { RetentionService } from './retention.service';
 
 @Module({
-  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule, ChangesModule],
+  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule, ChangesModule, ReconcileModule],
   controllers: [RetentionController],
   providers: [RetentionService],
   exports: [RetentionService],

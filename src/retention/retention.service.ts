@@ -10,6 +10,7 @@ import { PozyEventRepository } from '../events/pozy-event.repository';
 import { ChangeRepository } from '../changes/change.repository';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { Tracing } from '../tracing/tracing.service';
+import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
 
 const DAY_MS = 86_400_000;
 
@@ -25,6 +26,8 @@ export interface PruneCounts {
   deadLetters: number;
   /** Permanently failed graphile-worker jobs. */
   failedJobs: number;
+  /** Reconciles recorded on resources' timelines (reconcile_read). */
+  reads: number;
   /** Change-feed entries, against their own window (CHANGE_RETENTION_DAYS). */
   changes: number;
 }
@@ -63,6 +66,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly queue: JobQueueRepository,
     private readonly changes: ChangeRepository,
     private readonly tracing: Tracing,
+    private readonly reads: ReconcileReadRepository,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
@@ -76,6 +80,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       replayRuns: { days: history, prune: (cutoff, limit) => this.replayRuns.pruneBefore(cutoff, limit) },
       deadLetters: { days: history, prune: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit) },
       failedJobs: { days: history, prune: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit) },
+      reads: { days: history, prune: (cutoff, limit) => this.reads.pruneBefore(cutoff, limit) },
       changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit) },
     };
   }
@@ -133,6 +138,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       replayRuns: 0,
       deadLetters: 0,
       failedJobs: 0,
+      reads: 0,
       changes: 0,
     };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
@@ -147,7 +153,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     this.logger.log(
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
-        `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ` +
+        `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ` +
         `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );

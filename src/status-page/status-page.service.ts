@@ -19,6 +19,8 @@ export interface PageDeadLetter {
   kind: string;
   /** The resource (delivery) or the event (ack) the letter is about; null on the public page. */
   subject: string | null;
+  /** The admin path of the resource's timeline (a post's or a profile's), when it has one; null on the public page. */
+  timeline: string | null;
   /** Written by this service from a few templates (what failed, for how long): no data of Pozy's or a subscriber's. */
   reason: string;
   /** What Pozy, a subscriber or the database answered; null on the public page. */
@@ -82,6 +84,7 @@ export class StatusPageService {
         queue: 'delivery' as const,
         kind: l.kind,
         subject: l.resourceKey,
+        timeline: timelinePath(l.workspaceId, l.resourceKey),
         reason: l.reason,
         error: l.error,
         attempts: l.attempts,
@@ -94,6 +97,7 @@ export class StatusPageService {
         queue: 'ack' as const,
         kind: 'event',
         subject: `${l.eventType} ${l.eventId}`,
+        timeline: null,
         reason: 'the database never acknowledged the event',
         error: l.lastError,
         attempts: l.attempts,
@@ -109,7 +113,9 @@ export class StatusPageService {
       eventsPerMinute,
       apiCalls,
       // The letters' own ids stay: the Replay buttons need them, and replaying takes the admin token.
-      deadLetters: letters.slice(0, PAGE_DEAD_LETTERS).map((letter) => (detail === 'full' ? letter : { ...letter, subject: null, error: null })),
+      deadLetters: letters
+        .slice(0, PAGE_DEAD_LETTERS)
+        .map((letter) => (detail === 'full' ? letter : { ...letter, subject: null, timeline: null, error: null })),
     };
   }
 
@@ -124,4 +130,11 @@ export class StatusPageService {
       countingSince: this.countingSince,
     };
   }
+}
+
+/** `post:<id>` and `profile:<id>` have a timeline (an account's is its profile's, which the key does not name). */
+function timelinePath(workspaceId: string, resourceKey: string): string | null {
+  const match = /^(post|profile):([0-9a-f]{24})$/.exec(resourceKey);
+  if (!match) return null;
+  return `/admin/${match[1] === 'post' ? 'posts' : 'profiles'}/${match[2]}/timeline?workspace=${encodeURIComponent(workspaceId)}`;
 }

@@ -168,7 +168,11 @@ function deadLetterRow(letter: PageDeadLetter): Html {
   return html`
     <tr data-dead-letter="${letter.id}">
       <td><span class="tag">${letter.queue}</span> ${letter.kind}</td>
-      <td class="mono">${letter.subject ?? HIDDEN}</td>
+      <td class="mono">${
+        letter.timeline
+          ? html`<a href="${letter.timeline}" data-timeline="${letter.timeline}">${letter.subject ?? HIDDEN}</a>`
+          : (letter.subject ?? HIDDEN)
+      }</td>
       <td>${letter.reason}${letter.error === null ? '' : html`<div class="error-text mono">${letter.error}</div>`}</td>
       <td class="num">${letter.attempts}</td>
       <td>${time(letter.deadAt)}</td>
@@ -195,7 +199,8 @@ function deadLetters(data: StatusPageData): Html {
         <table id="dead-letters">
           <thead><tr><th>Queue, kind</th><th>Resource or event</th><th>Reason and error</th><th class="num">Attempts</th><th>Dead since</th><th>State</th><th></th></tr></thead>
           <tbody>${data.deadLetters.map(deadLetterRow)}</tbody>
-        </table>`;
+        </table>
+        <pre id="timeline-view" class="mono" hidden></pre>`;
   return html`
     <section class="panel" aria-labelledby="dead-letters-title">
       <h2 id="dead-letters-title">Dead letters</h2>
@@ -450,6 +455,30 @@ const SCRIPT = `
         busy -= 1;
         postpone();
       });
+    });
+  });
+
+  // A resource's timeline (GET /admin/.../timeline), with the admin token, shown under the letters.
+  Array.prototype.forEach.call(document.querySelectorAll('a[data-timeline]'), function (link) {
+    link.addEventListener('click', function (event) {
+      event.preventDefault();
+      postpone();
+      var view = document.getElementById('timeline-view');
+      var secret = token();
+      view.hidden = false;
+      if (!secret) { view.textContent = 'admin token needed: paste it above'; return; }
+      busy += 1;
+      view.textContent = 'reading ' + link.textContent + '…';
+      fetch(link.getAttribute('data-timeline'), { headers: { authorization: 'Bearer ' + secret }, credentials: 'omit', cache: 'no-store' })
+        .then(function (response) { return response.json(); })
+        .then(function (body) {
+          if (!body || !body.entries) { view.textContent = (body && body.message) || 'no timeline'; return; }
+          view.textContent = link.textContent + (body.nextCursor ? ' (first ' + body.entries.length + ' entries)' : '') + '\\n' + body.entries.map(function (e) {
+            return e.at + '  ' + e.kind + '  ' + (e.type || e.outcome || e.state || '') + (e.statusCode ? ' ' + e.statusCode : '') + (e.detail ? '  ' + e.detail : '') + (e.traceId ? '  trace ' + e.traceId : '');
+          }).join('\\n');
+        })
+        .catch(function (error) { view.textContent = 'no answer: ' + error.message; })
+        .then(function () { busy -= 1; postpone(); });
     });
   });
 

@@ -22,6 +22,12 @@ export function activeTraceparent(): string | null {
   return span?.isRecording() ? formatTraceparent(span.spanContext()) : null;
 }
 
+/** The active recording span's trace id, or null. */
+export function activeTraceId(): string | null {
+  const span = trace.getActiveSpan();
+  return span?.isRecording() ? span.spanContext().traceId : null;
+}
+
 /** The headers that carry the active span to another service: none outside a recording span. */
 export function traceHeaders(): Record<string, string> {
   const traceparent = activeTraceparent();

@@ -111,6 +111,7 @@ export class EventIngester {
       groups.map((group) => group[0].event),
       this.coalesceWindowMs,
       this.ackTimeoutMs,
+      groups.map((group) => group.length),
     );
     if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
     for (const group of groups) {

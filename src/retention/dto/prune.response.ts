@@ -22,6 +22,9 @@ export class PruneCountsResponse {
   @ApiProperty({ type: 'integer', description: 'Permanently failed graphile-worker jobs.', example: 0 })
   failedJobs!: number;
 
+  @ApiProperty({ type: 'integer', description: "Reconciles recorded on resources' timelines.", example: 900 })
+  reads!: number;
+
   @ApiProperty({ type: 'integer', description: 'Change-feed entries (GET /changes), before `changeCutoff`.', example: 5000 })
   changes!: number;
 }

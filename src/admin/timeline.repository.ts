@@ -1,0 +1,200 @@
+import { Injectable } from '@nestjs/common';
+import { RawBuilder, sql } from 'kysely';
+import { DatabaseService } from '../database/database.service';
+import type { WorkspaceId } from '../common/workspace-id';
+
+/** What a timeline is of: a post, or a profile (its accounts' reads, events, feed entries and notifications). */
+export type TimelineSubject = { type: 'post'; id: string } | { type: 'profile'; id: string };
+
+/** The kinds of entry, in the order they sort at one instant (an event before the read it caused, and so on). */
+export const ENTRY_KINDS = ['event', 'resync', 'reconcile', 'feed', 'notification', 'dead_letter'] as const;
+export type EntryKind = (typeof ENTRY_KINDS)[number];
+
+/** An entry's place in the timeline: its time, its kind's rank, and a key unique within the kind. */
+export interface TimelinePosition {
+  at: Date;
+  rank: number;
+  key: string;
+}
+
+export interface TimelineRow extends TimelinePosition {
+  /** The entry's fields, built by PostgreSQL. */
+  entry: Record<string, unknown>;
+}
+
+/** A notification's attempts shown at most (the rest are counted by `attempts`). */
+const MAX_ATTEMPTS_SHOWN = 20;
+
+const rank = (kind: EntryKind) => ENTRY_KINDS.indexOf(kind);
+/** A reconcile_read row is a resync (asked for) or a reconcile (done). */
+const readRank = (outcome: unknown) => sql<number>`CASE WHEN ${outcome} = 'resync' THEN ${rank('resync')} ELSE ${rank('reconcile')} END`;
+const iso = (column: unknown) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/** The trace id of a stored W3C traceparent (`00-<trace id>-<span id>-<flags>`). */
+const traceIdOf = (traceParent: unknown) => sql<string | null>`split_part(${traceParent}, '-', 2)`;
+
+/**
+ * A resource's timeline, read only, across the tables that tell it: its events (pozy_event), each reconcile and
+ * resync (reconcile_read), its feed entries (change), its notifications with their attempts (notification,
+ * notification_attempt) and its dead letters. One statement: each table's rows after the cursor, by its
+ * resource index, `limit + 1` of them, merged in time order. A page costs what the resource holds, never the tables'
+ * size.
+ */
+@Injectable()
+export class TimelineRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  async page(workspaceId: WorkspaceId, subject: TimelineSubject, after: TimelinePosition | null, limit: number): Promise<TimelineRow[]> {
+    const db = this.database.db;
+    const key = `${subject.type}:${subject.id}`;
+    const n = limit + 1;
+    // Row comparison: strictly after the cursor's entry, in (at, rank, key) order.
+    const past = (at: unknown, kind: EntryKind | RawBuilder<number>, k: unknown) => {
+      const r = typeof kind === 'string' ? sql<number>`${rank(kind)}` : kind;
+      return after
+        ? sql<boolean>`(${at}, ${r}::int, ${k}::text) > (${after.at}::timestamptz, ${after.rank}::int, ${after.key}::text)`
+        : sql<boolean>`true`;
+    };
+    const since = (at: unknown) => (after ? sql<boolean>`${at} >= ${after.at}::timestamptz` : sql<boolean>`true`);
+    // A profile's feed entries and notifications are its accounts'.
+    const accountKeys = db
+      .selectFrom('account')
+      .select(sql<string>`'account:' || id`.as('k'))
+      .where('workspace_id', '=', workspaceId)
+      .where('profile_id', '=', subject.id);
+    const accountIds = db.selectFrom('account').select('id').where('workspace_id', '=', workspaceId).where('profile_id', '=', subject.id);
+
+    const events = db
+      .selectFrom('pozy_event as e')
+      .select((eb) => [
+        eb.ref('e.received_at').as('at'),
+        sql<number>`${rank('event')}`.as('rank'),
+        eb.ref('e.id').as('key'),
+        sql<
+          Record<string, unknown>
+        >`jsonb_build_object('eventId', ${eb.ref('e.id')}, 'type', ${eb.ref('e.type')}, 'timestamp', ${iso(eb.ref('e.timestamp'))},
+          'attempt', ${eb.ref('e.attempt')}, 'deliveryId', ${eb.ref('e.delivery_id')}, 'copies', ${eb.ref('e.copies')},
+          'duplicates', ${eb.ref('e.copies')} - 1, 'recoveredBy', ${eb.ref('e.recovered_by')}, 'account', ${eb.ref('e.payload')}->'account'->>'accountId',
+          'traceId', ${traceIdOf(eb.ref('e.trace_parent'))})`.as('entry'),
+      ])
+      .where('e.workspace_id', '=', workspaceId)
+      .where('e.resource_type', '=', subject.type)
+      .where('e.resource_id', '=', subject.id)
+      .where((eb) => past(eb.ref('e.received_at'), 'event', eb.ref('e.id')))
+      .orderBy('e.received_at')
+      .orderBy('e.id')
+      .limit(n);
+
+    const reads = db
+      .selectFrom('reconcile_read as r')
+      .select((eb) => [
+        eb.ref('r.at').as('at'),
+        readRank(eb.ref('r.outcome')).as('rank'),
+        sql<string>`lpad(${eb.ref('r.id')}::text, 20, '0')`.as('key'),
+        sql<
+          Record<string, unknown>
+        >`jsonb_build_object('outcome', ${eb.ref('r.outcome')}, 'lane', ${eb.ref('r.lane')}, 'statusCode', ${eb.ref('r.status_code')}, 'retried', to_jsonb(${eb.ref('r.retried')}),
+          'sentAt', ${iso(eb.ref('r.sent_at'))}, 'detail', ${eb.ref('r.detail')}, 'traceId', ${eb.ref('r.trace_id')})`.as('entry'),
+      ])
+      .where('r.workspace_id', '=', workspaceId)
+      .where('r.resource_key', '=', key)
+      .where((eb) => since(eb.ref('r.at')))
+      .where((eb) => past(eb.ref('r.at'), readRank(eb.ref('r.outcome')), sql`lpad(${eb.ref('r.id')}::text, 20, '0')`))
+      .orderBy('r.at')
+      .orderBy('r.id')
+      .limit(n);
+
+    const feed = db
+      .selectFrom('change as c')
+      .select((eb) => [
+        eb.ref('c.changed_at').as('at'),
+        sql<number>`${rank('feed')}`.as('rank'),
+        sql<string>`lpad(${eb.ref('c.id')}::text, 20, '0')`.as('key'),
+        sql<
+          Record<string, unknown>
+        >`jsonb_build_object('type', ${eb.ref('c.type')}, 'resourceId', ${eb.ref('c.resource_id')}, 'sequence', ${eb.ref('c.sequence')},
+          'position', ${eb.ref('c.position')}::text)`.as('entry'),
+      ])
+      .where('c.workspace_id', '=', workspaceId)
+      .where((eb) =>
+        subject.type === 'post'
+          ? eb.and([eb('c.resource_id', '=', subject.id), eb('c.type', 'like', 'post.%')])
+          : eb.and([eb('c.resource_id', 'in', accountIds), eb('c.type', 'like', 'account.%')]),
+      )
+      .where((eb) => past(eb.ref('c.changed_at'), 'feed', sql`lpad(${eb.ref('c.id')}::text, 20, '0')`))
+      .orderBy('c.changed_at')
+      .orderBy('c.id')
+      .limit(n);
+
+    const notifications = db
+      .selectFrom('notification as m')
+      .select((eb) => [
+        eb.ref('m.created_at').as('at'),
+        sql<number>`${rank('notification')}`.as('rank'),
+        eb.ref('m.id').as('key'),
+        sql<Record<string, unknown>>`jsonb_build_object('notificationId', ${eb.ref('m.id')}, 'subscriptionId', ${eb.ref('m.subscription_id')},
+          'type', ${eb.ref('m.type')}, 'resourceKey', ${eb.ref('m.resource_key')}, 'sequence', ${eb.ref('m.sequence')}, 'state', ${eb.ref('m.state')},
+          'attempts', ${eb.ref('m.attempts')}, 'deliveredAt', ${iso(eb.ref('m.delivered_at'))}, 'traceId', ${traceIdOf(eb.ref('m.trace_parent'))},
+          'attemptHistory', coalesce((${eb
+            .selectFrom('notification_attempt as a')
+            .select(
+              sql`jsonb_agg(jsonb_build_object('at', ${iso(sql.ref('a.attempted_at'))}, 'statusCode', a.status_code, 'outcome', a.outcome,
+                'durationMs', a.duration_ms, 'error', a.error, 'replay', a.replay) ORDER BY a.attempted_at, a.id)`.as('list'),
+            )
+            .where('a.id', 'in', (eb) =>
+              eb
+                .selectFrom('notification_attempt as b')
+                .select('b.id')
+                .whereRef('b.notification_id', '=', 'm.id')
+                .orderBy('b.attempted_at')
+                .orderBy('b.id')
+                .limit(MAX_ATTEMPTS_SHOWN),
+            )}), '[]'::jsonb))`.as('entry'),
+      ])
+      .where('m.workspace_id', '=', workspaceId)
+      .where((eb) => (subject.type === 'post' ? eb('m.resource_key', '=', key) : eb('m.resource_key', 'in', accountKeys)))
+      .where((eb) => past(eb.ref('m.created_at'), 'notification', eb.ref('m.id')))
+      .orderBy('m.created_at')
+      .orderBy('m.id')
+      .limit(n);
+
+    const letters = db
+      .selectFrom('dead_letter as d')
+      .select((eb) => [
+        eb.ref('d.created_at').as('at'),
+        sql<number>`${rank('dead_letter')}`.as('rank'),
+        sql<string>`${eb.ref('d.id')}::text`.as('key'),
+        sql<
+          Record<string, unknown>
+        >`jsonb_build_object('deadLetterId', ${eb.ref('d.id')}, 'letterKind', ${eb.ref('d.kind')}, 'resourceKey', ${eb.ref('d.resource_key')},
+          'reason', ${eb.ref('d.reason')}, 'error', ${eb.ref('d.error')}, 'attempts', ${eb.ref('d.attempts')}, 'replayedAt', ${iso(eb.ref('d.replayed_at'))},
+          'resolution', ${eb.ref('d.resolution')})`.as('entry'),
+      ])
+      .where('d.workspace_id', '=', workspaceId)
+      .where((eb) =>
+        subject.type === 'post' ? eb('d.resource_key', '=', key) : eb.or([eb('d.resource_key', '=', key), eb('d.resource_key', 'in', accountKeys)]),
+      )
+      .where((eb) => past(eb.ref('d.created_at'), 'dead_letter', sql`${eb.ref('d.id')}::text`))
+      .orderBy('d.created_at')
+      .orderBy('d.id')
+      .limit(n);
+
+    const merged = await db
+      .selectFrom(
+        db
+          .selectFrom(events.as('events'))
+          .selectAll()
+          .unionAll(db.selectFrom(reads.as('reads')).selectAll())
+          .unionAll(db.selectFrom(feed.as('feed')).selectAll())
+          .unionAll(db.selectFrom(notifications.as('notifications')).selectAll())
+          .unionAll(db.selectFrom(letters.as('letters')).selectAll())
+          .as('t'),
+      )
+      .selectAll()
+      .orderBy('at')
+      .orderBy('rank')
+      .orderBy('key')
+      .limit(n)
+      .execute();
+    return merged.map((row) => ({ at: row.at, rank: Number(row.rank), key: row.key, entry: row.entry }));
+  }
+}
