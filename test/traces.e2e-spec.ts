@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AddressInfo, createServer, Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { BackfillService } from '../src/backfill/backfill.service';
 import { RetentionService } from '../src/retention/retention.service';
@@ -272,6 +273,28 @@ describe('traces: one delivery followed across the replicas, to the subscriber',
     expect(children(backfillRun, 'backfill page').length).toBeGreaterThan(0);
     expect(children(retentionRun, 'retention events')).toHaveLength(1);
     expect(new Set([sweepRun.traceId, backfillRun.traceId, retentionRun.traceId]).size).toBe(3);
+  });
+
+  it('answers deliveries while the collector hangs, and does not let it hold the shutdown', async () => {
+    // Accepts connections and never answers: the exporter's own timeout (10 s) would hold the shutdown that long.
+    const sockets = new Set<Socket>();
+    const hanging = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const service = await startService(db.url, {
+      ROLE: 'api',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '10',
+    });
+    try {
+      expect((await deliver(service.baseUrl, postEvent('p-hanging', 'post.scheduled'))).status).toBe(200);
+      await waitFor('an export begun', async () => (sockets.size > 0 ? true : undefined));
+      const closed = service.close().then(() => 'closed');
+      const deadline = new Promise((resolve) => setTimeout(() => resolve('still closing after 8 s'), 8_000).unref());
+      expect(await Promise.race([closed, deadline])).toBe('closed');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
   });
 
   it('exports as JSON where asked, as protobuf by default, to the configured endpoint, saying who it is', async () => {

@@ -15,6 +15,9 @@ export interface SpanOptions {
   root?: boolean;
 }
 
+/** The most a shutdown waits for the last spans to reach the collector. */
+const SHUTDOWN_EXPORT_MS = 2_000;
+
 /** What `span` hands its function when tracing is off: records nothing, costs nothing. */
 const NOT_RECORDING: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
@@ -78,7 +81,16 @@ export class Tracing implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (!this.handle) return;
     // The last batch goes out before the process ends; a collector that is down must not hold the shutdown.
-    await this.handle?.shutdown().catch((error: unknown) => this.logger.warn(`Spans not exported at shutdown: ${String(error)}`));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(
+        () => resolve(this.logger.warn(`Spans not exported within ${SHUTDOWN_EXPORT_MS} ms at shutdown: dropped`)),
+        SHUTDOWN_EXPORT_MS,
+      );
+    });
+    const exported = this.handle.shutdown().catch((error: unknown) => this.logger.warn(`Spans not exported at shutdown: ${String(error)}`));
+    await Promise.race([exported, late]).finally(() => clearTimeout(timer));
   }
 }
