@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { RawBuilder, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import type { WorkspaceId } from '../common/workspace-id';
+import { isoText } from '../notifications/notification-expressions';
 
 /** What a timeline is of: a post, or a profile (its accounts' reads, events, feed entries and notifications). */
 export type TimelineSubject = { type: 'post'; id: string } | { type: 'profile'; id: string };
@@ -28,7 +29,6 @@ const MAX_ATTEMPTS_SHOWN = 20;
 const rank = (kind: EntryKind) => ENTRY_KINDS.indexOf(kind);
 /** A reconcile_read row is a resync (asked for) or a reconcile (done). */
 const readRank = (outcome: unknown) => sql<number>`CASE WHEN ${outcome} = 'resync' THEN ${rank('resync')} ELSE ${rank('reconcile')} END`;
-const iso = (column: unknown) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 /** The trace id of a stored W3C traceparent (`00-<trace id>-<span id>-<flags>`). */
 const traceIdOf = (traceParent: unknown) => sql<string | null>`split_part(${traceParent}, '-', 2)`;
 
@@ -71,7 +71,7 @@ export class TimelineRepository {
         eb.ref('e.id').as('key'),
         sql<
           Record<string, unknown>
-        >`jsonb_build_object('eventId', ${eb.ref('e.id')}, 'type', ${eb.ref('e.type')}, 'timestamp', ${iso(eb.ref('e.timestamp'))},
+        >`jsonb_build_object('eventId', ${eb.ref('e.id')}, 'type', ${eb.ref('e.type')}, 'timestamp', ${isoText(eb.ref('e.timestamp'))},
           'attempt', ${eb.ref('e.attempt')}, 'deliveryId', ${eb.ref('e.delivery_id')}, 'copies', ${eb.ref('e.copies')},
           'duplicates', ${eb.ref('e.copies')} - 1, 'recoveredBy', ${eb.ref('e.recovered_by')}, 'account', ${eb.ref('e.payload')}->'account'->>'accountId',
           'traceId', ${traceIdOf(eb.ref('e.trace_parent'))})`.as('entry'),
@@ -93,7 +93,7 @@ export class TimelineRepository {
         sql<
           Record<string, unknown>
         >`jsonb_build_object('outcome', ${eb.ref('r.outcome')}, 'lane', ${eb.ref('r.lane')}, 'statusCode', ${eb.ref('r.status_code')}, 'retried', to_jsonb(${eb.ref('r.retried')}),
-          'sentAt', ${iso(eb.ref('r.sent_at'))}, 'detail', ${eb.ref('r.detail')}, 'traceId', ${eb.ref('r.trace_id')})`.as('entry'),
+          'sentAt', ${isoText(eb.ref('r.sent_at'))}, 'detail', ${eb.ref('r.detail')}, 'traceId', ${eb.ref('r.trace_id')})`.as('entry'),
       ])
       .where('r.workspace_id', '=', workspaceId)
       .where('r.resource_key', '=', key)
@@ -133,12 +133,13 @@ export class TimelineRepository {
         eb.ref('m.id').as('key'),
         sql<Record<string, unknown>>`jsonb_build_object('notificationId', ${eb.ref('m.id')}, 'subscriptionId', ${eb.ref('m.subscription_id')},
           'type', ${eb.ref('m.type')}, 'resourceKey', ${eb.ref('m.resource_key')}, 'sequence', ${eb.ref('m.sequence')}, 'state', ${eb.ref('m.state')},
-          'attempts', ${eb.ref('m.attempts')}, 'deliveredAt', ${iso(eb.ref('m.delivered_at'))}, 'traceId', ${traceIdOf(eb.ref('m.trace_parent'))},
+          'attempts', ${eb.ref('m.attempts')}, 'deliveredAt', ${isoText(eb.ref('m.delivered_at'))}, 'traceId', ${traceIdOf(eb.ref('m.trace_parent'))},
           'attemptHistory', coalesce((${eb
             .selectFrom('notification_attempt as a')
-            .select(
-              sql`jsonb_agg(jsonb_build_object('at', ${iso(sql.ref('a.attempted_at'))}, 'statusCode', a.status_code, 'outcome', a.outcome,
-                'durationMs', a.duration_ms, 'error', a.error, 'replay', a.replay) ORDER BY a.attempted_at, a.id)`.as('list'),
+            .select((eb) =>
+              sql`jsonb_agg(jsonb_build_object('at', ${isoText(eb.ref('a.attempted_at'))}, 'statusCode', ${eb.ref('a.status_code')},
+                'outcome', ${eb.ref('a.outcome')}, 'durationMs', ${eb.ref('a.duration_ms')}, 'error', ${eb.ref('a.error')}, 'replay', ${eb.ref('a.replay')})
+                ORDER BY ${eb.ref('a.attempted_at')}, ${eb.ref('a.id')})`.as('list'),
             )
             .where('a.id', 'in', (eb) =>
               eb
@@ -166,7 +167,7 @@ export class TimelineRepository {
         sql<
           Record<string, unknown>
         >`jsonb_build_object('deadLetterId', ${eb.ref('d.id')}, 'letterKind', ${eb.ref('d.kind')}, 'resourceKey', ${eb.ref('d.resource_key')},
-          'reason', ${eb.ref('d.reason')}, 'error', ${eb.ref('d.error')}, 'attempts', ${eb.ref('d.attempts')}, 'replayedAt', ${iso(eb.ref('d.replayed_at'))},
+          'reason', ${eb.ref('d.reason')}, 'error', ${eb.ref('d.error')}, 'attempts', ${eb.ref('d.attempts')}, 'replayedAt', ${isoText(eb.ref('d.replayed_at'))},
           'resolution', ${eb.ref('d.resolution')})`.as('entry'),
       ])
       .where('d.workspace_id', '=', workspaceId)
