@@ -136,6 +136,8 @@ describe('traces: one delivery followed across the replicas, to the subscriber',
     expect(received.resource).toMatchObject({ 'service.name': 'pozy-sync-api' });
 
     const notify = await span('the notification span', (s) => s.traceId === received.traceId && s.name === 'notify post.changed');
+    // A span is exported when it ends: the reconcile's may end after the notification it caused was delivered.
+    await span('the reconcile span', (s) => s.traceId === received.traceId && s.name === 'reconcile post');
     const trace = collector.receiver.trace(received.traceId);
     const one = (name: string) => {
       const found = trace.filter((s) => s.name === name);
@@ -246,7 +248,7 @@ describe('traces: one delivery followed across the replicas, to the subscriber',
     expect(limited.every((e) => Number(e.attributes['pozy_sync.retry_after_ms']) > 0)).toBe(true);
     // Every attempt took from the budget, each wait its own span under its request.
     const waits = trace.filter((s) => s.name === 'pozy.budget.wait');
-    expect(waits.length).toBeGreaterThan(requests.length);
+    expect(waits.length).toBeGreaterThanOrEqual(requests.length);
     expect(waits.every((w) => requests.some((r) => r.spanId === w.parentSpanId))).toBe(true);
   });
 
