@@ -165,7 +165,12 @@ describe('traces: one delivery followed across the replicas, to the subscriber',
     expect(trace.find((s) => s.name === 'pozy.budget.wait')?.parentSpanId).toBe(request.spanId);
     expect(write).toMatchObject({
       parentSpanId: reconcile.spanId,
-      attributes: { 'pozy_sync.write.outcome': 'written', 'pozy_sync.write.changed': true },
+      attributes: {
+        'pozy_sync.write.outcome': 'written',
+        'pozy_sync.write.changed': true,
+        'pozy_sync.feed.entries': 1,
+        'pozy_sync.notifications.queued': 1,
+      },
     });
     expect(notify).toMatchObject({
       kind: SPAN_KIND.producer,

@@ -139,9 +139,15 @@ export class ReconcileService {
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
     if (answer.found) {
       const outcome = await this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'upsert' } }, async (span) => {
-        const { outcome } = await this.posts.write(workspace, answer.post, read);
-        // `stale`: the guard kept a newer version the mirror already held.
-        span.setAttributes({ 'pozy_sync.write.outcome': outcome, 'pozy_sync.write.changed': outcome === 'written' });
+        const { outcome, changed, notified } = await this.posts.write(workspace, answer.post, read);
+        // `stale`: the guard kept a newer version the mirror already held. Written but unchanged: a re-read of the
+        // same version (no feed entry, no notification).
+        span.setAttributes({
+          'pozy_sync.write.outcome': outcome,
+          'pozy_sync.write.changed': changed > 0,
+          'pozy_sync.feed.entries': changed,
+          'pozy_sync.notifications.queued': notified,
+        });
         return outcome;
       });
       return { outcome, sentAt, retried, statusCode: 200, detail: outcome === 'stale' ? STALE_DETAIL : undefined };
