@@ -20,6 +20,7 @@ const none: PruneCounts = {
   deadLetters: 0,
   failedJobs: 0,
   reads: 0,
+  opsEvents: 0,
   changes: 0,
 };
 

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { OpsEvents } from './ops-events.service';
+import { isOpsEventType } from './notification-types';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Tracing } from '../tracing/tracing.service';
 import { hostname } from 'node:os';
@@ -51,6 +53,7 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     private readonly metrics: MetricsService,
     private readonly subscriptions: SubscriptionRepository,
     private readonly tracing: Tracing,
+    private readonly ops: OpsEvents,
   ) {
     this.batchSize = config.notify.concurrency * 2;
     // Outlives the longest batch (two rounds of timed-out attempts), so a live worker never loses its lease.
@@ -116,8 +119,15 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
           quietGapMs: 2 * (this.config.notify.retryMaxMs + this.config.notify.timeoutMs) + POLL_MS,
         });
         records.forEach((record, index) => this.count(lease, record, due[index]));
+        await this.tellOps(lease, records, due);
         if (health.pausedAt) {
           this.logger.warn(`Subscription ${lease.id} paused: every attempt failed for over ${this.config.notify.pauseAfterMs} ms`);
+          await this.ops.emit({
+            type: 'ops.subscriber.paused',
+            key: `subscriber.paused:${lease.id}:${health.pausedAt.toISOString()}`,
+            workspaceId: null,
+            data: { subscriptionId: lease.id, pausedAt: health.pausedAt.toISOString(), pauseAfterMs: this.config.notify.pauseAfterMs },
+          });
           break;
         }
         if (!health.leaseHeld) break;
@@ -194,6 +204,21 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
     const delay = Math.max(bound / 2 + Math.random() * (bound / 2), Math.min(result.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
     const next = Math.min(Date.now() + delay, deadLetterAt + 1);
     return { ...failure, outcome: 'retry', nextAttemptAt: new Date(next), reason: null };
+  }
+
+  /** Each notification given up on, as an operational event; one that was itself an ops event is not told of again. */
+  private async tellOps(lease: Lease, records: AttemptRecord[], due: DueNotification[]): Promise<void> {
+    for (const [index, record] of records.entries()) {
+      const notification = due[index];
+      if (record.outcome !== 'dead' || isOpsEventType(notification.type)) continue;
+      await this.ops.emit({
+        type: 'ops.dead_letter.added',
+        // One attempt ends a notification at a time (its lease): the attempt names the occurrence.
+        key: `dead_letter.added:${record.id}:${record.attemptedAt.toISOString()}`,
+        workspaceId: notification.workspaceId,
+        data: { kind: 'notification', notificationId: record.id, subscriptionId: lease.id, resourceKey: notification.resourceKey, reason: record.reason },
+      });
+    }
   }
 
   private count(lease: Lease, record: AttemptRecord, notification: DueNotification): void {

@@ -97,6 +97,7 @@ async function deliver(
     metrics as unknown as Args[4],
     { signingSecrets } as unknown as Args[5],
     Tracing.off(),
+    { emit: async () => undefined } as unknown as Args[7],
   );
   deliverer.onApplicationBootstrap();
   try {

@@ -11,6 +11,8 @@ import { HostResolver, SubscriberAddressGuard } from './subscriber-address-guard
 import { SubscriptionRepository } from './subscription.repository';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
+import { OpsEventRepository } from './ops-event.repository';
+import { OpsEvents } from './ops-events.service';
 
 /**
  * Change notifications: subscriptions, the outbox the mirror writes fill (mirror/change-notifications.ts), the delivery worker, and
@@ -30,7 +32,17 @@ import { SubscriptionsService } from './subscriptions.service';
     SecretsAtRest,
     HostResolver,
     SubscriberAddressGuard,
+    OpsEventRepository,
+    OpsEvents,
   ],
-  exports: [NotificationSignal, NotificationReplayService, NotificationDeliverer, SubscriptionRepository, NotificationHistoryRepository],
+  exports: [
+    NotificationSignal,
+    NotificationReplayService,
+    NotificationDeliverer,
+    SubscriptionRepository,
+    NotificationHistoryRepository,
+    OpsEvents,
+    OpsEventRepository,
+  ],
 })
 export class NotificationsModule {}

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { OpsEvents } from './ops-events.service';
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { CreateSubscriptionDto, DEFAULT_OVERLAP_HOURS, RotateSecretDto, UpdateSubscriptionDto } from './dto/subscription.dto';
@@ -14,6 +15,7 @@ export class SubscriptionsService {
     private readonly repository: SubscriptionRepository,
     private readonly signal: NotificationSignal,
     private readonly guard: SubscriberAddressGuard,
+    private readonly ops: OpsEvents,
   ) {}
 
   /** Answers the secret this once: it is never shown again. */
@@ -77,9 +79,19 @@ export class SubscriptionsService {
   }
 
   async resume(id: string): Promise<Subscription> {
-    if (!(await this.repository.resume(id))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    const before = await this.repository.get(id);
+    if (!before || !(await this.repository.resume(id))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
     this.logger.log(`Subscription ${id} resumed`);
     this.signal.queued(1);
+    const { pausedAt } = before.health;
+    if (pausedAt) {
+      await this.ops.emit({
+        type: 'ops.subscriber.recovered',
+        key: `subscriber.recovered:${id}:${pausedAt.toISOString()}`,
+        workspaceId: null,
+        data: { subscriptionId: id, pausedAt: pausedAt.toISOString(), resumedBy: 'operator' },
+      });
+    }
     return this.get(id);
   }
 }

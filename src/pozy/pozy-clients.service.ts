@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Tracing } from '../tracing/tracing.service';
+import { OpsEvents } from '../notifications/ops-events.service';
 import { Pool } from 'undici';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
@@ -55,6 +56,7 @@ export class PozyClients implements OnApplicationShutdown {
     private readonly repository: BudgetRepository,
     private readonly clock: PozyClock,
     private readonly tracing: Tracing,
+    private readonly ops: OpsEvents,
   ) {}
 
   /** The environment's workspace (POZY_API_KEY at POZY_API_URL, POZY_RATE_LIMIT_PER_MINUTE). */
@@ -126,6 +128,13 @@ export class PozyClients implements OnApplicationShutdown {
           name: apiKey === pozy.apiKey ? undefined : keyId,
           waited: (lane, ms) => this.metrics.budgetWait.observe({ lane }, ms / 1000),
           paused: () => this.metrics.budgetPauses.inc(),
+          stormBegan: ({ keyId: id, at, pausedForMs, why }) =>
+            void this.ops.emit({
+              type: 'ops.budget.paused',
+              key: `budget.paused:${id}:${at}`,
+              workspaceId: null,
+              data: { keyId: id, pausedAt: new Date(at).toISOString(), pausedForMs, why },
+            }),
         },
       );
       this.budgets.set(keyId, budget);

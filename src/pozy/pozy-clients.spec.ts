@@ -10,7 +10,7 @@ import { PozyClock } from './pozy-clock.service';
 const config = AppConfig.fromEnvironment({ POZY_API_KEY: 'sk_env', POZY_API_URL: 'https://api.pozy.test', POZY_RATE_LIMIT_PER_MINUTE: '600' });
 const metrics = new MetricsService();
 const clock = new PozyClock(config, metrics);
-const makeClients = () => new PozyClients(config, metrics, {} as BudgetRepository, clock, Tracing.off());
+const makeClients = () => new PozyClients(config, metrics, {} as BudgetRepository, clock, Tracing.off(), { emit: async () => undefined } as never);
 const ws = (id: string, apiKey: string, extra: Partial<PozyWorkspaceAccess> = {}): PozyWorkspaceAccess => ({
   id,
   apiKey,

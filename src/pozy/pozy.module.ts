@@ -1,3 +1,4 @@
+import { NotificationsModule } from '../notifications/notifications.module';
 import { Module } from '@nestjs/common';
 import { BudgetRepository } from './budget/budget.repository';
 import { PozyBudget } from './budget/pozy-budget.service';
@@ -6,6 +7,8 @@ import { PozyClients } from './pozy-clients.service';
 import { PozyClock } from './pozy-clock.service';
 
 @Module({
+  // Operational events: a storm of 429s is told of (ops.budget.paused).
+  imports: [NotificationsModule],
   providers: [
     BudgetRepository,
     PozyClock,

@@ -1,3 +1,4 @@
+import { NotificationsModule } from '../notifications/notifications.module';
 import { ReconcileReadRepository } from './reconcile-read.repository';
 import { Module } from '@nestjs/common';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
@@ -11,7 +12,7 @@ import { ReconcileService } from './reconcile.service';
 import { ReconcileTask } from './reconcile.task';
 
 @Module({
-  imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule, PozyEventModule],
+  imports: [PozyModule, PostsModule, AccountsModule, DeadLettersModule, PozyEventModule, NotificationsModule],
   providers: [ReconcileTask, ReconcileService, ReconcileDispatcher, ReconcileRequestRepository, ReconcileReadRepository],
   exports: [ReconcileDispatcher, ReconcileService, ReconcileRequestRepository, ReconcileReadRepository],
 })

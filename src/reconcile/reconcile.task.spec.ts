@@ -50,6 +50,7 @@ function setup(failure?: Error, failingForMs = 0) {
     {} as Args[5],
     Tracing.off(),
     { record: async () => undefined } as unknown as Args[7],
+    { emit: async () => undefined } as unknown as Args[8],
   );
   const helpers = { job: { id: '42', attempts: 3 } } as unknown as JobHelpers;
   return { run: () => task.handle({ resource: 'post', id: 'p1' }, helpers), calls, deadLetters, outcomes };

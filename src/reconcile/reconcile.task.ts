@@ -13,6 +13,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { PozyEventRepository } from '../events/pozy-event.repository';
 import { activeTraceId, linksTo } from '../tracing/trace-context';
 import { ReconcileReadRepository } from './reconcile-read.repository';
+import { OpsEvents } from '../notifications/ops-events.service';
 import { Tracing } from '../tracing/tracing.service';
 
 /** Receive spans a reconcile links to at most: a burst past it is still one read, its first events named. */
@@ -38,6 +39,7 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     private readonly events: PozyEventRepository,
     private readonly tracing: Tracing,
     private readonly reads: ReconcileReadRepository,
+    private readonly ops: OpsEvents,
   ) {}
 
   async handle(payload: ReconcilePayload, helpers: JobHelpers): Promise<void> {
@@ -112,6 +114,12 @@ export class ReconcileTask implements JobHandler<'reconcile'> {
     });
     await this.requests.clearFailing(workspace, key);
     await this.recordFailure(workspace, key, 'dead_lettered', `${reason}: ${error.message} (dead letter ${id})`);
+    await this.ops.emit({
+      type: 'ops.dead_letter.added',
+      key: `dead_letter.added:${id}`,
+      workspaceId: workspace,
+      data: { kind: 'reconcile', deadLetterId: id, resourceKey: key, reason },
+    });
     this.metrics.reconcileJobs.inc({ resource: payload.resource, outcome: 'dead_lettered' });
     this.logger.warn({
       msg: `${key}: moved to the delivery dead-letter queue as ${id} (${reason}: ${error.message})`,

@@ -11,6 +11,7 @@ import { ChangeRepository } from '../changes/change.repository';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { Tracing } from '../tracing/tracing.service';
 import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
+import { OpsEventRepository } from '../notifications/ops-event.repository';
 
 const DAY_MS = 86_400_000;
 
@@ -28,6 +29,8 @@ export interface PruneCounts {
   failedJobs: number;
   /** Reconciles recorded on resources' timelines (reconcile_read). */
   reads: number;
+  /** Operational events told of (ops_event; their notifications are pruned with the others). */
+  opsEvents: number;
   /** Change-feed entries, against their own window (CHANGE_RETENTION_DAYS). */
   changes: number;
 }
@@ -67,6 +70,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly changes: ChangeRepository,
     private readonly tracing: Tracing,
     private readonly reads: ReconcileReadRepository,
+    private readonly opsEvents: OpsEventRepository,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
@@ -81,6 +85,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       deadLetters: { days: history, prune: (cutoff, limit) => this.deadLetters.pruneBefore(cutoff, limit) },
       failedJobs: { days: history, prune: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit) },
       reads: { days: history, prune: (cutoff, limit) => this.reads.pruneBefore(cutoff, limit) },
+      opsEvents: { days: history, prune: (cutoff, limit) => this.opsEvents.pruneBefore(cutoff, limit) },
       changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit) },
     };
   }
@@ -139,6 +144,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       deadLetters: 0,
       failedJobs: 0,
       reads: 0,
+      opsEvents: 0,
       changes: 0,
     };
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
@@ -153,7 +159,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     this.logger.log(
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
-        `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ` +
+        `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ${deleted.opsEvents} operational events, ` +
         `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );

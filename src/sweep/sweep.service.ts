@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { OpsEvents } from '../notifications/ops-events.service';
 import { hostname } from 'node:os';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
@@ -79,6 +80,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly jobs: LockedSchedule,
     private readonly config: AppConfig,
     private readonly workspaces: WorkspaceRegistry,
+    private readonly ops: OpsEvents,
   ) {
     // A workspace paused or being removed stops its run at the next checkpoint, on the replica running it.
     workspaces.onChange((ids) => {
@@ -290,6 +292,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   private async execute(workspace: MirroredWorkspace, run: SweepRun, stop: AbortSignal): Promise<void> {
     try {
       await this.runner.execute(run, this.owner, stop, workspace.client);
+      if (run.kind === 'import') await this.tellImport(workspace.id, run, 'succeeded', null);
     } catch (error) {
       if (error instanceof StopRequested) {
         await this.runs.release(run.id, this.owner).catch(() => undefined);
@@ -306,7 +309,20 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       const message = error instanceof PozyProtocolError ? error.message : `${(error as Error).name}: ${(error as Error).message}`;
       this.logger.error(`${kindName(run.kind)} ${run.id} of ${workspace.id} failed: ${message}`);
       await this.runs.finish(run.id, this.owner, 'failed', message).catch(() => undefined);
+      if (run.kind === 'import') await this.tellImport(workspace.id, run, 'failed', message);
     }
+  }
+
+  /** An import's end, as an operational event (its run id names it: one import ends once). */
+  private async tellImport(workspaceId: string, run: SweepRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
+    const done = status === 'succeeded' ? await this.runs.get(run.id) : undefined;
+    await this.ops.emit({
+      type: status === 'succeeded' ? 'ops.import.succeeded' : 'ops.import.failed',
+      // A failed import is tried again from its checkpoint: each failure is an occurrence of its own.
+      key: status === 'succeeded' ? `import.succeeded:${run.id}` : `import.failed:${run.id}:${Date.now()}`,
+      workspaceId,
+      data: { runId: run.id, error, ...(done ? { posts: done.posts, accounts: done.accounts, pagesRead: done.pagesRead } : {}) },
+    });
   }
 }
 

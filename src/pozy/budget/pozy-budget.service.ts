@@ -99,7 +99,15 @@ export interface BudgetOptions {
   /** Told how long each granted caller waited, and of each pause. */
   waited?(lane: Lane, ms: number): void;
   paused?(): void;
+  /**
+   * Told once per storm of 429s, as the first pause of it begins: a pause that begins within STORM_GAP_MS of the
+   * last one's end continues the storm. `at` is the shared budget's clock, the same on every replica.
+   */
+  stormBegan?(storm: { keyId: string; at: number; pausedForMs: number; why: string }): void;
 }
+
+/** Pauses this close to each other are one storm of 429s: told of once. */
+export const STORM_GAP_MS = 60_000;
 
 /**
  * This process's side of one Pozy API key's budget (the deployment's for that key, whatever the workspaces using
@@ -266,8 +274,11 @@ export class PozyBudget implements OnApplicationShutdown {
   async pause(ms: number, why: string): Promise<void> {
     for (let conflict = 0; conflict < MAX_CONFLICTS; conflict += 1) {
       const stored = await this.repository.read(this.keyId);
+      const lastPauseEnds = cappedPause(stored.state, stored.now, this.settings);
       if (await this.repository.write(this.keyId, pauseFor(stored.state, ms, stored.now, this.settings), stored.version)) {
         const pausedFor = Math.min(ms, this.settings.maxPauseMs);
+        // The write compared versions: of replicas pausing at once, one starts the storm, the others see it begun.
+        if (lastPauseEnds + STORM_GAP_MS < stored.now) this.options.stormBegan?.({ keyId: this.keyId, at: stored.now, pausedForMs: pausedFor, why });
         this.pauseSeen = { until: Date.now() + pausedFor };
         if (pausedFor > MAX_PAUSE_WAITED_IN_JOB_MS) this.releaseJobWaiters(pausedFor);
         this.options.paused?.();

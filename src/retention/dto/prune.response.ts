@@ -25,6 +25,9 @@ export class PruneCountsResponse {
   @ApiProperty({ type: 'integer', description: "Reconciles recorded on resources' timelines.", example: 900 })
   reads!: number;
 
+  @ApiProperty({ type: 'integer', description: 'Operational events told of (ops.*).', example: 3 })
+  opsEvents!: number;
+
   @ApiProperty({ type: 'integer', description: 'Change-feed entries (GET /changes), before `changeCutoff`.', example: 5000 })
   changes!: number;
 }

@@ -1,0 +1,164 @@
+import { PozyWorkspace } from '../simulator/simulator';
+import { createTestDatabase, TestDatabase } from './support/database';
+import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { deliver, postEvent } from './support/pozy-events';
+import { RunningService, startService, waitFor } from './support/service';
+import { Received, TestSubscriber, verifies } from './support/subscriber';
+
+/**
+ * Operational webhooks with two replicas on one database: a subscriber paused and resumed, a dead letter, a storm of
+ * 429s and an import's end each reach the team's ops endpoint once, signed like every notification.
+ */
+
+const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+const SIM_POST_ROUTE = 'GET /v1/posts/:postId';
+const OPS_TYPES = [
+  'ops.subscriber.paused',
+  'ops.subscriber.recovered',
+  'ops.dead_letter.added',
+  'ops.budget.paused',
+  'ops.import.succeeded',
+  'ops.import.failed',
+];
+const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
+
+describe('operational webhooks (ops.*), with two replicas', () => {
+  let db: TestDatabase;
+  let harness: Harness;
+  let other: RunningService;
+  let ops: TestSubscriber;
+  let opsSecret: string;
+  let failing: TestSubscriber;
+  let failingId: string;
+  let gone: TestSubscriber;
+  let client: PozyWorkspace;
+  const replicas = () => [harness.service, other];
+
+  async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const response = await fetch(`${harness.service.baseUrl}${path}`, {
+      method,
+      headers: ADMIN,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  async function subscribe(url: string, eventTypes: string[]): Promise<{ id: string; secret: string }> {
+    const created = await call('POST', '/admin/subscriptions', { url, eventTypes });
+    expect(created.status).toBe(201);
+    return created.body as { id: string; secret: string };
+  }
+
+  const told = (type: string) => ops.received.filter((r: Received) => r.json.type === type);
+
+  beforeAll(async () => {
+    db = await createTestDatabase('ops_webhooks');
+    const env = {
+      NOTIFY_PAUSE_AFTER_MS: '1000',
+      NOTIFY_RETRY_BASE_MS: '50',
+      NOTIFY_RETRY_MAX_MS: '200',
+      SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
+      INITIAL_IMPORT: 'auto',
+      POZY_MAX_RETRIES: '8',
+    };
+    harness = await startHarness(db.url, { deliver: false, env });
+    client = harness.sim.addWorkspace({ apiKey: 'sk_sim_client', rateLimitPerMinute: 100_000, seedExisting: { posts: 50, accounts: 4 } });
+    harness.sim.world.seedWorld({ profiles: 1, accountsPerProfile: 1, posts: 0 });
+    other = await startService(db.url, {
+      ...env,
+      POZY_API_URL: harness.sim.url,
+      POZY_API_KEY: harness.sim.apiKey,
+      POZY_TIMEOUT_MS: '1000',
+      POZY_RATE_LIMIT_PER_MINUTE: '100000',
+      RECONCILE_CLOCK_SKEW_MS: '0',
+      READ_LAG_GRACE_MS: '0',
+      ADMIN_TOKEN: HARNESS_ADMIN_TOKEN,
+    });
+    ops = await TestSubscriber.start('/ops');
+    failing = await TestSubscriber.start('/failing');
+    failing.answer([], 500);
+    gone = await TestSubscriber.start('/gone');
+    gone.answer([], 410);
+    opsSecret = (await subscribe(ops.url, OPS_TYPES)).secret;
+    failingId = (await subscribe(failing.url, ['post.changed'])).id;
+    await subscribe(gone.url, ['post.changed']);
+  }, 60_000);
+
+  afterAll(async () => {
+    await other?.close();
+    await harness?.close();
+    for (const s of [ops, failing, gone]) await s?.close();
+    await db?.drop();
+  });
+
+  it('tells of a subscriber paused and of the dead letter of a refused notification, once each', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const postId = world.createPost({ content: 'told', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
+    // Delivered to both replicas: one event, one read, one notification per subscriber.
+    for (const replica of replicas()) await deliver(replica.baseUrl, postEvent(postId, 'post.scheduled', { id: `ev-${postId}` }));
+
+    await waitFor('the paused subscriber told of', async () => (told('ops.subscriber.paused').length > 0 ? true : undefined), 30_000);
+    await waitFor('the dead letter told of', async () => (told('ops.dead_letter.added').length > 0 ? true : undefined), 30_000);
+    await settled(harness);
+    const [paused] = told('ops.subscriber.paused');
+    expect(paused.json.data).toMatchObject({ subscriptionId: failingId, workspaceId: null });
+    const [letter] = told('ops.dead_letter.added');
+    expect(letter.json.data).toMatchObject({ kind: 'notification', resourceKey: `post:${postId}`, workspaceId: 'default' });
+    expect(verifies(opsSecret, paused)).toBe(true);
+    expect(verifies(opsSecret, letter)).toBe(true);
+
+    // Resumed (the endpoint back): told once, and not paused again.
+    failing.answer([], 200);
+    expect((await call('POST', `/admin/subscriptions/${failingId}/resume`)).status).toBe(200);
+    await waitFor('the recovery told of', async () => (told('ops.subscriber.recovered').length > 0 ? true : undefined));
+    await waitFor('the paused subscriber delivered to', async () => (failing.acknowledged.length > 0 ? true : undefined));
+    await settled(harness);
+    expect(told('ops.subscriber.paused')).toHaveLength(1);
+    expect(told('ops.subscriber.recovered')).toHaveLength(1);
+    expect(told('ops.dead_letter.added')).toHaveLength(1);
+  });
+
+  it('tells of a storm of 429s once, however many pauses and replicas it took', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    harness.sim.setFaults({ api429Rate: 1, api429RetryAfter: '1' });
+    const posts = Array.from(
+      { length: 4 },
+      (_, i) => world.createPost({ content: `storm ${i}`, accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id,
+    );
+    for (const [i, postId] of posts.entries()) await deliver(replicas()[i % 2].baseUrl, postEvent(postId, 'post.scheduled'));
+    await waitFor(
+      'three 429s from Pozy',
+      async () => ((harness.sim.stats().api.byRoute[SIM_POST_ROUTE]?.['429'] ?? 0) >= 3 ? true : undefined),
+      30_000,
+    );
+    harness.sim.setFaults({ api429Rate: 0 });
+    await settled(harness, 60_000);
+    await waitFor('the storm told of', async () => (told('ops.budget.paused').length > 0 ? true : undefined));
+    expect(told('ops.budget.paused')).toHaveLength(1);
+    expect(told('ops.budget.paused')[0].json.data).toMatchObject({ pausedForMs: expect.any(Number), workspaceId: null });
+  });
+
+  it("tells of an added workspace's import once it succeeded", async () => {
+    const added = await call('POST', '/admin/workspaces', { id: 'client', apiKey: client.apiKey, apiUrl: harness.sim.url, manageWebhook: false });
+    expect(added.status).toBe(201);
+    await waitFor(
+      'the import told of',
+      async () => (told('ops.import.succeeded').some((r) => r.json.data.workspaceId === 'client') ? true : undefined),
+      60_000,
+    );
+    const [succeeded] = told('ops.import.succeeded').filter((r) => r.json.data.workspaceId === 'client');
+    expect(succeeded.json.data).toMatchObject({ runId: expect.any(String), error: null, posts: expect.objectContaining({ created: 50 }) });
+    // Each import told of once, on whichever replica ran it (the default workspace's too, if it ended after the subscription).
+    const byRun = told('ops.import.succeeded').map((r) => (r.json.data as Record<string, unknown>).runId);
+    expect(new Set(byRun).size).toBe(byRun.length);
+    expect(told('ops.import.failed')).toEqual([]);
+  });
+
+  it('takes ops types in a subscription, and names an unknown one', async () => {
+    const refused = await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.objective.imagined'] });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('eventTypes');
+  });
+});
