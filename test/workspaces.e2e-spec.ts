@@ -1,3 +1,4 @@
+import { TestSubscriber } from './support/subscriber';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyWorkspace } from '../simulator/workspace';
 import { createTestDatabase, TestDatabase } from './support/database';
@@ -309,7 +310,10 @@ describe('workspaces added, isolated and removed at run time', () => {
     expect((await call('PATCH', '/admin/workspaces/gamma', { paused: false })).body).toMatchObject({ state: 'active' });
   });
 
-  it('turns a managed subscription Pozy switched off on again, and backfills the gap', async () => {
+  it('turns a managed subscription Pozy switched off on again, backfills the gap, and tells the ops endpoint once', async () => {
+    const ops = await TestSubscriber.start('/ops');
+    const created = await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.webhook.disabled_in_pozy'] });
+    expect(created.status).toBe(201);
     const [subscription] = a.subscriptions();
     a.setSubscriptionActive(subscription._id, false);
     const health = await waitFor(
@@ -323,6 +327,10 @@ describe('workspaces added, isolated and removed at run time', () => {
       200,
     );
     expect(health).toMatchObject({ isActive: true, reenabledBecause: expect.stringContaining('inactive') });
+    const told = await waitFor('the ops endpoint told', async () => (ops.received.length > 0 ? ops.received : undefined));
+    expect(told.map((r) => [r.json.type, r.json.data.workspaceId])).toEqual([['ops.webhook.disabled_in_pozy', 'alpha']]);
+    expect(told[0].json.data).toMatchObject({ pozySubscriptionId: subscription._id, reenabledAt: health.reenabledAt });
+    await ops.close();
     await waitFor(
       "alpha's backfill",
       async () => ((await workspaceState('alpha')).lastBackfill as { status?: string } | null)?.status === 'succeeded' || undefined,

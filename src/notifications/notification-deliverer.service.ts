@@ -216,7 +216,13 @@ export class NotificationDeliverer implements OnApplicationBootstrap, BeforeAppl
         // One attempt ends a notification at a time (its lease): the attempt names the occurrence.
         key: `dead_letter.added:${record.id}:${record.attemptedAt.toISOString()}`,
         workspaceId: notification.workspaceId,
-        data: { kind: 'notification', notificationId: record.id, subscriptionId: lease.id, resourceKey: notification.resourceKey, reason: record.reason },
+        data: {
+          kind: 'notification',
+          notificationId: record.id,
+          subscriptionId: lease.id,
+          resourceKey: notification.resourceKey,
+          reason: record.reason,
+        },
       });
     }
   }

@@ -9,6 +9,7 @@ export const OPS_EVENT_TYPES = [
   'ops.budget.paused',
   'ops.import.succeeded',
   'ops.import.failed',
+  'ops.webhook.disabled_in_pozy',
 ] as const;
 export type OpsEventType = (typeof OPS_EVENT_TYPES)[number];
 

@@ -66,7 +66,12 @@ export class OpsEventRepository {
           )
           .returning((eb) => eb.lit(1).as('one')),
       )
-      .selectNoFrom((eb) => eb.selectFrom('notified').select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n')).as('notified'))
+      .selectNoFrom((eb) =>
+        eb
+          .selectFrom('notified')
+          .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+          .as('notified'),
+      )
       .executeTakeFirstOrThrow();
     return row.notified ?? 0;
   }

@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { OpsEvents } from '../notifications/ops-events.service';
 import { BackfillService } from '../backfill/backfill.service';
 import { boundedText } from '../common/bounded-text';
 import { AppConfig } from '../config/app-config';
@@ -34,6 +35,7 @@ export class ManagedWebhooks implements OnApplicationBootstrap, BeforeApplicatio
     private readonly repository: WorkspaceRepository,
     private readonly backfill: BackfillService,
     private readonly jobs: LockedSchedule,
+    private readonly ops: OpsEvents,
   ) {}
 
   /** Whether a workspace added with `manageWebhook` (default true) gets a managed subscription here. */
@@ -120,6 +122,17 @@ export class ManagedWebhooks implements OnApplicationBootstrap, BeforeApplicatio
           health.reenabledAt = new Date().toISOString();
           health.reenabledBecause = `Pozy reported it inactive after ${listed.failureCount ?? 'some'} failures`;
           const started = await this.backfill.start('admin', workspace.id);
+          await this.ops.emit({
+            type: 'ops.webhook.disabled_in_pozy',
+            key: `webhook.disabled_in_pozy:${workspace.id}:${webhookId}:${health.reenabledAt}`,
+            workspaceId: workspace.id,
+            data: {
+              pozySubscriptionId: webhookId,
+              failureCount: listed.failureCount ?? null,
+              reenabledAt: health.reenabledAt,
+              backfillRunId: started.started ? started.runId : null,
+            },
+          });
           this.logger.warn(
             `Workspace ${workspace.id}: Pozy had turned its webhook subscription off (${listed.failureCount ?? '?'} failures); turned it on again` +
               (started.started ? `, backfill ${started.runId} recovers what was missed` : ', a backfill is already running'),

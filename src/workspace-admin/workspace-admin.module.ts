@@ -1,3 +1,4 @@
+import { NotificationsModule } from '../notifications/notifications.module';
 import { Module } from '@nestjs/common';
 import { AdminModule } from '../admin/admin.module';
 import { BackfillModule } from '../backfill/backfill.module';
@@ -12,7 +13,7 @@ import { WorkspacesService } from './workspaces.service';
 
 /** `/admin/workspaces`: the registry's admin API, the managed webhooks in Pozy, and the removal of a workspace. */
 @Module({
-  imports: [AdminModule, BackfillModule, SweepModule, PozyModule, ReconcileModule],
+  imports: [AdminModule, BackfillModule, SweepModule, PozyModule, ReconcileModule, NotificationsModule],
   controllers: [WorkspacesController],
   providers: [AdminTokenGuard, WorkspacesService, ManagedWebhooks, WorkspaceRemoval],
 })
