@@ -19,6 +19,9 @@ const OPS_TYPES = [
   'ops.budget.paused',
   'ops.import.succeeded',
   'ops.import.failed',
+  'ops.objective.breached',
+  'ops.objective.recovered',
+  'ops.webhook.disabled_in_pozy',
 ];
 const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
 
@@ -60,6 +63,9 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
       INITIAL_IMPORT: 'auto',
       POZY_MAX_RETRIES: '8',
+      // A read owed over half a second breaches the objective; the figures read afresh at each look.
+      FRESHNESS_OBJECTIVE_MS: '500',
+      STATUS_CACHE_MS: '0',
     };
     harness = await startHarness(db.url, { deliver: false, env });
     client = harness.sim.addWorkspace({ apiKey: 'sk_sim_client', rateLimitPerMinute: 100_000, seedExisting: { posts: 50, accounts: 4 } });
@@ -138,6 +144,30 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     await waitFor('the storm told of', async () => (told('ops.budget.paused').length > 0 ? true : undefined));
     expect(told('ops.budget.paused')).toHaveLength(1);
     expect(told('ops.budget.paused')[0].json.data).toMatchObject({ pausedForMs: expect.any(Number), workspaceId: null });
+  });
+
+  it('tells of a lag breach on entering it and on leaving it, once each', async () => {
+    const breached = () => told('ops.objective.breached').length;
+    const recovered = () => told('ops.objective.recovered').length;
+    // Whatever the earlier cases made Pozy do, no breach is open now.
+    await waitFor('no open breach', async () => (breached() === recovered() ? true : undefined), 30_000);
+    const [before, after] = [breached(), recovered()];
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    // Pozy stops answering: the read is retried, owed for longer and longer.
+    harness.sim.setFaults({ apiTimeoutRate: 1 });
+    const postId = world.createPost({ content: 'late', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
+    await deliver(other.baseUrl, postEvent(postId, 'post.scheduled'));
+    await waitFor('the breach told of', async () => (breached() > before ? true : undefined), 30_000);
+    harness.sim.setFaults({ apiTimeoutRate: 0 });
+    await settled(harness, 60_000);
+    await waitFor('the recovery told of', async () => (recovered() > after ? true : undefined), 30_000);
+    // Both replicas looked the whole time: one breach, one recovery.
+    expect([breached() - before, recovered() - after]).toEqual([1, 1]);
+    const [entered] = told('ops.objective.breached').slice(before);
+    const [left] = told('ops.objective.recovered').slice(after);
+    expect(entered.json.data).toMatchObject({ objective: 'freshness', boundMs: 500, lagMs: expect.any(Number) });
+    expect(left.json.data).toMatchObject({ objective: 'freshness', breachedAt: (entered.json.data as Record<string, unknown>).occurredAt });
   });
 
   it("tells of an added workspace's import once it succeeded", async () => {

@@ -168,6 +168,8 @@ export class AppConfig {
     readonly allowedHosts: AllowedHosts;
   };
 
+  /** A read owed longer than this breaches the freshness objective (told as ops.objective.breached, then .recovered). */
+  readonly freshnessObjectiveMs: number;
   /** Where and how spans are exported; null (no OTLP endpoint set): tracing is off and no exporter starts. */
   readonly tracing: TracingConfig | null;
 
@@ -240,6 +242,7 @@ export class AppConfig {
       replayPerSecond: env.NOTIFY_REPLAY_PER_SECOND,
       allowedHosts: Object.freeze({ names: allowed.names, ranges: allowed.ranges }),
     });
+    this.freshnessObjectiveMs = env.FRESHNESS_OBJECTIVE_MS;
     this.tracing = tracingOf(env);
     Object.freeze(this);
   }

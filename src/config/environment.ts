@@ -583,6 +583,13 @@ export class EnvironmentVariables {
   @Validate(AllowedHostList)
   NOTIFY_ALLOWED_HOSTS?: string;
 
+  /** The freshness objective's bound: a read owed longer than this is a breach (ops.objective.breached). */
+  @toInt()
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  FRESHNESS_OBJECTIVE_MS = 5_000;
+
   /** OTLP/HTTP base URL of a trace collector (`/v1/traces` is appended); unset with the next one: no traces, no exporter. */
   @IsOptional()
   @emptyAsUnset()
@@ -698,6 +705,7 @@ export const VARIABLES = [
   'NOTIFY_PAUSE_AFTER_MS',
   'NOTIFY_REPLAY_PER_SECOND',
   'NOTIFY_ALLOWED_HOSTS',
+  'FRESHNESS_OBJECTIVE_MS',
   'OTEL_EXPORTER_OTLP_ENDPOINT',
   'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
   'OTEL_EXPORTER_OTLP_PROTOCOL',

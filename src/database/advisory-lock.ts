@@ -29,6 +29,8 @@ export enum LockKey {
   WorkspaceRemoval = 7_262_010,
   /** One check of the managed webhook subscriptions at a time across every replica. */
   WebhookHealth = 7_262_011,
+  /** One look at the objectives at a time: a breach is entered and left once, whatever the replicas. */
+  ObjectiveWatch = 7_262_012,
 }
 
 /** A lock's key: one of LockKey, or one of them with a second number (a workspace's hash, a slot). */

@@ -11,6 +11,7 @@ import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { ReadinessRepository } from './readiness.repository';
 import { StatusMetrics } from './status-metrics';
+import { ObjectiveWatch } from './objective-watch';
 import { StatusSnapshots } from './status-snapshot.service';
 import { SyncFiguresRepository } from './sync-figures.repository';
 import { SyncStatusController } from './sync-status.controller';
@@ -29,7 +30,7 @@ import { SyncStatusService } from './sync-status.service';
     ReconcileModule,
   ],
   controllers: [HealthController, SyncStatusController],
-  providers: [Draining, ReadinessRepository, SyncFiguresRepository, StatusSnapshots, SyncStatusService, StatusMetrics],
+  providers: [ObjectiveWatch, Draining, ReadinessRepository, SyncFiguresRepository, StatusSnapshots, SyncStatusService, StatusMetrics],
   exports: [Draining, SyncStatusService],
 })
 export class HealthModule {}

@@ -10,6 +10,8 @@ export const OPS_EVENT_TYPES = [
   'ops.import.succeeded',
   'ops.import.failed',
   'ops.webhook.disabled_in_pozy',
+  'ops.objective.breached',
+  'ops.objective.recovered',
 ] as const;
 export type OpsEventType = (typeof OPS_EVENT_TYPES)[number];
 

@@ -76,6 +76,20 @@ export class OpsEventRepository {
     return row.notified ?? 0;
   }
 
+  /** The key of the objective's breach not yet followed by its recovery, or null. */
+  async openBreach(objective: string): Promise<{ key: string; at: Date } | null> {
+    const last = await this.database.db
+      .selectFrom('ops_event')
+      .select(['id', 'type', 'occurred_at'])
+      .where('type', 'in', ['ops.objective.breached', 'ops.objective.recovered'])
+      .where(sql<string>`data->>'objective'`, '=', objective)
+      .orderBy('occurred_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return last?.type === 'ops.objective.breached' ? { key: last.id, at: last.occurred_at } : null;
+  }
+
   /** Retention: deletes up to `limit` occurrences older than `cutoff`; answers how many. */
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
