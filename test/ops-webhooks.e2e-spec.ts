@@ -22,6 +22,7 @@ const OPS_TYPES = [
   'ops.objective.breached',
   'ops.objective.recovered',
   'ops.webhook.disabled_in_pozy',
+  'ops.api_key.rejected',
 ];
 const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
 
@@ -184,6 +185,38 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     const byRun = told('ops.import.succeeded').map((r) => (r.json.data as Record<string, unknown>).runId);
     expect(new Set(byRun).size).toBe(byRun.length);
     expect(told('ops.import.failed')).toEqual([]);
+  });
+
+  it('tells of an API key Pozy refuses once, however many reads it fails', async () => {
+    const refusedDb = await createTestDatabase('ops_webhooks_refused');
+    const refused = await startService(refusedDb.url, {
+      POZY_API_URL: harness.sim.url,
+      POZY_API_KEY: 'sk_sim_revoked',
+      POZY_TIMEOUT_MS: '1000',
+      ADMIN_TOKEN: HARNESS_ADMIN_TOKEN,
+      SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
+    });
+    try {
+      const created = await fetch(`${refused.baseUrl}/admin/subscriptions`, {
+        method: 'POST',
+        headers: ADMIN,
+        body: JSON.stringify({ url: ops.url, eventTypes: ['ops.api_key.rejected'] }),
+      });
+      expect(created.status).toBe(201);
+      for (const id of ['66aa01f3c2b1e4d5f6a7b801', '66aa01f3c2b1e4d5f6a7b802']) await deliver(refused.baseUrl, postEvent(id, 'post.scheduled'));
+      await waitFor('both reads dead-lettered', async () => {
+        const { rows } = await refused.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM dead_letter WHERE kind = 'reconcile'");
+        return rows[0].n === 2 ? true : undefined;
+      });
+      await waitFor('the refusal told of', async () => (told('ops.api_key.rejected').length > 0 ? true : undefined));
+      expect(told('ops.api_key.rejected')).toHaveLength(1);
+      const { data } = told('ops.api_key.rejected')[0].json as unknown as { data: Record<string, unknown> };
+      expect(data).toMatchObject({ status: 401, route: 'GET /v1/posts/:id', workspaces: ['default'], workspaceId: null });
+      expect(JSON.stringify(data)).not.toContain('sk_sim_revoked');
+    } finally {
+      await refused.close();
+      await refusedDb.drop();
+    }
   });
 
   it('takes ops types in a subscription, and names an unknown one', async () => {

@@ -12,6 +12,7 @@ export const OPS_EVENT_TYPES = [
   'ops.webhook.disabled_in_pozy',
   'ops.objective.breached',
   'ops.objective.recovered',
+  'ops.api_key.rejected',
 ] as const;
 export type OpsEventType = (typeof OPS_EVENT_TYPES)[number];
 

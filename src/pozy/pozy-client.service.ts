@@ -95,6 +95,8 @@ export interface PozyClientParts {
   metrics: MetricsService;
   config: AppConfig;
   tracing: Tracing;
+  /** Told when Pozy refuses the key (401, 403) on a read that expected an answer. */
+  keyRejected?: (status: number, route: string) => void;
 }
 
 /**
@@ -116,6 +118,7 @@ export class PozyClient {
   private readonly metrics: MetricsService;
   private readonly config: AppConfig;
   private readonly tracing: Tracing;
+  private readonly keyRejected: PozyClientParts['keyRejected'];
 
   constructor(parts: PozyClientParts) {
     this.pool = parts.pool;
@@ -126,6 +129,7 @@ export class PozyClient {
     this.metrics = parts.metrics;
     this.config = parts.config;
     this.tracing = parts.tracing;
+    this.keyRejected = parts.keyRejected;
   }
 
   /** The key's budget (the same object for every client of the key in this process). */
@@ -342,6 +346,7 @@ export class PozyClient {
         lastError = new PozyUnavailableError(`${route}: HTTP ${result.status}`, false);
         continue;
       }
+      if (result.status === 401 || result.status === 403) this.keyRejected?.(result.status, route);
       throw new PozyProtocolError(`${route}: unexpected HTTP ${result.status} ${result.excerpt}`, result.status);
     }
     this.logger.warn(`${route} failed ${maxRetries + 1} times: ${lastError?.message}`);

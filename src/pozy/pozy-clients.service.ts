@@ -88,6 +88,14 @@ export class PozyClients implements OnApplicationShutdown {
         metrics: this.metrics,
         config: this.config,
         tracing: this.tracing,
+        // At most one a key an hour while Pozy refuses it: every read fails alike, each one its own dead letter.
+        keyRejected: (status, route) =>
+          void this.ops.emit({
+            type: 'ops.api_key.rejected',
+            key: `api_key.rejected:${keyId}:${new Date().toISOString().slice(0, 13)}`,
+            workspaceId: null,
+            data: { keyId, status, route, apiUrl, workspaces: this.workspacesOf(keyId) },
+          }),
       });
       this.clients.set(clientKey, client);
     }
@@ -162,6 +170,11 @@ export class PozyClients implements OnApplicationShutdown {
     this.applyLimit(keyId);
     if (before && before.keyId !== keyId) this.applyLimit(before.keyId);
     if (before && before.clientKey !== client) this.evictUnused(before.clientKey);
+  }
+
+  /** The workspaces registered on a key in this process. */
+  private workspacesOf(keyId: string): string[] {
+    return [...this.registrations].filter(([, registration]) => registration.keyId === keyId).map(([id]) => id);
   }
 
   private poolFor(origin: string): Pool {
