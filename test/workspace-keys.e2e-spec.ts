@@ -16,6 +16,7 @@ const DEPLOYMENT_TABLES: Record<string, string> = {
   dead_letter_replay_run: 'an operator’s bulk replay, across the queue',
   read_token: 'a reader’s credential, which may read several workspaces (or every one)',
   workspace: 'the registry itself: its id is the workspace_id of every row it owns',
+  ops_event: 'an operational event of the deployment (a subscriber, a Pozy key, an objective), naming its workspace when it has one',
 };
 
 describe('the schema is ready to be split by workspace', () => {
