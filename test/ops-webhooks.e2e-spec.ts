@@ -1,4 +1,5 @@
 import { PozyWorkspace } from '../simulator/simulator';
+import { OPS_EVENT_TYPES } from '../src/notifications/notification-types';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';
@@ -12,18 +13,8 @@ import { Received, TestSubscriber, verifies } from './support/subscriber';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}`, 'content-type': 'application/json' };
 const SIM_POST_ROUTE = 'GET /v1/posts/:postId';
-const OPS_TYPES = [
-  'ops.subscriber.paused',
-  'ops.subscriber.recovered',
-  'ops.dead_letter.added',
-  'ops.budget.paused',
-  'ops.import.succeeded',
-  'ops.import.failed',
-  'ops.objective.breached',
-  'ops.objective.recovered',
-  'ops.webhook.disabled_in_pozy',
-  'ops.api_key.rejected',
-];
+// Every type the service can send: a new one is subscribed to here by itself.
+const OPS_TYPES = [...OPS_EVENT_TYPES];
 const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
 
 describe('operational webhooks (ops.*), with two replicas', () => {

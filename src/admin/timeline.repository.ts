@@ -29,6 +29,8 @@ const MAX_ATTEMPTS_SHOWN = 20;
 const rank = (kind: EntryKind) => ENTRY_KINDS.indexOf(kind);
 /** A reconcile_read row is a resync (asked for) or a reconcile (done). */
 const readRank = (outcome: unknown) => sql<number>`CASE WHEN ${outcome} = 'resync' THEN ${rank('resync')} ELSE ${rank('reconcile')} END`;
+/** A bigint id as text that sorts as the number does (the cursor's key compares text). */
+const paddedId = (id: unknown) => sql<string>`lpad(${id}::text, 20, '0')`;
 /** The trace id of a stored W3C traceparent (`00-<trace id>-<span id>-<flags>`). */
 const traceIdOf = (traceParent: unknown) => sql<string | null>`split_part(${traceParent}, '-', 2)`;
 
@@ -89,7 +91,7 @@ export class TimelineRepository {
       .select((eb) => [
         eb.ref('r.at').as('at'),
         readRank(eb.ref('r.outcome')).as('rank'),
-        sql<string>`lpad(${eb.ref('r.id')}::text, 20, '0')`.as('key'),
+        paddedId(eb.ref('r.id')).as('key'),
         sql<
           Record<string, unknown>
         >`jsonb_build_object('outcome', ${eb.ref('r.outcome')}, 'lane', ${eb.ref('r.lane')}, 'statusCode', ${eb.ref('r.status_code')}, 'retried', to_jsonb(${eb.ref('r.retried')}),
@@ -98,7 +100,7 @@ export class TimelineRepository {
       .where('r.workspace_id', '=', workspaceId)
       .where('r.resource_key', '=', key)
       .where((eb) => since(eb.ref('r.at')))
-      .where((eb) => past(eb.ref('r.at'), readRank(eb.ref('r.outcome')), sql`lpad(${eb.ref('r.id')}::text, 20, '0')`))
+      .where((eb) => past(eb.ref('r.at'), readRank(eb.ref('r.outcome')), paddedId(eb.ref('r.id'))))
       .orderBy('r.at')
       .orderBy('r.id')
       .limit(n);
@@ -108,7 +110,7 @@ export class TimelineRepository {
       .select((eb) => [
         eb.ref('c.changed_at').as('at'),
         sql<number>`${rank('feed')}`.as('rank'),
-        sql<string>`lpad(${eb.ref('c.id')}::text, 20, '0')`.as('key'),
+        paddedId(eb.ref('c.id')).as('key'),
         sql<
           Record<string, unknown>
         >`jsonb_build_object('type', ${eb.ref('c.type')}, 'resourceId', ${eb.ref('c.resource_id')}, 'sequence', ${eb.ref('c.sequence')},
@@ -120,7 +122,7 @@ export class TimelineRepository {
           ? eb.and([eb('c.resource_id', '=', subject.id), eb('c.type', 'like', 'post.%')])
           : eb.and([eb('c.resource_id', 'in', accountIds), eb('c.type', 'like', 'account.%')]),
       )
-      .where((eb) => past(eb.ref('c.changed_at'), 'feed', sql`lpad(${eb.ref('c.id')}::text, 20, '0')`))
+      .where((eb) => past(eb.ref('c.changed_at'), 'feed', paddedId(eb.ref('c.id'))))
       .orderBy('c.changed_at')
       .orderBy('c.id')
       .limit(n);

@@ -324,11 +324,12 @@ export class PozyEventRepository {
    */
   async traceParentsSince(workspaceId: WorkspaceId, type: ResourceType, id: string, key: string, limit: number): Promise<string[]> {
     const db = this.database.db;
-    const lastRead = db
+    // No request row, or no read yet: every event of the resource is served.
+    const lastRead = sql<Date>`coalesce(${db
       .selectFrom('reconcile_request')
-      .select((eb) => eb.fn.coalesce('last_read_at', sql<Date>`'-infinity'::timestamptz`).as('at'))
+      .select('last_read_at')
       .where('workspace_id', '=', workspaceId)
-      .where('key', '=', key);
+      .where('key', '=', key)}, '-infinity'::timestamptz)`;
     const rows = await db
       .selectFrom('pozy_event')
       .select(['trace_parent', 'received_at'])
@@ -336,12 +337,7 @@ export class PozyEventRepository {
       .where('resource_type', '=', type)
       .where('resource_id', '=', id)
       .where('trace_parent', 'is not', null)
-      .where((eb) =>
-        eb.and([
-          eb('received_at', '>', eb.fn.coalesce(lastRead, sql<Date>`'-infinity'::timestamptz`)),
-          eb('timestamp', '>', sql<Date>`coalesce(${lastRead}, '-infinity'::timestamptz) - interval '1 day'`),
-        ]),
-      )
+      .where((eb) => eb.and([eb('received_at', '>', lastRead), eb('timestamp', '>', sql<Date>`${lastRead} - interval '1 day'`)]))
       .orderBy('timestamp', 'desc')
       .limit(limit)
       .execute();
