@@ -151,6 +151,19 @@ describe('AppConfig.fromEnvironment', () => {
     expect(AppConfig.fromEnvironment({ ...minimal, DATABASE_READ_URL: '' }).databaseReadUrl).toBeUndefined();
   });
 
+  it('reads LOGICAL_PUBLICATION, a lowercase PostgreSQL identifier, unset by default: no publication', () => {
+    expect(AppConfig.fromEnvironment(minimal).logicalPublication).toBeNull();
+    expect(AppConfig.fromEnvironment({ ...minimal, LOGICAL_PUBLICATION: '' }).logicalPublication).toBeNull();
+    expect(AppConfig.fromEnvironment({ ...minimal, LOGICAL_PUBLICATION: 'pozy_sync' }).logicalPublication).toBe('pozy_sync');
+    expect(AppConfig.fromEnvironment({ ...minimal, LOGICAL_PUBLICATION: `_${'a'.repeat(62)}` }).logicalPublication).toHaveLength(63);
+    // Debezium and Sequin name it unquoted, which PostgreSQL folds to lowercase: only names that survive that.
+    for (const name of ['PozySync', '1pub', 'pozy-sync', 'pozy sync', 'pub"; DROP TABLE post; --', 'é', 'a'.repeat(64)]) {
+      expect(problems({ ...minimal, LOGICAL_PUBLICATION: name })).toEqual([
+        expect.stringMatching(/^LOGICAL_PUBLICATION must be a PostgreSQL identifier/),
+      ]);
+    }
+  });
+
   it("reads the query endpoints' pool, statement timeout and long-poll cap, with their defaults and bounds", () => {
     expect(AppConfig.fromEnvironment(minimal)).toMatchObject({ databaseQueryPoolSize: 5, queryStatementTimeoutMs: 5_000, changesMaxWaiters: 1_000 });
     expect(
@@ -188,6 +201,7 @@ describe('AppConfig.fromEnvironment', () => {
     expect(AppConfig.fromEnvironment(minimal).retention).toEqual({
       eventRetentionDays: 30,
       changeRetentionDays: 7,
+      consumerMaxLagDays: 7,
       cron: '17 * * * *',
       batchSize: 1000,
     });
@@ -198,8 +212,9 @@ describe('AppConfig.fromEnvironment', () => {
         CHANGE_RETENTION_DAYS: '2',
         RETENTION_CRON: 'off',
         RETENTION_BATCH_SIZE: '10',
+        CONSUMER_MAX_LAG_DAYS: '3',
       }).retention,
-    ).toEqual({ eventRetentionDays: 7, changeRetentionDays: 2, cron: null, batchSize: 10 });
+    ).toEqual({ eventRetentionDays: 7, changeRetentionDays: 2, consumerMaxLagDays: 3, cron: null, batchSize: 10 });
     for (const days of ['0', '3651', 'week']) {
       expect(problems({ ...minimal, CHANGE_RETENTION_DAYS: days })).toEqual([expect.stringMatching(/^CHANGE_RETENTION_DAYS/)]);
     }

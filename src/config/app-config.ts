@@ -64,6 +64,8 @@ export class AppConfig {
   readonly databasePoolSize: number;
   /** A streaming replica the query endpoints read from; undefined: every read goes to the primary. */
   readonly databaseReadUrl: string | undefined;
+  /** The publication the service keeps for logical replication (docs/cdc.md); null: none. */
+  readonly logicalPublication: string | null;
   /** Connections of the read pool (the replica's), apart from DATABASE_POOL_SIZE. */
   readonly databaseReadPoolSize: number;
   /** Connections of the query endpoints on the primary, apart from DATABASE_POOL_SIZE (see database/query-pool.ts). */
@@ -135,6 +137,10 @@ export class AppConfig {
     readonly eventRetentionDays: number;
     /** The change feed's entries older than this are pruned (GET /changes answers 410 for a cursor before them). */
     readonly changeRetentionDays: number;
+    /** Posts' and accounts' versions read longer ago than this are pruned, except each one's newest. */
+    readonly historyRetentionDays: number;
+    /** Retention keeps the entries an active named consumer has not committed, up to this many days old; older, it expires. */
+    readonly consumerMaxLagDays: number;
     /** null: pruned only on request (`RETENTION_CRON=off`). */
     readonly cron: string | null;
     /** Rows deleted per statement, so pruning never holds many row locks for long. */
@@ -185,6 +191,7 @@ export class AppConfig {
     this.embeddedDatabasePort = env.EMBEDDED_DATABASE_PORT;
     this.databasePoolSize = env.DATABASE_POOL_SIZE;
     this.databaseReadUrl = env.DATABASE_READ_URL;
+    this.logicalPublication = env.LOGICAL_PUBLICATION ?? null;
     this.databaseReadPoolSize = env.DATABASE_READ_POOL_SIZE;
     this.databaseQueryPoolSize = env.DATABASE_QUERY_POOL_SIZE;
     this.queryStatementTimeoutMs = env.QUERY_STATEMENT_TIMEOUT_MS;
@@ -221,6 +228,8 @@ export class AppConfig {
     this.retention = Object.freeze({
       eventRetentionDays: env.EVENT_RETENTION_DAYS,
       changeRetentionDays: env.CHANGE_RETENTION_DAYS,
+      historyRetentionDays: env.HISTORY_RETENTION_DAYS,
+      consumerMaxLagDays: env.CONSUMER_MAX_LAG_DAYS,
       cron: env.RETENTION_CRON === 'off' ? null : env.RETENTION_CRON,
       batchSize: env.RETENTION_BATCH_SIZE,
     });

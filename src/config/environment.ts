@@ -289,6 +289,15 @@ export class EnvironmentVariables {
   @IsIn(['allow'], { message: 'EMBEDDED_DATABASE must be "allow" or unset' })
   EMBEDDED_DATABASE?: 'allow';
 
+  /** A publication of the mirror's tables for logical replication (Debezium, Sequin: docs/cdc.md); unset: none. */
+  @IsOptional()
+  @emptyAsUnset()
+  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, {
+    message:
+      'LOGICAL_PUBLICATION must be a PostgreSQL identifier: lowercase letters, digits and underscores, not starting with a digit, at most 63 characters',
+  })
+  LOGICAL_PUBLICATION?: string;
+
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   POZY_API_URL = 'https://api.pozy.ai';
 
@@ -453,6 +462,26 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(3650)
   CHANGE_RETENTION_DAYS = 7;
+
+  /**
+   * Posts' and accounts' versions (GET /posts/:id/history, ?asOf=) read longer ago than this many days are pruned,
+   * except each one's newest version. About 1.5 GB a million changes of a typical post.
+   */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  HISTORY_RETENTION_DAYS = 30;
+
+  /**
+   * How far behind a named consumer (POST /admin/consumers) may fall, in days, while retention holds the change feed's
+   * entries for it; past it the consumer is expired and retention prunes as usual.
+   */
+  @toInt()
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  CONSUMER_MAX_LAG_DAYS = 7;
 
   @Validate(CronExpression)
   RETENTION_CRON = '17 * * * *';
@@ -655,6 +684,7 @@ export const VARIABLES = [
   'DATABASE_READ_URL',
   'EMBEDDED_DATABASE_PORT',
   'EMBEDDED_DATABASE',
+  'LOGICAL_PUBLICATION',
   'POZY_API_URL',
   'POZY_API_KEY',
   'PUBLIC_URL',
@@ -683,6 +713,8 @@ export const VARIABLES = [
   'SWEEP_CRON',
   'EVENT_RETENTION_DAYS',
   'CHANGE_RETENTION_DAYS',
+  'HISTORY_RETENTION_DAYS',
+  'CONSUMER_MAX_LAG_DAYS',
   'RETENTION_CRON',
   'RETENTION_BATCH_SIZE',
   'SPOOL_DIR',

@@ -31,6 +31,8 @@ export enum LockKey {
   WebhookHealth = 7_262_011,
   /** One look at the objectives at a time: a breach is entered and left once, whatever the replicas. */
   ObjectiveWatch = 7_262_012,
+  /** One check of the logical replication publication at a time (LOGICAL_PUBLICATION), at boot. */
+  LogicalPublication = 7_262_013,
 }
 
 /** A lock's key: one of LockKey, or one of them with a second number (a workspace's hash, a slot). */

@@ -6,6 +6,7 @@ import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import type { PrismaClient } from '../generated/prisma/client';
+import { ensureLogicalPublication, PublicationState } from './logical-publication';
 import { Migrator } from './migrator';
 
 /**
@@ -44,8 +45,11 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   readonly pool: Pool;
   readonly db: Db;
   private prismaClient: PrismaClient | undefined;
+  private readonly publicationName: string | null;
+  private publicationState: PublicationState | null = null;
 
   constructor(config: AppConfig) {
+    this.publicationName = config.logicalPublication;
     this.pool = new Pool({
       connectionString: config.requireDatabaseUrl(),
       max: config.databasePoolSize,
@@ -76,6 +80,13 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
+    // After the migrations, which make the tables it publishes; every replica checks, under one lock.
+    if (this.publicationName) this.publicationState = await ensureLogicalPublication(this.db, this.publicationName, this.logger);
+  }
+
+  /** How LOGICAL_PUBLICATION's publication stood after this process's boot; null when the variable is unset. */
+  get logicalPublication(): PublicationState | null {
+    return this.publicationState;
   }
 
   /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */

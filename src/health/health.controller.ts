@@ -1,5 +1,5 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
-import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse } from '../common/error-body.dto';
@@ -59,6 +59,7 @@ export class HealthController {
           if (!this.config.runsWorker) return worker.up({ role: this.config.role, running: false });
           return this.worker.running ? worker.up({ role: this.config.role, running: true }) : worker.down({ running: false });
         },
+        ...this.publicationCheck(),
       ]);
     } catch (error) {
       // Terminus answers 503 with its own body; ours carries the same checks in `details`, like every other error.
@@ -67,5 +68,15 @@ export class HealthController {
       const failing = Object.keys(result.error ?? {});
       throw new ApiError(503, 'not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}`, result.details);
     }
+  }
+
+  /**
+   * With LOGICAL_PUBLICATION set: how the publication stood after the boot (`state` ready, wal_level or failed, and
+   * the problem). Always up: the mirror serves without it, so it never takes a replica out of traffic.
+   */
+  private publicationCheck(): (() => HealthIndicatorResult)[] {
+    const publication = this.database.logicalPublication();
+    if (!publication) return [];
+    return [() => this.indicators.check('logicalPublication').up({ ...publication })];
   }
 }

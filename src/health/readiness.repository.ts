@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
+import type { PublicationState } from '../database/logical-publication';
 
 /** What GET /health/ready asks of the database. */
 @Injectable()
@@ -18,6 +19,11 @@ export class ReadinessRepository {
         ),
       new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
     ]);
+  }
+
+  /** LOGICAL_PUBLICATION's publication as this process's boot left it; null when the variable is unset. */
+  logicalPublication(): PublicationState | null {
+    return this.database.logicalPublication;
   }
 
   /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */

@@ -41,7 +41,7 @@ export interface StreamingPair {
  * PostgreSQL refuses to run as root; as root (CI containers), the servers and their tools run as `postgres`, as the
  * embedded database does (src/database/embedded-postgres.ts).
  */
-function runAs(): { uid: number; gid: number } | Record<string, never> {
+export function runAs(): { uid: number; gid: number } | Record<string, never> {
   if (userInfo().uid !== 0) return {};
   const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
   return { uid: id('-u'), gid: id('-g') };
