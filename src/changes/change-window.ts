@@ -1,6 +1,7 @@
 import { ApiError } from '../common/api-error';
 import type { ChangeFilter, ChangePageRead, ChangeRow } from './change.repository';
 import { nextCursor, oldestAvailable } from './change-cursor';
+import { partitionOf, resourceOfType } from './partition';
 
 export interface ChangeItem {
   cursor: string;
@@ -25,12 +26,12 @@ const RESYNC =
 export function expiredCursor(after: string, oldest: string | null): ApiError | undefined {
   const oldestCursor = oldestAvailable(oldest);
   if (oldestCursor === null || BigInt(after) >= BigInt(oldestCursor)) return undefined;
-  return new ApiError(
-    410,
-    'cursor_expired',
-    `Cursor ${after} is older than the changes kept (CHANGE_RETENTION_DAYS); the oldest cursor available is ${oldestCursor}. ${RESYNC}`,
-    { oldestCursor, resync: RESYNC },
-  );
+  return cursorExpired(`Cursor ${after} is older than the changes kept (CHANGE_RETENTION_DAYS)`, oldestCursor);
+}
+
+/** `410 cursor_expired`, the same body whatever expired it (retention, or a named consumer past CONSUMER_MAX_LAG_DAYS). */
+export function cursorExpired(why: string, oldestCursor: string): ApiError {
+  return new ApiError(410, 'cursor_expired', `${why}; the oldest cursor available is ${oldestCursor}. ${RESYNC}`, { oldestCursor, resync: RESYNC });
 }
 
 /** The answer to a read of `limit` entries after `after` that looked `scan` positions ahead. */
@@ -49,7 +50,8 @@ export function toPage(read: ChangePageRead, after: string, limit: number, scan:
 
 /**
  * Whether an entry matches the filter, exactly as ChangeRepository.page's SQL decides: `type = ANY(types)`,
- * `profileId = ANY(profile_ids)`, `platform = ANY(platforms)`. Text equality in PostgreSQL's deterministic collations
+ * `profileId = ANY(profile_ids)`, `platform = ANY(platforms)`, `profile_ids && profileIds`, `platforms && platforms`
+ * (and the partition, which the repository also picks in memory). Text equality in PostgreSQL's deterministic collations
  * is equality of the strings, as here.
  */
 export function matchesFilter(row: ChangeRow, filter: ChangeFilter): boolean {
@@ -57,6 +59,9 @@ export function matchesFilter(row: ChangeRow, filter: ChangeFilter): boolean {
   if (filter.types !== undefined && !filter.types.some((type) => type === row.type)) return false;
   if (filter.profileId !== undefined && !row.profile_ids.includes(filter.profileId)) return false;
   if (filter.platform !== undefined && !row.platforms.includes(filter.platform)) return false;
+  if (filter.profileIds !== undefined && !filter.profileIds.some((id) => row.profile_ids.includes(id))) return false;
+  if (filter.platforms !== undefined && !filter.platforms.some((platform) => row.platforms.includes(platform))) return false;
+  if (filter.partition !== undefined && partitionOf(resourceOfType(row.type), row.resource_id, filter.partition.of) !== filter.partition.index) return false;
   return true;
 }
 

@@ -4,6 +4,7 @@ import { LockKey } from '../database/advisory-lock';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { ChangeType } from './record-changes';
+import { partitionOf, resourceOfType } from './partition';
 
 /**
  * The PostgreSQL channel a sequencer pass announces new positions on, to every replica's long-polling readers; the
@@ -17,6 +18,12 @@ export interface ChangeFilter {
   types?: readonly ChangeType[];
   profileId?: string;
   platform?: string;
+  /** Entries naming any of these profiles (a named consumer's `profileIds`). */
+  profileIds?: readonly string[];
+  /** Entries naming any of these platforms (a named consumer's `platforms`). */
+  platforms?: readonly string[];
+  /** Only the resources of this partition of a named consumer (partition.ts): applied in memory, never in SQL. */
+  partition?: { index: number; of: number };
 }
 
 /** A placed entry, with what the filters match (so a page read unfiltered can be filtered in memory: change-window.ts). */
@@ -97,6 +104,16 @@ export class ChangeRepository {
    * answers quickly) matching `filter`, in position order, with the feed's bounds, all in one snapshot.
    */
   async page(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
+    // A partition is a hash PostgreSQL does not compute: the statement reads every entry of the window that the other
+    // filters match (`scan` at most, which a partitioned read keeps small), and the partition is picked from them here.
+    const { partition } = filter;
+    const read = await this.window(db, after, partition ? scan : limit, scan, filter);
+    if (!partition) return read;
+    const rows = read.rows.filter((row) => partitionOf(resourceOfType(row.type), row.resource_id, partition.of) === partition.index);
+    return { ...read, rows: rows.slice(0, limit) };
+  }
+
+  private async window(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
     const rows = await db
       .with('bounds', (qc) =>
         qc.selectNoFrom((eb) => [
@@ -124,6 +141,8 @@ export class ChangeRepository {
               ...(filter.types ? [eb('type', '=', eb.fn.any(eb.val([...filter.types])))] : []),
               ...(filter.profileId !== undefined ? [eb(eb.val(filter.profileId), '=', eb.fn.any('profile_ids'))] : []),
               ...(filter.platform !== undefined ? [eb(eb.val(filter.platform), '=', eb.fn.any('platforms'))] : []),
+              ...(filter.profileIds ? [eb('profile_ids', '&&', eb.val([...filter.profileIds]))] : []),
+              ...(filter.platforms ? [eb('platforms', '&&', eb.val([...filter.platforms]))] : []),
             ]),
           )
           .orderBy('position')
@@ -186,12 +205,24 @@ export class ChangeRepository {
     return { oldest: row.oldest, newest: row.newest };
   }
 
+  /** When each of these positions' entries changed the mirror; a position not kept (or not placed yet) is absent. */
+  async changedAt(positions: readonly string[]): Promise<Map<string, Date>> {
+    if (positions.length === 0) return new Map();
+    const rows = await this.database.db
+      .selectFrom('change')
+      .select(['position', 'changed_at'])
+      .where('position', '=', (eb) => eb.fn.any(eb.val([...new Set(positions)])))
+      .execute();
+    return new Map(rows.map((row) => [row.position!, row.changed_at]));
+  }
+
   /**
    * Deletes up to `limit` of the oldest placed entries, in position order and stopping at the first one changed at or
    * after `cutoff`; the newest entry is always kept. What remains is therefore always one unbroken run of positions
    * up to the newest, so a cursor is expired exactly when it is older than the oldest position kept, minus one.
+   * `keepAfter`: an active named consumer's lowest committed position; every entry after it is kept, whatever its age.
    */
-  async pruneBefore(cutoff: Date, limit: number): Promise<number> {
+  async pruneBefore(cutoff: Date, limit: number, keepAfter: string | null = null): Promise<number> {
     const result = await this.database.db
       .with('head', (qc) =>
         qc
@@ -214,6 +245,8 @@ export class ChangeRepository {
                 .selectFrom('change')
                 .select((eb) => eb.fn.max('position').as('p'))
                 .$asScalar(),
+              // least() ignores a null: no consumer holds anything then.
+              keepAfter === null ? sql<string | null>`NULL` : sql<string>`${keepAfter}::bigint + 1`,
             ])
             .as('position'),
         ),

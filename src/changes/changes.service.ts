@@ -60,17 +60,36 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
 
   /** `workspaces`: the reader's scope cut to what it asked for ('*': every workspace). */
   async list(query: ListChangesQuery, db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<ChangePage> {
-    const limit = query.limit ?? DEFAULT_CHANGE_LIMIT;
     const filter: ChangeFilter = {
       ...(workspaces === ALL_WORKSPACES ? {} : { workspaces }),
       types: query.types,
       profileId: query.profileId,
       platform: query.platform,
     };
-    const filtered = filter.workspaces !== undefined || filter.types !== undefined || filter.profileId !== undefined || filter.platform !== undefined;
-    const scan = filtered ? FILTERED_SCAN : limit;
-    const waitMs = (query.wait ?? 0) * 1000;
-    if (waitMs === 0) return this.read(db, query.after ?? (await this.start(db)), limit, scan, filter);
+    return this.follow(db, query.after, query.limit ?? DEFAULT_CHANGE_LIMIT, query.wait ?? 0, filter);
+  }
+
+  /**
+   * A read of the feed after `after` (undefined: from the oldest change kept) with `filter`, long-polling up to
+   * `waitS`: GET /changes, for a named consumer's partition too.
+   */
+  async follow(db: Db, after: string | undefined, limit: number, waitS: number, filter: ChangeFilter): Promise<ChangePage> {
+    const filtered =
+      filter.workspaces !== undefined ||
+      filter.types !== undefined ||
+      filter.profileId !== undefined ||
+      filter.platform !== undefined ||
+      filter.profileIds !== undefined ||
+      filter.platforms !== undefined;
+    // A partition's read takes every entry of its scan from the database (partitionOf is computed here, not there):
+    // about `limit` of its own among `limit` × partitions positions.
+    const scan = filter.partition
+      ? Math.min(FILTERED_SCAN, limit * filter.partition.of * (filtered ? 4 : 1))
+      : filtered
+        ? FILTERED_SCAN
+        : limit;
+    const waitMs = waitS * 1000;
+    if (waitMs === 0) return this.read(db, after ?? (await this.start(db)), limit, scan, filter);
     if (this.longPolls >= this.config.changesMaxWaiters) {
       throw new ApiError(
         503,
@@ -83,7 +102,7 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
     this.longPolls += 1;
     try {
       const deadline = Date.now() + waitMs;
-      return await this.longPoll(db, { after: query.after ?? (await this.start(db)), limit, scan, filter, deadline });
+      return await this.longPoll(db, { after: after ?? (await this.start(db)), limit, scan, filter, deadline });
     } finally {
       this.longPolls -= 1;
     }
@@ -152,6 +171,9 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
       filter.types ?? null,
       filter.profileId ?? null,
       filter.platform ?? null,
+      filter.profileIds ?? null,
+      filter.platforms ?? null,
+      filter.partition ?? null,
     ]);
     return pages.get(key, () => this.changes.page(db, after, limit, scan, filter));
   }

@@ -1,4 +1,5 @@
 import { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
@@ -77,7 +78,7 @@ describe('ReadTokenGuard and StatusAccessGuard: the reader and its scope', () =>
   }
 
   describe('API_TOKENS set, made tokens live', () => {
-    const guard = () => new ReadTokenGuard(config({ API_TOKENS: STATIC }), issued);
+    const guard = () => new ReadTokenGuard(config({ API_TOKENS: STATIC }), issued, new Reflector());
 
     it.each<[string, string | undefined, unknown]>([
       ['a token of API_TOKENS: every workspace', STATIC, { scope: '*', detail: 'full' }],
@@ -132,7 +133,7 @@ describe('ReadTokenGuard and StatusAccessGuard: the reader and its scope', () =>
 
   describe('API_TOKENS set, no made token live: as before', () => {
     beforeEach(() => issued.live.clear());
-    const guard = () => new ReadTokenGuard(config({ API_TOKENS: STATIC }), issued);
+    const guard = () => new ReadTokenGuard(config({ API_TOKENS: STATIC }), issued, new Reflector());
 
     it('keeps the refusals word for word', () => {
       expect(read(guard())).toEqual({
@@ -148,7 +149,7 @@ describe('ReadTokenGuard and StatusAccessGuard: the reader and its scope', () =>
     ['API_TOKENS unset', {}],
     ['API_TOKENS=none', { API_TOKENS: 'none' }],
   ])('%s', (_name, env) => {
-    const guard = () => new ReadTokenGuard(config(env), issued);
+    const guard = () => new ReadTokenGuard(config(env), issued, new Reflector());
 
     it('is open while no made token is live: everyone reads every workspace, whatever token they show', () => {
       issued.live.clear();

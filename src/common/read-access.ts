@@ -1,4 +1,15 @@
-import { applyDecorators, CanActivate, createParamDecorator, ExecutionContext, Injectable, Logger, OnModuleInit, UseGuards } from '@nestjs/common';
+import {
+  applyDecorators,
+  CanActivate,
+  createParamDecorator,
+  ExecutionContext,
+  Injectable,
+  Logger,
+  OnModuleInit,
+  SetMetadata,
+  UseGuards,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error';
 import { bearerToken, matchesAnyToken } from './bearer-token';
@@ -13,6 +24,8 @@ export type ReadDetail = 'full' | 'public';
 export interface IssuedToken {
   readonly id: string;
   readonly scope: WorkspaceScope;
+  /** When set: the token reads only GET /changes?consumer= for these named consumers, and commits them. */
+  readonly consumers?: readonly string[];
 }
 
 /**
@@ -42,6 +55,8 @@ export const TOKENS_UNAVAILABLE =
 interface Reader {
   readonly detail: ReadDetail;
   readonly scope: WorkspaceScope;
+  /** A token limited to named consumers: only these. */
+  readonly consumers?: readonly string[];
 }
 
 const EVERYTHING: Reader = Object.freeze({ detail: 'full', scope: WorkspaceScope.ALL });
@@ -81,8 +96,12 @@ function readerOf(config: AppConfig, issued: IssuedReadTokens, request: FastifyR
   // A wrong token is refused even where anonymous requests pass: its client should learn it was rotated away. A
   // deleted token is a wrong one: the same answer.
   if (!token) throw new ApiError(403, 'invalid_token', `The token is ${accepted(config, issued).notOneOf}`);
-  return { detail: token.scope.all ? 'full' : 'public', scope: token.scope };
+  return { detail: token.scope.all ? 'full' : 'public', scope: token.scope, ...(token.consumers ? { consumers: token.consumers } : {}) };
 }
+
+/** Marks the routes a token limited to named consumers may call (GET /changes?consumer=, POST /changes/commit). */
+const CONSUMER_ROUTE = Symbol('consumerRoute');
+export const ConsumerRoute = (): MethodDecorator => SetMetadata(CONSUMER_ROUTE, true);
 
 // Each request's reader, from the guard to the handler (@StatusDetail(), @ReadScope()); gone with the request.
 const readers = new WeakMap<FastifyRequest, Reader>();
@@ -93,11 +112,20 @@ export class ReadTokenGuard implements CanActivate {
   constructor(
     private readonly config: AppConfig,
     private readonly issued: IssuedReadTokens,
+    private readonly reflector: Reflector,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    readers.set(request, readerOf(this.config, this.issued, request, 'refuse'));
+    const reader = readerOf(this.config, this.issued, request, 'refuse');
+    if (reader.consumers !== undefined && this.reflector.get<boolean | undefined>(CONSUMER_ROUTE, context.getHandler()) !== true) {
+      throw new ApiError(
+        403,
+        'consumer_token',
+        `This token reads only GET /changes?consumer= for the consumers ${reader.consumers.join(', ')}, and commits them (POST /changes/commit)`,
+      );
+    }
+    readers.set(request, reader);
     return true;
   }
 }
@@ -135,6 +163,15 @@ export const ReadScope = createParamDecorator((_data: unknown, context: Executio
   if (!reader) throw new Error('@ReadScope() on a route guarded by neither @ReadAccess() nor @StatusAccess()');
   return reader.scope;
 });
+
+/**
+ * On a handler under @ReadAccess(): the named consumers its reader's token is limited to (undefined: any). Routes that
+ * take it are marked @ConsumerRoute(); every other read refuses such a token (403 `consumer_token`).
+ */
+export const ReadConsumers = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): readonly string[] | undefined =>
+    readers.get(context.switchToHttp().getRequest<FastifyRequest>())?.consumers,
+);
 
 /** Guards a controller or route as the mirror's query endpoints are guarded, and documents its bearer scheme. */
 export const ReadAccess = (): MethodDecorator & ClassDecorator => applyDecorators(UseGuards(ReadTokenGuard), ApiReadAuth());

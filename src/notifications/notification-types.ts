@@ -13,6 +13,7 @@ export const OPS_EVENT_TYPES = [
   'ops.objective.breached',
   'ops.objective.recovered',
   'ops.api_key.rejected',
+  'ops.consumer.expired',
 ] as const;
 export type OpsEventType = (typeof OPS_EVENT_TYPES)[number];
 

@@ -229,4 +229,9 @@ export class ReadTokenRegistry extends IssuedReadTokens implements OnApplication
   }
 }
 
-const issued = (row: LiveReadToken): IssuedToken => Object.freeze({ id: row.id, scope: WorkspaceScope.of(row.workspaces) });
+const issued = (row: LiveReadToken): IssuedToken =>
+  Object.freeze({
+    id: row.id,
+    scope: WorkspaceScope.of(row.workspaces),
+    ...(row.consumers ? { consumers: Object.freeze([...row.consumers]) } : {}),
+  });

@@ -11,6 +11,8 @@ export interface ReadTokenSummary {
   id: string;
   name: string;
   workspaces: Workspaces;
+  /** Present only for a token limited to named consumers. */
+  consumers?: string[];
   createdAt: Date;
   lastUsedAt: Date | null;
 }
@@ -20,6 +22,8 @@ export interface LiveReadToken {
   id: string;
   tokenHash: string;
   workspaces: Workspaces;
+  /** Present only for a token limited to named consumers. */
+  consumers?: string[];
   lastUsedAt: Date | null;
 }
 
@@ -42,10 +46,15 @@ export interface ReadTokenFingerprint {
 
 const workspacesOf = (row: Pick<ReadTokenRow, 'all_workspaces' | 'workspaces'>): Workspaces => (row.all_workspaces ? ALL_WORKSPACES : row.workspaces);
 
+/** A token limited to named consumers has them; any other none (the key is left out of its answers). */
+const consumersOf = (row: Pick<ReadTokenRow, 'consumers'>): { consumers?: string[] } =>
+  row.consumers !== null && row.consumers.length > 0 ? { consumers: row.consumers } : {};
+
 const summary = (row: ReadTokenRow): ReadTokenSummary => ({
   id: row.id,
   name: row.name,
   workspaces: workspacesOf(row),
+  ...consumersOf(row),
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
 });
@@ -55,11 +64,24 @@ const summary = (row: ReadTokenRow): ReadTokenSummary => ({
 export class ReadTokenRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  async create(token: { id: string; name: string; tokenHash: string; workspaces: Workspaces }): Promise<ReadTokenSummary> {
+  async create(token: {
+    id: string;
+    name: string;
+    tokenHash: string;
+    workspaces: Workspaces;
+    consumers?: readonly string[];
+  }): Promise<ReadTokenSummary> {
     const all = token.workspaces === ALL_WORKSPACES;
     const row = await this.database.db
       .insertInto('read_token')
-      .values({ id: token.id, name: token.name, token_hash: token.tokenHash, all_workspaces: all, workspaces: all ? [] : [...token.workspaces] })
+      .values({
+        id: token.id,
+        name: token.name,
+        token_hash: token.tokenHash,
+        all_workspaces: all,
+        workspaces: all ? [] : [...token.workspaces],
+        consumers: [...(token.consumers ?? [])],
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     return summary(row);
@@ -105,10 +127,16 @@ export class ReadTokenRepository {
   async live(): Promise<LiveReadToken[]> {
     const rows = await this.database.db
       .selectFrom('read_token')
-      .select(['id', 'token_hash', 'all_workspaces', 'workspaces', 'last_used_at'])
+      .select(['id', 'token_hash', 'all_workspaces', 'workspaces', 'consumers', 'last_used_at'])
       .where('deleted_at', 'is', null)
       .execute();
-    return rows.map((row) => ({ id: row.id, tokenHash: row.token_hash, workspaces: workspacesOf(row), lastUsedAt: row.last_used_at }));
+    return rows.map((row) => ({
+      id: row.id,
+      tokenHash: row.token_hash,
+      workspaces: workspacesOf(row),
+      ...consumersOf(row),
+      lastUsedAt: row.last_used_at,
+    }));
   }
 
   /**

@@ -28,7 +28,7 @@ export class ReadTokensController {
   @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
   @ApiErrorResponse(415, '`unsupported_media_type`: a body that is not `application/json`.')
   create(@Body() body: CreateReadTokenDto): Promise<Omit<ReadTokenSummary, 'lastUsedAt'> & { token: string }> {
-    return this.tokens.create(body.name, body.workspaces);
+    return this.tokens.create(body.name, body.workspaces, body.consumers);
   }
 
   @Get()

@@ -44,13 +44,18 @@ export class ReadTokensService {
   ) {}
 
   /** The token is answered here, once; only its hash is kept. It reads on this replica before this answers. */
-  async create(name: string, workspaces: Workspaces): Promise<Omit<ReadTokenSummary, 'lastUsedAt'> & { token: string }> {
+  async create(
+    name: string,
+    workspaces: Workspaces,
+    consumers?: readonly string[],
+  ): Promise<Omit<ReadTokenSummary, 'lastUsedAt'> & { token: string }> {
     const token = newReadToken();
     const tokenHash = tokenDigest(token);
-    const created = await this.tokens.create({ id: randomUUID(), name, tokenHash, workspaces });
-    await this.registry.changed({ created: { id: created.id, tokenHash, workspaces: created.workspaces, lastUsedAt: null } });
+    const created = await this.tokens.create({ id: randomUUID(), name, tokenHash, workspaces, consumers });
+    const limited = created.consumers ? { consumers: created.consumers } : {};
+    await this.registry.changed({ created: { id: created.id, tokenHash, workspaces: created.workspaces, ...limited, lastUsedAt: null } });
     this.logger.log(`Read token ${created.id} made (${created.workspaces === '*' ? 'every workspace' : created.workspaces.join(', ')})`);
-    return { id: created.id, name: created.name, workspaces: created.workspaces, createdAt: created.createdAt, token };
+    return { id: created.id, name: created.name, workspaces: created.workspaces, ...limited, createdAt: created.createdAt, token };
   }
 
   async list(limit = DEFAULT_LIMIT, cursor?: string): Promise<{ data: ReadTokenSummary[]; nextCursor: string | null }> {

@@ -8,6 +8,7 @@ import { NotificationHistoryRepository } from '../notifications/notification-his
 import { JobQueueRepository } from '../queue/job-queue.repository';
 import { PozyEventRepository } from '../events/pozy-event.repository';
 import { ChangeRepository } from '../changes/change.repository';
+import { ConsumersService } from '../changes/consumers.service';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { Tracing } from '../tracing/tracing.service';
 import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
@@ -57,6 +58,8 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
   private cron: ScheduledJob | undefined;
   /** Per table, run in this order; each answers how many rows it deleted. */
   private readonly pruners: Record<keyof PruneCounts, { days: number; prune: (cutoff: Date, limit: number) => Promise<number> }>;
+  /** The run's lowest position an active named consumer has committed: the feed keeps every entry after it. */
+  private consumerHold: string | null = null;
 
   constructor(
     private readonly config: AppConfig,
@@ -71,6 +74,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly tracing: Tracing,
     private readonly reads: ReconcileReadRepository,
     private readonly opsEvents: OpsEventRepository,
+    private readonly consumers: ConsumersService,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
@@ -86,7 +90,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       failedJobs: { days: history, prune: (cutoff, limit) => this.queue.pruneFailedJobs(cutoff, limit) },
       reads: { days: history, prune: (cutoff, limit) => this.reads.pruneBefore(cutoff, limit) },
       opsEvents: { days: history, prune: (cutoff, limit) => this.opsEvents.pruneBefore(cutoff, limit) },
-      changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit) },
+      changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit, this.consumerHold) },
     };
   }
 
@@ -147,6 +151,8 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       opsEvents: 0,
       changes: 0,
     };
+    // Named consumers first: those CONSUMER_MAX_LAG_DAYS behind expire, the others hold the feed at their position.
+    this.consumerHold = await this.consumers.holdForRetention(now);
     for (const table of Object.keys(this.pruners) as (keyof PruneCounts)[]) {
       const { days, prune } = this.pruners[table];
       deleted[table] = await this.tracing.span(`retention ${table}`, { attributes: { 'pozy_sync.retention.days': days } }, async (span) => {
@@ -160,7 +166,8 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
         `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ${deleted.opsEvents} operational events, ` +
-        `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()} ` +
+        `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()}` +
+        `${this.consumerHold === null ? '' : ` (none after position ${this.consumerHold}, held by a named consumer)`} ` +
         `in ${result.durationMs} ms`,
     );
     return result;

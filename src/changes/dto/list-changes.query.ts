@@ -61,4 +61,29 @@ export class ListChangesQuery extends WorkspaceQuery {
   @Min(0, { message: `wait must be a number of seconds from 0 to ${MAX_WAIT_S}` })
   @Max(MAX_WAIT_S, { message: `wait must be a number of seconds from 0 to ${MAX_WAIT_S}` })
   wait?: number;
+
+  @ApiPropertyOptional({
+    description:
+      'Read as this named consumer (POST /admin/consumers): from its committed position, with its own filters, so `after`, `types`, ' +
+      '`profileId`, `platform` and `workspace` are refused beside it. A read not committed (POST /changes/commit) is answered again.',
+    example: 'crm-sync',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { message: 'consumer must be a consumer name (1 to 63 lower-case letters, digits, _ or -)' })
+  consumer?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 63,
+    description: 'With `consumer`: which of its partitions (0 to partitions − 1); required when it has more than one.',
+    example: 0,
+  })
+  @IsOptional()
+  @IntParam()
+  @IsInt({ message: 'partition must be an integer from 0 to the partitions − 1' })
+  @Min(0, { message: 'partition must be an integer from 0 to the partitions − 1' })
+  @Max(63, { message: 'partition must be an integer from 0 to the partitions − 1' })
+  partition?: number;
 }

@@ -1,6 +1,18 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsOptional, IsString, IsUUID, Matches, MaxLength, ValidateBy, ValidationArguments } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  ArrayUnique,
+  IsArray,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  MaxLength,
+  ValidateBy,
+  ValidationArguments,
+} from 'class-validator';
 import { LimitParam } from '../../common/query-params';
 import { ALL_WORKSPACES, isWorkspaceId, Workspaces } from '../../common/read-scope';
 import { WORKSPACE_ID } from '../../common/workspace-id';
@@ -71,6 +83,21 @@ export class CreateReadTokenDto {
   })
   @IsWorkspaces()
   workspaces!: Workspaces;
+
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'Limits the token to these named consumers (POST /admin/consumers): it reads only `GET /changes?consumer=` for them (and ' +
+      '`GET /changes/head`), and commits them. Absent: every read the workspaces allow.',
+    example: ['crm-sync'],
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_WORKSPACES)
+  @ArrayUnique()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,62}$/, { each: true, message: 'consumers must hold consumer names (1 to 63 lower-case letters, digits, _ or -)' })
+  consumers?: string[];
 }
 
 /** `GET /admin/tokens`. */

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { ALL_WORKSPACES } from '../../common/read-scope';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;
@@ -12,6 +12,12 @@ const WORKSPACES = {
   example: ['acme-eu', 'acme-us'],
 };
 
+const CONSUMERS: ApiPropertyOptions = {
+  type: [String],
+  description: 'Only for a token limited to named consumers: it reads `GET /changes?consumer=` for these alone, and commits them.',
+  example: ['crm-sync'],
+};
+
 /** A read token made through the API, as listed: never the token, nor its hash. */
 export class ReadTokenResponse {
   @ApiProperty({ format: 'uuid', example: '3b2c6a1e-8d4f-4e5a-9b7c-2d1e0f9a8b7c' })
@@ -22,6 +28,9 @@ export class ReadTokenResponse {
 
   @ApiProperty(WORKSPACES)
   workspaces!: string[] | typeof ALL_WORKSPACES;
+
+  @ApiPropertyOptional(CONSUMERS)
+  consumers?: string[];
 
   @ApiProperty(DATE_TIME)
   createdAt!: Date;
@@ -44,6 +53,9 @@ export class CreatedReadTokenResponse {
 
   @ApiProperty(WORKSPACES)
   workspaces!: string[] | typeof ALL_WORKSPACES;
+
+  @ApiPropertyOptional(CONSUMERS)
+  consumers?: string[];
 
   @ApiProperty(DATE_TIME)
   createdAt!: Date;
