@@ -259,6 +259,10 @@ describe('logical replication (LOGICAL_PUBLICATION, a server with wal_level=logi
     await mirrored(post._id, (row) => row.sequence === 1);
     const insert = await slotChange('the long post insert', postChange('insert', post._id, '1'));
     expect((insert as { row: Row }).row.content).toBe(content);
+    // A re-read sets every column from Pozy's answer: the UPDATE carries the long content, though it is unchanged.
+    await resync(`posts/${post._id}`);
+    const reread = await slotChange('the long post re-read', postChange('update', post._id, '1'));
+    expect((reread as { row: Row }).row.content).toBe(content);
     world.deletePost(post._id);
     await resync(`posts/${post._id}`);
     await mirrored(post._id, (row) => row.deleted_at !== null);
