@@ -22,6 +22,7 @@ const none: PruneCounts = {
   reads: 0,
   opsEvents: 0,
   changes: 0,
+  versions: 0,
 };
 
 describe('retention (POST /admin/retention, real PostgreSQL)', () => {

@@ -5,11 +5,12 @@ import { BackfillModule } from '../backfill/backfill.module';
 import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyEventModule } from '../events/pozy-event.module';
+import { HistoryModule } from '../mirror/history/history.module';
 import { RetentionController } from './retention.controller';
 import { RetentionService } from './retention.service';
 
 @Module({
-  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule, ChangesModule, ReconcileModule],
+  imports: [PozyEventModule, NotificationsModule, BackfillModule, DeadLettersModule, ChangesModule, ReconcileModule, HistoryModule],
   controllers: [RetentionController],
   providers: [RetentionService],
   exports: [RetentionService],

@@ -13,6 +13,7 @@ import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { Tracing } from '../tracing/tracing.service';
 import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
 import { OpsEventRepository } from '../notifications/ops-event.repository';
+import { HistoryRepository } from '../mirror/history/history.repository';
 
 const DAY_MS = 86_400_000;
 
@@ -34,6 +35,8 @@ export interface PruneCounts {
   opsEvents: number;
   /** Change-feed entries, against their own window (CHANGE_RETENTION_DAYS). */
   changes: number;
+  /** Posts' and accounts' superseded versions (their history), against their own window (HISTORY_RETENTION_DAYS). */
+  versions: number;
 }
 
 export interface PruneResult {
@@ -41,6 +44,8 @@ export interface PruneResult {
   cutoff: Date;
   /** Change-feed entries older than this were pruned. */
   changeCutoff: Date;
+  /** Versions read before this were pruned, each resource's newest aside. */
+  historyCutoff: Date;
   deleted: PruneCounts;
   durationMs: number;
 }
@@ -74,12 +79,13 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     private readonly tracing: Tracing,
     private readonly reads: ReconcileReadRepository,
     private readonly opsEvents: OpsEventRepository,
+    private readonly versionHistory: HistoryRepository,
     private readonly consumers: ConsumersService,
   ) {
     // Each table's owner deletes its own rows: at most `limit` a statement, picked by primary key with SKIP LOCKED,
     // so none holds many row locks for long and a row being written right now is left to the next run.
     // Each names the window it keeps: the history EVENT_RETENTION_DAYS, the change feed CHANGE_RETENTION_DAYS.
-    const { eventRetentionDays: history, changeRetentionDays: feed } = this.config.retention;
+    const { eventRetentionDays: history, changeRetentionDays: feed, historyRetentionDays: versions } = this.config.retention;
     this.pruners = {
       events: { days: history, prune: (cutoff, limit) => this.events.pruneBefore(cutoff, limit) },
       notificationAttempts: { days: history, prune: (cutoff, limit) => this.notifications.pruneAttemptsBefore(cutoff, limit) },
@@ -91,6 +97,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       reads: { days: history, prune: (cutoff, limit) => this.reads.pruneBefore(cutoff, limit) },
       opsEvents: { days: history, prune: (cutoff, limit) => this.opsEvents.pruneBefore(cutoff, limit) },
       changes: { days: feed, prune: (cutoff, limit) => this.changes.pruneBefore(cutoff, limit, this.consumerHold) },
+      versions: { days: versions, prune: (cutoff, limit) => this.versionHistory.pruneBefore(cutoff, limit) },
     };
   }
 
@@ -139,6 +146,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
     const before = (days: number) => new Date(now.getTime() - days * DAY_MS);
     const cutoff = before(this.config.retention.eventRetentionDays);
     const changeCutoff = before(this.config.retention.changeRetentionDays);
+    const historyCutoff = before(this.config.retention.historyRetentionDays);
     const deleted: PruneCounts = {
       events: 0,
       notificationAttempts: 0,
@@ -150,6 +158,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
       reads: 0,
       opsEvents: 0,
       changes: 0,
+      versions: 0,
     };
     // Named consumers first: those CONSUMER_MAX_LAG_DAYS behind expire, the others hold the feed at their position.
     this.consumerHold = await this.consumers.holdForRetention(now);
@@ -161,13 +170,14 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
         return rows;
       });
     }
-    const result: PruneResult = { cutoff, changeCutoff, deleted, durationMs: Date.now() - started };
+    const result: PruneResult = { cutoff, changeCutoff, historyCutoff, deleted, durationMs: Date.now() - started };
     this.logger.log(
       `Retention before ${cutoff.toISOString()}${this.stopping ? ' (stopped by shutdown)' : ''}: deleted ` +
         `${deleted.events} events, ${deleted.notificationAttempts} notification attempts, ${deleted.notifications} notifications, ` +
         `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ${deleted.opsEvents} operational events, ` +
         `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()}` +
-        `${this.consumerHold === null ? '' : ` (none after position ${this.consumerHold}, held by a named consumer)`} ` +
+        `${this.consumerHold === null ? '' : ` (none after position ${this.consumerHold}, held by a named consumer)`}, ` +
+        `${deleted.versions} superseded versions read before ${historyCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );
     return result;

@@ -23,6 +23,7 @@ const WORKSPACE_TABLES = [
   'dead_letter',
   'change',
   'pozy_event',
+  'resource_version',
   'post',
   'account',
 ] as const satisfies readonly (keyof DB)[];

@@ -7,7 +7,8 @@ import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 import { ChangeSignal } from '../../changes/change-signal';
 import { PostMirrorRepository } from '../posts/post-mirror.repository';
 import { recordChanges } from '../../changes/record-changes';
-import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
+import { fanOutResult, notifySubscribers } from '../change-notifications';
+import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
 import { fromExcluded, wholeObjectJson } from '../whole-object';
 import { accountColumns, AccountColumns, wholeAccount } from './account-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
@@ -225,14 +226,15 @@ export class AccountMirrorRepository {
   }
 
   /**
-   * `written` (the write, returning the rows it touched) with the feed entries and notifications of what it changed,
-   * in one statement. What the feed and subscribers see of a change: the account as GET /accounts/:id answers it.
+   * `written` (the write, returning the rows it touched) with the feed entries, versions and notifications of what it
+   * changed, in one statement. What the feed, the history and subscribers see of a change: the account as
+   * GET /accounts/:id answers it.
    */
   private fanOut(db: Db, written: WrittenQuery) {
     return db
       .with('written', () => written)
       .with('changes', (qc) =>
-        changesQuery(
+        versionedChangesQuery(
           qc
             .selectFrom('written as w')
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
@@ -247,10 +249,20 @@ export class AccountMirrorRepository {
               sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
               sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
               wholeObjectJson(wholeAccount('w')).as('resource'),
+              eb.ref('w.read_started_at').as('read_at'),
+              'w.read_id',
+              eventIdsOf(db, {
+                workspaceId: eb.ref('w.workspace_id'),
+                resourceType: 'profile',
+                resourceId: eb.ref('w.profile_id'),
+                accountId: eb.ref('w.id'),
+                readAt: eb.ref('w.read_started_at'),
+              }).as('event_ids'),
             ]),
         ),
       )
       .with('recorded', () => recordChanges(db))
+      .with('versioned', () => recordVersions(db))
       .with('notified', () => notifySubscribers(db))
       .selectNoFrom([
         ...fanOutResult(db),

@@ -5,6 +5,9 @@ import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse, 
 import type { Db } from '../../database/database.service';
 import { ReadDb, ReplicaRead } from '../../database/replica-read';
 import { ReadAccess, ReadScope } from '../../common/read-access';
+import { parseInstant } from '../../common/instant';
+import { HistoryService } from '../history/history.service';
+import { AccountHistoryResponse, HistoryQuery } from '../history/dto/history.dto';
 import { AccountsQuery } from './accounts.query';
 import { AnswersJsonText, JsonText, pageJson } from '../whole-object';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
@@ -16,7 +19,10 @@ import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query
 @ReplicaRead()
 @Controller('accounts')
 export class AccountsController {
-  constructor(private readonly accounts: AccountsQuery) {}
+  constructor(
+    private readonly accounts: AccountsQuery,
+    private readonly versions: HistoryService,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
@@ -33,16 +39,35 @@ export class AccountsController {
   @ApiOperation({ summary: 'One mirrored account, removed ones included.' })
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: MirroredAccountResponse })
-  @ApiInvalidRequestResponse('`fields` or `consistency`')
-  @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read)')
+  @ApiInvalidRequestResponse('`fields`, `asOf` or `consistency`')
+  @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read), or with `asOf`, held no version of it then')
   @ApiErrorResponse(
     409,
     '`ambiguous_id`: more than one of the workspaces read holds an account of this id (`details` names them); pick one with `workspace`.',
   )
   @AnswersJsonText()
   async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
-    const account = await this.accounts.get(id, query.fields, db, scope.narrow(query.workspace));
-    if (!account) throw new ApiError(404, 'not_found', `Account ${id} is not in the mirror`);
+    const account =
+      query.asOf === undefined
+        ? await this.accounts.get(id, query.fields, db, scope.narrow(query.workspace))
+        : await this.versions.asOf('account', id, parseInstant(query.asOf)!, query.fields, db, scope.narrow(query.workspace));
+    if (!account)
+      throw new ApiError(
+        404,
+        'not_found',
+        query.asOf === undefined ? `Account ${id} is not in the mirror` : `The mirror held no version of account ${id} at ${query.asOf}`,
+      );
     return account;
+  }
+
+  @Get(':id/history')
+  @ApiOperation({ summary: 'Every version of an account the mirror held (kept for HISTORY_RETENTION_DAYS), newest first, a page at a time.' })
+  @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
+  @ApiOkResponse({ type: AccountHistoryResponse })
+  @ApiInvalidRequestResponse('`limit`, `cursor`, `workspace` or `consistency`')
+  @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read)')
+  @ApiErrorResponse(409, '`ambiguous_id`: more than one of the workspaces read holds an account of this id; pick one with `workspace`.')
+  history(@Param('id') id: string, @Query() query: HistoryQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<AccountHistoryResponse> {
+    return this.versions.page('account', id, query, db, scope.narrow(query.workspace)) as Promise<AccountHistoryResponse>;
   }
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ChangesModule } from '../../changes/changes.module';
+import { HistoryModule } from '../history/history.module';
 import { PostsModule } from '../posts/posts.module';
 import { NotificationsModule } from '../../notifications/notifications.module';
 import { AccountMirrorRepository } from './account-mirror.repository';
@@ -7,7 +8,7 @@ import { AccountsController } from './accounts.controller';
 import { AccountsQuery } from './accounts.query';
 
 @Module({
-  imports: [NotificationsModule, ChangesModule, PostsModule],
+  imports: [NotificationsModule, ChangesModule, HistoryModule, PostsModule],
   controllers: [AccountsController],
   providers: [AccountMirrorRepository, AccountsQuery],
   exports: [AccountMirrorRepository],

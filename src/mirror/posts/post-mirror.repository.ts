@@ -8,7 +8,8 @@ import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { ChangeSignal } from '../../changes/change-signal';
 import { recordChanges } from '../../changes/record-changes';
-import { changesQuery, fanOutResult, notifySubscribers } from '../change-notifications';
+import { fanOutResult, notifySubscribers } from '../change-notifications';
+import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
 import { fromExcluded, wholeObjectJson } from '../whole-object';
 import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
@@ -173,7 +174,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    const row = await this.fanOut(db, written);
+    const row = await this.fanOut(db, written, 'read');
     return trx ? this.result(row, false) : this.afterCommit(workspaceId, row);
   }
 
@@ -241,7 +242,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted);
-    return this.afterCommit(workspaceId, await this.fanOut(db, written));
+    return this.afterCommit(workspaceId, await this.fanOut(db, written, 'read'));
   }
 
   /**
@@ -295,18 +296,20 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(sql<boolean>`false`.as('inserted'));
-    return this.result(await this.fanOut(trx, written), false);
+    return this.result(await this.fanOut(trx, written, 'profiles'), false);
   }
 
   /**
-   * `written` (the guarded write, returning the rows it touched) with the feed entries and notifications of what it
-   * changed, in one statement. What the feed and subscribers see of a change: the post as GET /posts/:id answers it.
+   * `written` (the guarded write, returning the rows it touched) with the feed entries, versions and notifications of
+   * what it changed, in one statement. What the feed, the history and subscribers see of a change: the post as
+   * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
+   * which no read of the post and no event of it led to.
    */
-  private fanOut(db: Db, written: WrittenQuery) {
+  private fanOut(db: Db, written: WrittenQuery, by: 'read' | 'profiles') {
     return db
       .with('written', () => written)
       .with('changes', (qc) =>
-        changesQuery(
+        versionedChangesQuery(
           qc
             .selectFrom('written as w')
             // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
@@ -324,10 +327,22 @@ export class PostMirrorRepository {
               'w.platform_names as platforms',
               'profiles.ids as profile_ids',
               wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
+              by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
+              'w.read_id',
+              (by === 'read'
+                ? eventIdsOf(db, {
+                    workspaceId: eb.ref('w.workspace_id'),
+                    resourceType: 'post',
+                    resourceId: eb.ref('w.id'),
+                    readAt: eb.ref('w.read_started_at'),
+                  })
+                : sql<unknown>`NULL::jsonb`
+              ).as('event_ids'),
             ]),
         ),
       )
       .with('recorded', () => recordChanges(db))
+      .with('versioned', () => recordVersions(db))
       .with('notified', () => notifySubscribers(db))
       .selectNoFrom([...fanOutResult(db), ...unmirroredAccounts(db)])
       .executeTakeFirstOrThrow();
@@ -381,7 +396,7 @@ export class PostMirrorRepository {
         )
         .returningAll()
         .returning(sql<boolean>`false`.as('inserted'));
-      return this.fanOut(trx, written);
+      return this.fanOut(trx, written, 'profiles');
     });
     this.result(rechecked, true);
     return { ...result, changed: result.changed + rechecked.changed, notified: result.notified + rechecked.notified };

@@ -30,6 +30,13 @@ export class PruneCountsResponse {
 
   @ApiProperty({ type: 'integer', description: 'Change-feed entries (GET /changes), before `changeCutoff`.', example: 5000 })
   changes!: number;
+
+  @ApiProperty({
+    type: 'integer',
+    description: "Posts' and accounts' superseded versions (GET /posts/:id/history), before `historyCutoff`; each one's newest is kept.",
+    example: 700,
+  })
+  versions!: number;
 }
 
 /** `200` of `POST /admin/retention`: the rows deleted, per table. */
@@ -39,6 +46,13 @@ export class PruneResponse {
 
   @ApiProperty({ type: String, format: 'date-time', description: 'Change-feed entries older than this were pruned (CHANGE_RETENTION_DAYS).' })
   changeCutoff!: Date;
+
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    description: "Versions read before this were pruned (HISTORY_RETENTION_DAYS), each post's and account's newest aside.",
+  })
+  historyCutoff!: Date;
 
   @ApiProperty({ type: PruneCountsResponse })
   deleted!: PruneCountsResponse;

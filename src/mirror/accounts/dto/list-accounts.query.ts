@@ -5,6 +5,7 @@ import { PageQuery } from '../../page.query';
 import { BooleanParam } from '../../../common/query-params';
 import { FieldsParam } from '../../whole-object';
 import { ACCOUNT_FIELD_ORDER } from '../account-fields';
+import { AsOfParam } from '../../history/dto/history.dto';
 
 export class ListAccountsQuery extends PageQuery {
   @ApiPropertyOptional({ maxLength: 200, description: "This profile's accounts.", example: '66a9ffee00112233445566aa' })
@@ -56,4 +57,7 @@ export class ListAccountsQuery extends PageQuery {
 export class AccountFieldsQuery extends WorkspaceQuery {
   @FieldsParam(ACCOUNT_FIELD_ORDER, 'account')
   fields?: string[];
+
+  @AsOfParam('account')
+  asOf?: string;
 }

@@ -8,6 +8,7 @@ import { POST_FIELD_ORDER } from '../post-fields';
 import { FieldsParam } from '../../whole-object';
 import { IsSearchWithinLimits, SEARCH_LIMITS } from '../post-search';
 import { POST_SORTS } from '../post-sort';
+import { AsOfParam } from '../../history/dto/history.dto';
 
 export const POST_STATUSES = ['draft', 'scheduled', 'publishing', 'published', 'partial', 'failed', 'cancelled', 'deleted'] as const;
 
@@ -143,4 +144,7 @@ export class ListPostsQuery extends PageQuery {
 export class PostFieldsQuery extends WorkspaceQuery {
   @FieldsParam(POST_FIELD_ORDER, 'post')
   fields?: string[];
+
+  @AsOfParam('post')
+  asOf?: string;
 }
