@@ -195,7 +195,7 @@ describe('OpenAPI document and Swagger UI', () => {
       expect(
         missingFromDocument(
           [
-            { method: 'GET', path: '/posts/{id}/history' },
+            { method: 'GET', path: '/posts/{id}/versions' },
             { method: 'DELETE', path: '/posts' },
           ],
           document,
@@ -252,7 +252,16 @@ describe('OpenAPI document and Swagger UI', () => {
         .filter((route) => route.access === access)
         .map(key)
         .sort();
-    expect(guarded('read')).toEqual(['GET /accounts', 'GET /accounts/{id}', 'GET /changes', 'GET /changes/head', 'GET /posts', 'GET /posts/{id}']);
+    expect(guarded('read')).toEqual([
+      'GET /accounts',
+      'GET /accounts/{id}',
+      'GET /accounts/{id}/history',
+      'GET /changes',
+      'GET /changes/head',
+      'GET /posts',
+      'GET /posts/{id}',
+      'GET /posts/{id}/history',
+    ]);
     expect(guarded('status')).toEqual(['GET /', 'GET /sync/status']);
     const expected = { read: [{ read: [] }], status: [{ read: [] }, {}], open: undefined };
     for (const route of controllers.filter((r) => r.access !== 'admin')) {
