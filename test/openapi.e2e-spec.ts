@@ -214,6 +214,8 @@ describe('OpenAPI document and Swagger UI', () => {
         expect({ route: key(route), params: documentedParams }).toEqual({ route: key(route), params: pathParams });
         const success = Object.keys(op.responses).filter((status) => /^2\d\d$/.test(status));
         expect({ route: key(route), success }).toEqual({ route: key(route), success: [String(route.successStatus)] });
+        // A 204 has no body to type.
+        if (route.successStatus === 204) continue;
         const content = (op.responses[String(route.successStatus)] as ResponseObject).content;
         expect({ route: key(route), typed: Object.values(content ?? {}).some((media) => media.schema !== undefined) }).toEqual({
           route: key(route),
@@ -261,6 +263,7 @@ describe('OpenAPI document and Swagger UI', () => {
       'GET /posts',
       'GET /posts/{id}',
       'GET /posts/{id}/history',
+      'POST /changes/commit',
     ]);
     expect(guarded('status')).toEqual(['GET /', 'GET /sync/status']);
     const expected = { read: [{ read: [] }], status: [{ read: [] }, {}], open: undefined };
