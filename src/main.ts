@@ -34,6 +34,7 @@ async function main(): Promise<void> {
         dataDir: '.data/postgres',
         port: config.embeddedDatabasePort,
         database: 'pozy_sync',
+        logicalWal: config.logicalPublication !== null,
       });
       config = config.withDatabaseUrl(embedded.url);
     }

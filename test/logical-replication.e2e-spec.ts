@@ -1,8 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { HARNESS_ADMIN_TOKEN, Harness, startHarness } from './support/harness';
 import { LogicalServer, startLogicalServer } from './support/logical-postgres';
+import { freePort } from './support/ports';
+import { ServiceProcess, spawnService } from './support/process';
 import { Change, PgOutputDecoder, Row } from './support/pgoutput';
 import { RunningService, startService, waitFor } from './support/service';
 import { postgresBinDir } from './support/streaming-replica';
@@ -416,4 +421,53 @@ describe('LOGICAL_PUBLICATION on a server without logical WAL (the machine’s, 
     );
     expect((await fetch(`${service.baseUrl}/posts`)).status).toBe(200);
   });
+});
+
+describe('LOGICAL_PUBLICATION with the embedded PostgreSQL (no DATABASE_URL)', () => {
+  // The built service (`node dist/main.js`, as a user runs it): main.ts starts the embedded server with
+  // wal_level=logical when the variable is set, so a local Debezium or Sequin can read it.
+  const cwd = mkdtempSync(join(tmpdir(), 'pozy-embedded-logical-'));
+  let service: ServiceProcess | undefined;
+
+  afterAll(async () => {
+    // SIGTERM: the service closes, then stops its PostgreSQL.
+    if (service && service.child.exitCode === null && service.child.signalCode === null) {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+    rmSync(cwd, { recursive: true, force: true });
+  }, 60_000);
+
+  it('runs it with wal_level=logical, and the publication is ready', async () => {
+    // PostgreSQL runs as `postgres` when the test runs as root: it must traverse the directory.
+    chmodSync(cwd, 0o755);
+    const port = await freePort();
+    service = spawnService(
+      {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        EMBEDDED_DATABASE_PORT: String(await freePort()),
+        LOGICAL_PUBLICATION: PUBLICATION,
+        // Nothing answers there: the service never reaches a real Pozy.
+        POZY_API_URL: `http://127.0.0.1:${await freePort()}`,
+        BACKFILL_CRON: 'off',
+        INITIAL_IMPORT: 'off',
+        SHUTDOWN_DRAIN_MS: '0',
+      },
+      cwd,
+    );
+    const running = service;
+    const details = await waitFor(
+      'the service to become ready',
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => undefined);
+        return response?.status === 200 ? ((await response.json()) as { details: Record<string, unknown> }).details : undefined;
+      },
+      90_000,
+      200,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}:\n${running.output()}`);
+    });
+    expect(details.logicalPublication).toMatchObject({ state: 'ready', walLevel: 'logical', action: 'created' });
+  }, 120_000);
 });

