@@ -125,11 +125,8 @@ async function ensurePublication(trx: Db, name: string): Promise<'created' | 'al
         FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
        WHERE p.pubname = ${name}`.execute(trx)
   ).rows;
-  const wanted = (
-    await sql<{
-      oid: number;
-    }>`SELECT unnest(ARRAY[${sql.join(PUBLISHED_TABLES.map((table) => sql`to_regclass(${table})::oid::int`))}]) AS oid`.execute(trx)
-  ).rows.map((row) => row.oid);
+  const oids = sql.join(PUBLISHED_TABLES.map((table) => sql`to_regclass(${table})::oid::int`));
+  const wanted = (await sql<{ oid: number }>`SELECT unnest(ARRAY[${oids}]) AS oid`.execute(trx)).rows.map((row) => row.oid);
   const sameTables = published.length === wanted.length && published.every((relation) => wanted.includes(relation.oid) && !relation.narrowed);
   // A schema in the publication (FOR TABLES IN SCHEMA) would publish more than the list says.
   const [{ schemas }] = (
