@@ -36,8 +36,26 @@ function randomFilter(rng: Rng): { filter: ChangeFilter; filtered: boolean } {
   if (filter.types?.length === 0) filter.types = [rng.pick(CHANGE_TYPES)];
   if (rng.chance(0.4)) filter.profileId = rng.chance(0.15) ? 'p-rare' : rng.chance(0.1) ? 'p-nobody' : rng.pick(PROFILES);
   if (rng.chance(0.3)) filter.platform = rng.pick(PLATFORMS);
-  const filtered = filter.types !== undefined || filter.profileId !== undefined || filter.platform !== undefined;
+  // A named consumer's lists (any of them) and its partition.
+  if (rng.chance(0.2)) filter.profileIds = rng.chance(0.5) ? ['p-rare', rng.pick(PROFILES)] : [rng.pick(PROFILES)];
+  if (rng.chance(0.2)) filter.platforms = [rng.pick(PLATFORMS), rng.pick(PLATFORMS)];
+  if (rng.chance(0.3)) {
+    const of = rng.pick([2, 3, 7]);
+    filter.partition = { index: rng.int(of), of };
+  }
+  const filtered =
+    filter.types !== undefined ||
+    filter.profileId !== undefined ||
+    filter.platform !== undefined ||
+    filter.profileIds !== undefined ||
+    filter.platforms !== undefined;
   return { filter, filtered };
+}
+
+/** The positions a read looks ahead, as ChangesService.follow decides. */
+function scanOf(filter: ChangeFilter, filtered: boolean, limit: number): number {
+  if (filter.partition) return Math.min(10_000, limit * filter.partition.of * (filtered ? 4 : 1));
+  return filtered ? 10_000 : limit;
 }
 
 describe("the tail's answers from memory equal what the SQL filter answers (change-window.ts)", () => {
@@ -81,11 +99,11 @@ describe("the tail's answers from memory equal what the SQL filter answers (chan
       const after = String(PRUNED - 1 + rng.int(ENTRIES - PRUNED + 60));
       const limit = rng.pick([1, 3, 20, 100, 1000]);
       const { filter, filtered } = randomFilter(rng);
-      const scan = filtered ? 10_000 : limit;
+      const scan = scanOf(filter, filtered, limit);
       const sql = toPage(await changes.page(kysely, after, limit, scan, filter), after, limit, scan);
       const fromWindow = readFromWindow(whole, after, limit, scan, filter);
       expect({ after, limit, filter, page: fromWindow && toPage(fromWindow, after, limit, scan) }).toEqual({ after, limit, filter, page: sql });
-      if (filtered && sql.data.length < limit && BigInt(sql.nextCursor) === BigInt(after) + 10_000n) scansCut += 1;
+      if (scan === 10_000 && sql.data.length < limit && BigInt(sql.nextCursor) === BigInt(after) + 10_000n) scansCut += 1;
     }
     // The cases where a filtered read stopped at its 10,000 positions were met, not only assumed.
     const rare = toPage(await changes.page(kysely, String(PRUNED), 100, 10_000, { profileId: 'p-rare' }), String(PRUNED), 100, 10_000);
@@ -104,7 +122,7 @@ describe("the tail's answers from memory equal what the SQL filter answers (chan
       for (let j = 0; j < 16; j += 1) {
         const limit = rng.pick([1, 20, 100, 1000]);
         const { filter, filtered } = randomFilter(rng);
-        const scan = filtered ? 10_000 : limit;
+        const scan = scanOf(filter, filtered, limit);
         // Half of them where the read's scan ends just before, at or just after the window's end.
         const to = Number(window.to);
         const at = j % 2 === 0 ? to - scan + rng.pick([-1, 0, 1]) : Number(window.from) + rng.int(to - Number(window.from) + 30);
