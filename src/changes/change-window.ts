@@ -61,7 +61,8 @@ export function matchesFilter(row: ChangeRow, filter: ChangeFilter): boolean {
   if (filter.platform !== undefined && !row.platforms.includes(filter.platform)) return false;
   if (filter.profileIds !== undefined && !filter.profileIds.some((id) => row.profile_ids.includes(id))) return false;
   if (filter.platforms !== undefined && !filter.platforms.some((platform) => row.platforms.includes(platform))) return false;
-  if (filter.partition !== undefined && partitionOf(resourceOfType(row.type), row.resource_id, filter.partition.of) !== filter.partition.index) return false;
+  if (filter.partition !== undefined && partitionOf(resourceOfType(row.type), row.resource_id, filter.partition.of) !== filter.partition.index)
+    return false;
   return true;
 }
 

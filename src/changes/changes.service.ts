@@ -83,11 +83,7 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
       filter.platforms !== undefined;
     // A partition's read takes every entry of its scan from the database (partitionOf is computed here, not there):
     // about `limit` of its own among `limit` × partitions positions.
-    const scan = filter.partition
-      ? Math.min(FILTERED_SCAN, limit * filter.partition.of * (filtered ? 4 : 1))
-      : filtered
-        ? FILTERED_SCAN
-        : limit;
+    const scan = filter.partition ? Math.min(FILTERED_SCAN, limit * filter.partition.of * (filtered ? 4 : 1)) : filtered ? FILTERED_SCAN : limit;
     const waitMs = waitS * 1000;
     if (waitMs === 0) return this.read(db, after ?? (await this.start(db)), limit, scan, filter);
     if (this.longPolls >= this.config.changesMaxWaiters) {
