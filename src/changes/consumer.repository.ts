@@ -67,14 +67,10 @@ export class ConsumerRepository {
     });
   }
 
-  /** Consumers by name after `after`, `limit` at most; `workspaces` (not '*'): only those whose workspaces all lie within them. */
-  async list(limit: number, after: string | null, workspaces?: readonly string[]): Promise<StoredConsumer[]> {
+  /** Consumers by name after `after`, `limit` at most. */
+  async list(limit: number, after: string | null): Promise<StoredConsumer[]> {
     let query = this.database.db.selectFrom('consumer').selectAll().orderBy('name').limit(limit);
     if (after !== null) query = query.where('name', '>', after);
-    if (workspaces !== undefined)
-      query = query.where((eb) =>
-        eb.and([eb(eb.fn('cardinality', ['workspaces']), '>', eb.lit(0)), eb('workspaces', '<@', eb.val([...workspaces]))]),
-      );
     return this.withPartitions(await query.execute());
   }
 
