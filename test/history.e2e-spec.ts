@@ -257,7 +257,7 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
     expect((await get(`/posts/not-a-post/history`)).status).toBe(404);
   });
 
-  it("prunes versions read before HISTORY_RETENTION_DAYS (30), never a resource's newest", async () => {
+  it("prunes versions superseded before HISTORY_RETENTION_DAYS (30), never a resource's newest", async () => {
     const pool = harness.service.pool;
     // The post's versions but the newest two, and every version of the account, read 40 days ago.
     const postVersions = (await history('posts', postId)).data.map((v) => v.sequence);
@@ -274,10 +274,15 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
     const response = await fetch(`${base()}/admin/retention`, { method: 'POST', headers: ADMIN });
     expect(response.status).toBe(200);
     const pruned = (await response.json()) as { historyCutoff: string; deleted: { versions: number } };
-    expect(pruned.deleted.versions).toBe(postVersions.length - 2 + accountVersions - 1);
+    // The post's oldest backdated version but one are pruned: the newest backdated one was current until a version read
+    // within the window superseded it, so asOf then still answers it. The account keeps its newest alone.
+    expect(pruned.deleted.versions).toBe(postVersions.length - 3 + accountVersions - 1);
     expect(Date.parse(pruned.historyCutoff)).toBeLessThan(Date.now() - 29 * 86_400_000);
 
-    expect((await history('posts', postId)).data.map((v) => v.sequence)).toEqual([newest, newest - 1]);
+    const kept = (await history('posts', postId)).data;
+    expect(kept.map((v) => v.sequence)).toEqual([newest, newest - 1, newest - 2]);
+    const windowOpened = new Date(Date.parse(pruned.historyCutoff) + 1).toISOString();
+    expect((await get(`/posts/${postId}?asOf=${windowOpened}`)).body).toEqual(kept[2].post);
     const account = (await history('accounts', accountId)).data;
     expect(account).toHaveLength(1);
     // The newest is kept however old: asOf now still answers what GET /accounts/:id does.

@@ -44,7 +44,7 @@ export interface PruneResult {
   cutoff: Date;
   /** Change-feed entries older than this were pruned. */
   changeCutoff: Date;
-  /** Versions read before this were pruned, each resource's newest aside. */
+  /** Versions superseded (by a newer one read) before this were pruned, each resource's newest aside. */
   historyCutoff: Date;
   deleted: PruneCounts;
   durationMs: number;
@@ -177,7 +177,7 @@ export class RetentionService implements OnApplicationBootstrap, BeforeApplicati
         `${deleted.backfillRuns} backfill runs, ${deleted.replayRuns} dead-letter replay runs, ${deleted.deadLetters} dead letters, ${deleted.failedJobs} failed jobs, ${deleted.reads} reconciles of timelines, ${deleted.opsEvents} operational events, ` +
         `${deleted.changes} change-feed entries before ${changeCutoff.toISOString()}` +
         `${this.consumerHold === null ? '' : ` (none after position ${this.consumerHold}, held by a named consumer)`}, ` +
-        `${deleted.versions} superseded versions read before ${historyCutoff.toISOString()} ` +
+        `${deleted.versions} versions superseded before ${historyCutoff.toISOString()} ` +
         `in ${result.durationMs} ms`,
     );
     return result;

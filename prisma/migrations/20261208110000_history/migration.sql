@@ -16,4 +16,4 @@ CREATE TABLE "resource_version" (
 CREATE INDEX "resource_version_workspace_id_resource_type_resource_id_rea_idx" ON "resource_version"("workspace_id", "resource_type", "resource_id", "read_at", "sequence");
 
 -- CreateIndex
-CREATE INDEX "resource_version_read_at_idx" ON "resource_version" USING BRIN ("read_at");
+CREATE INDEX "resource_version_read_at_idx" ON "resource_version"("read_at");

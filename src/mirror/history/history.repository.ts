@@ -101,42 +101,74 @@ export class HistoryRepository {
     return rows;
   }
 
+  /** Where this run's walk of the old versions has got to: it never scans again what it kept (see pruneBefore). */
+  private walk: { cutoff: number; from: Date | null } | undefined;
+
   /**
-   * Retention: deletes up to `limit` versions read before `cutoff` that a newer version of their resource supersedes
-   * (found through the BRIN index on read_at, each checked by primary key); answers how many. A resource's newest
-   * version is never deleted, however old: asOf now still answers what GET /posts/:id does. SKIP LOCKED leaves a
-   * version being written right now to the next run.
+   * Retention: deletes up to `limit` versions superseded by a newer version of their resource read before `cutoff`
+   * (the versions no instant after the cutoff answers), and answers how many. A resource's newest version is never
+   * deleted, however old: asOf now still answers what GET /posts/:id does, and asOf any instant after the cutoff
+   * answers exactly. The old versions are walked in read_at order, `limit` a statement, from where the previous call
+   * of the same run (the same cutoff) stopped, so each run reads each old version it keeps once, not once a batch.
+   * SKIP LOCKED leaves a version being written right now to the next run.
    */
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
-    const old = db
-      .selectFrom('resource_version as o')
-      .select(['o.workspace_id', 'o.resource_type', 'o.resource_id', 'o.sequence'])
-      .where((eb) =>
-        eb.and([
-          eb('o.read_at', '<', cutoff),
-          eb.exists(
+    if (this.walk?.cutoff !== cutoff.getTime()) this.walk = { cutoff: cutoff.getTime(), from: null };
+    const walk = this.walk;
+    let deleted = 0;
+    while (deleted < limit) {
+      const rows = await db.transaction().execute(async (trx) => {
+        const scanned = await trx
+          .selectFrom('resource_version as o')
+          .select((eb) => [
+            'o.workspace_id',
+            'o.resource_type',
+            'o.resource_id',
+            'o.sequence',
+            'o.read_at',
             eb
-              .selectFrom('resource_version as n')
-              .select(eb.lit(1).as('one'))
-              .whereRef('n.workspace_id', '=', 'o.workspace_id')
-              .whereRef('n.resource_type', '=', 'o.resource_type')
-              .whereRef('n.resource_id', '=', 'o.resource_id')
-              .whereRef('n.sequence', '>', 'o.sequence'),
-          ),
-        ]),
-      )
-      .limit(limit)
-      .forUpdate()
-      .skipLocked();
-    const result = await db
-      .deleteFrom('resource_version')
-      .using(old.as('old'))
-      .where(
-        sql<boolean>`(${sql.join(['workspace_id', 'resource_type', 'resource_id', 'sequence'].map((c) => sql.ref(`resource_version.${c}`)))})
-          = (${sql.join(['workspace_id', 'resource_type', 'resource_id', 'sequence'].map((c) => sql.ref(`old.${c}`)))})`,
-      )
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+              .exists(
+                eb
+                  .selectFrom('resource_version as n')
+                  .select(eb.lit(1).as('one'))
+                  .whereRef('n.workspace_id', '=', 'o.workspace_id')
+                  .whereRef('n.resource_type', '=', 'o.resource_type')
+                  .whereRef('n.resource_id', '=', 'o.resource_id')
+                  .whereRef('n.sequence', '>', 'o.sequence')
+                  .where('n.read_at', '<', cutoff),
+              )
+              .as('superseded'),
+          ])
+          .where('o.read_at', '<', cutoff)
+          .$if(walk.from !== null, (qb) => qb.where('o.read_at', '>=', walk.from!))
+          .orderBy('o.read_at')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked()
+          .execute();
+        const gone = scanned.filter((row) => row.superseded);
+        if (gone.length > 0) {
+          const keys = sql.join(gone.map((row) => sql`(${row.workspace_id}, ${row.resource_type}, ${row.resource_id}, ${row.sequence}::integer)`));
+          await trx
+            .deleteFrom('resource_version')
+            .where(sql<boolean>`(workspace_id, resource_type, resource_id, sequence) IN (${keys})`)
+            .execute();
+        }
+        return { scanned, deleted: gone.length };
+      });
+      deleted += rows.deleted;
+      // The walk goes on from the last version read (a tie on read_at is read again, and what it deleted is gone).
+      if (rows.scanned.length < limit) {
+        walk.from = new Date(cutoff.getTime());
+        break;
+      }
+      const last = rows.scanned[rows.scanned.length - 1].read_at;
+      if (last.getTime() === walk.from?.getTime() && rows.deleted === 0) {
+        // A whole statement of versions read at one instant, all kept: step past that instant.
+        walk.from = new Date(last.getTime() + 1);
+      } else walk.from = last;
+    }
+    return deleted;
   }
 }

@@ -50,7 +50,8 @@ export class PruneResponse {
   @ApiProperty({
     type: String,
     format: 'date-time',
-    description: "Versions read before this were pruned (HISTORY_RETENTION_DAYS), each post's and account's newest aside.",
+    description:
+      "Versions superseded (by a newer one read) before this were pruned (HISTORY_RETENTION_DAYS), each post's and account's newest aside.",
   })
   historyCutoff!: Date;
 
