@@ -137,7 +137,7 @@ export class AppConfig {
     readonly eventRetentionDays: number;
     /** The change feed's entries older than this are pruned (GET /changes answers 410 for a cursor before them). */
     readonly changeRetentionDays: number;
-    /** Posts' and accounts' versions read longer ago than this are pruned, except each one's newest. */
+    /** Posts' and accounts' versions superseded longer ago than this are pruned; each one's newest is kept. */
     readonly historyRetentionDays: number;
     /** Retention keeps the entries an active named consumer has not committed, up to this many days old; older, it expires. */
     readonly consumerMaxLagDays: number;

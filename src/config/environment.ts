@@ -464,8 +464,8 @@ export class EnvironmentVariables {
   CHANGE_RETENTION_DAYS = 7;
 
   /**
-   * Posts' and accounts' versions (GET /posts/:id/history, ?asOf=) read longer ago than this many days are pruned,
-   * except each one's newest version. About 1.5 GB a million changes of a typical post.
+   * Posts' and accounts' versions (GET /posts/:id/history, ?asOf=) superseded longer ago than this many days are
+   * pruned; each one's newest version is kept. About 1.5 GB a million changes of a typical post.
    */
   @toInt()
   @IsInt()
