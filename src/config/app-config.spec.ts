@@ -201,6 +201,7 @@ describe('AppConfig.fromEnvironment', () => {
     expect(AppConfig.fromEnvironment(minimal).retention).toEqual({
       eventRetentionDays: 30,
       changeRetentionDays: 7,
+      historyRetentionDays: 30,
       consumerMaxLagDays: 7,
       cron: '17 * * * *',
       batchSize: 1000,
@@ -213,10 +214,12 @@ describe('AppConfig.fromEnvironment', () => {
         RETENTION_CRON: 'off',
         RETENTION_BATCH_SIZE: '10',
         CONSUMER_MAX_LAG_DAYS: '3',
+        HISTORY_RETENTION_DAYS: '90',
       }).retention,
-    ).toEqual({ eventRetentionDays: 7, changeRetentionDays: 2, consumerMaxLagDays: 3, cron: null, batchSize: 10 });
+    ).toEqual({ eventRetentionDays: 7, changeRetentionDays: 2, historyRetentionDays: 90, consumerMaxLagDays: 3, cron: null, batchSize: 10 });
     for (const days of ['0', '3651', 'week']) {
       expect(problems({ ...minimal, CHANGE_RETENTION_DAYS: days })).toEqual([expect.stringMatching(/^CHANGE_RETENTION_DAYS/)]);
+      expect(problems({ ...minimal, HISTORY_RETENTION_DAYS: days })).toEqual([expect.stringMatching(/^HISTORY_RETENTION_DAYS/)]);
     }
     expect(problems({ ...minimal, RETENTION_CRON: 'hourly' })).toEqual([expect.stringMatching(/^RETENTION_CRON/)]);
     expect(problems({ ...minimal, RETENTION_BATCH_SIZE: '5' })).toEqual([expect.stringMatching(/^RETENTION_BATCH_SIZE/)]);
