@@ -2,6 +2,7 @@ import { partitionOf } from '../src/changes/partition';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { metricTotal, parseMetrics } from './support/metrics';
 import { RunningService, startService, waitFor } from './support/service';
+import { StatementCounter } from './support/statement-counter';
 import { Received, TestSubscriber } from './support/subscriber';
 
 /**
@@ -151,6 +152,26 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
     const shown = (await call('GET', '/admin/consumers/replay')).body;
     expect(shown.positions[0].lastReadAt).toEqual(expect.any(String));
     expect(shown.positions[0].committedAt).toBe(committed.body.committedAt);
+  });
+
+  it('records reads cheaply: a burst of reads writes last_read_at about once a second, not once a read', async () => {
+    const writes = new StatementCounter(/update "consumer_partition" set "last_read_at"/i);
+    try {
+      writes.start();
+      const started = performance.now();
+      for (let i = 0; i < 50; i += 1) expect((await call('GET', '/changes?consumer=replay&limit=1')).status).toBe(200);
+      const seconds = (performance.now() - started) / 1000;
+      // At most one a second on this replica (and the statement itself skips a row written within the second).
+      expect(writes.total()).toBeLessThanOrEqual(Math.ceil(seconds) + 1);
+      // A read over a second after the last one recorded is recorded: the count above counts what it should.
+      const before = writes.total();
+      const burstEnded = performance.now();
+      await waitFor('a second past the burst', async () => (performance.now() - burstEnded > 1_100 ? true : undefined), 5_000);
+      expect((await call('GET', '/changes?consumer=replay&limit=1')).status).toBe(200);
+      await waitFor('the read recorded', async () => (writes.total() === before + 1 ? true : undefined));
+    } finally {
+      writes.stop();
+    }
   });
 
   it('long-polls a consumer like any read: the answer comes when a matching change does', async () => {
