@@ -4,7 +4,17 @@ import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { ApiError } from './api-error';
-import { IssuedReadTokens, IssuedToken, ReadDetail, ReadScope, ReadTokenGuard, StatusAccessGuard, StatusDetail } from './read-access';
+import {
+  ConsumerRoute,
+  IssuedReadTokens,
+  IssuedToken,
+  ReadConsumers,
+  ReadDetail,
+  ReadScope,
+  ReadTokenGuard,
+  StatusAccessGuard,
+  StatusDetail,
+} from './read-access';
 import { WorkspaceScope } from './read-scope';
 
 const ADMIN = 'admin_token_for_the_spec';
@@ -194,5 +204,46 @@ describe('ReadTokenGuard and StatusAccessGuard: the reader and its scope', () =>
   it('@ReadScope() fails the request on a route no read guard ran for', () => {
     expect(() => paramOf(ReadScope, requestWith(STATIC))).toThrow(/neither @ReadAccess\(\) nor @StatusAccess\(\)/);
     expect(paramOf(StatusDetail, requestWith(STATIC))).toBe('public');
+  });
+});
+
+describe('ReadTokenGuard: a token limited to named consumers', () => {
+  const CONSUMER_ONLY = 'pzs_made_for_one_consumer';
+  class Routes {
+    @ConsumerRoute()
+    consumerRead(): void {}
+
+    otherRead(): void {}
+  }
+  const contextFor = (request: FastifyRequest, handler: keyof Routes) =>
+    ({
+      switchToHttp: () => ({ getRequest: () => request }),
+      getHandler: () => Routes.prototype[handler],
+      getClass: () => Routes,
+    }) as unknown as ExecutionContext;
+
+  function guard(): ReadTokenGuard {
+    const issued = new FakeIssued();
+    issued.live.set(CONSUMER_ONLY, { id: 't3', scope: WorkspaceScope.ALL, consumers: ['crm-sync'] });
+    return new ReadTokenGuard(config({ API_TOKENS: STATIC }), issued, new Reflector());
+  }
+
+  it('reads the routes marked @ConsumerRoute(), which learn its consumers', () => {
+    const request = requestWith(CONSUMER_ONLY);
+    expect(guard().canActivate(contextFor(request, 'consumerRead'))).toBe(true);
+    expect(paramOf<readonly string[] | undefined>(ReadConsumers, request)).toEqual(['crm-sync']);
+  });
+
+  it('is refused every other read with 403 consumer_token', () => {
+    const request = requestWith(CONSUMER_ONLY);
+    expect(thrown(() => guard().canActivate(contextFor(request, 'otherRead')))).toMatchObject({ status: 403, code: 'consumer_token' });
+  });
+
+  it('leaves every other token unlimited, on either route', () => {
+    for (const token of [STATIC, ADMIN, MADE_SCOPED]) {
+      const request = requestWith(token);
+      expect(guard().canActivate(contextFor(request, 'otherRead'))).toBe(true);
+      expect(paramOf<readonly string[] | undefined>(ReadConsumers, request)).toBeUndefined();
+    }
   });
 });
