@@ -109,8 +109,12 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
     // The version carries the sequence GET /posts/:id answered with it, and the feed's entry has it too.
     expect(data.map((v) => v.post?.sequence)).toEqual([5, 4, 3, 2, 1]);
     expect(data.every((v) => v.type === 'post.changed' && v.workspaceId === 'default' && v.id === postId)).toBe(true);
-    // Each read that wrote a version was led by the event delivered just before it.
-    expect(data.map((v) => v.eventIds)).toEqual([...postEvents].reverse().map((id) => [id]));
+    // Each read that wrote a version was led by the event delivered just before it (and no later one). An earlier one
+    // may be listed too: the events since the previous reconcile began, which that reconcile notes once it has written.
+    [...data].reverse().forEach((v, i) => {
+      expect(v.eventIds).toContain(postEvents[i]);
+      expect(postEvents.slice(0, i + 1)).toEqual(expect.arrayContaining(v.eventIds));
+    });
     const readAts = data.map((v) => Date.parse(v.readAt));
     expect(readAts).toEqual([...readAts].sort((a, b) => b - a));
     expect(new Set(data.map((v) => v.readId)).size).toBe(5);
@@ -194,7 +198,8 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
     harness.sim.world.deletePost(postId);
     await announce('post.platform.deleted');
     const data = await versions('posts', postId, 6);
-    expect(data[0]).toMatchObject({ sequence: 6, type: 'post.deleted', eventIds: [postEvents.at(-1)] });
+    expect(data[0]).toMatchObject({ sequence: 6, type: 'post.deleted' });
+    expect(data[0].eventIds).toContain(postEvents.at(-1));
     expect(data[0].post?.deletedAt).toEqual(expect.any(String));
     expect((await get(`/posts/${postId}`)).body).toEqual(data[0].post);
     // Before the deletion, the post as it was.
@@ -212,7 +217,8 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
     expect((await deliver(base(), renamed)).status).toBe(200);
     const data = await versions('accounts', accountId, first.length + 1);
 
-    expect(data[0]).toMatchObject({ type: 'account.changed', id: accountId, eventIds: [renamed.id] });
+    expect(data[0]).toMatchObject({ type: 'account.changed', id: accountId });
+    expect(data[0].eventIds).toContain(renamed.id);
     expect(data[0].account).toMatchObject({ displayName: 'Renamed once' });
     expect(data.map((v) => v.sequence)).toEqual([...data.map((v) => v.sequence)].sort((a, b) => b - a));
     expect((await get(`/accounts/${accountId}`)).body).toEqual(data[0].account);
@@ -248,6 +254,20 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
       expect(anonymous.status).toBe(401);
       expect(anonymous.body).toMatchObject({ error: 'missing_token' });
       expect((await get(path, { authorization: 'Bearer wrong' })).body).toMatchObject({ error: 'invalid_token' });
+    }
+
+    // A token made for another workspace reads nothing of this one's history: the 404 of GET /posts/:id.
+    const made = await fetch(`${base()}/admin/tokens`, {
+      method: 'POST',
+      headers: { ...ADMIN, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'acme reader', workspaces: ['acme'] }),
+    });
+    expect(made.status).toBe(201);
+    const acme = { authorization: `Bearer ${((await made.json()) as { token: string }).token}` };
+    await waitFor('the acme token to be honoured', async () => ((await get('/posts', acme)).status === 200 ? true : undefined), DEADLINE_MS);
+    for (const path of [`/posts/${postId}/history`, `/posts/${postId}?asOf=${new Date().toISOString()}`, `/accounts/${accountId}/history`]) {
+      const scoped = await get(path, acme);
+      expect({ path, status: scoped.status, error: scoped.body.error }).toEqual({ path, status: 404, error: 'not_found' });
     }
 
     const elsewhere = await get(`/posts/${postId}/history?workspace=elsewhere`);
