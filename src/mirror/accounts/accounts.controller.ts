@@ -64,7 +64,7 @@ export class AccountsController {
   @ApiOperation({ summary: 'Every version of an account the mirror held (kept for HISTORY_RETENTION_DAYS), newest first, a page at a time.' })
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: AccountHistoryResponse })
-  @ApiInvalidRequestResponse('`limit`, `cursor`, `workspace` or `consistency`')
+  @ApiErrorResponse(400, BAD_QUERY)
   @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read)')
   @ApiErrorResponse(409, '`ambiguous_id`: more than one of the workspaces read holds an account of this id; pick one with `workspace`.')
   history(@Param('id') id: string, @Query() query: HistoryQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<AccountHistoryResponse> {

@@ -64,7 +64,7 @@ export class PostsController {
   @ApiOperation({ summary: 'Every version of a post the mirror held (kept for HISTORY_RETENTION_DAYS), newest first, a page at a time.' })
   @ApiParam({ name: 'id', description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' })
   @ApiOkResponse({ type: PostHistoryResponse })
-  @ApiInvalidRequestResponse('`limit`, `cursor`, `workspace` or `consistency`')
+  @ApiErrorResponse(400, BAD_QUERY)
   @ApiNotFoundErrorResponse('the mirror never saw this post (in the workspaces the token may read)')
   @ApiErrorResponse(409, '`ambiguous_id`: more than one of the workspaces read holds a post of this id; pick one with `workspace`.')
   history(@Param('id') id: string, @Query() query: HistoryQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<PostHistoryResponse> {
