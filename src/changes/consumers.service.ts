@@ -61,6 +61,9 @@ export interface ConsumerView {
 export interface ConsumerPage extends ChangePage {
   consumer: string;
   partition: number;
+  partitions: number;
+  /** When the partition was last committed; null before its first commit (a client reads the mirror whole then). */
+  committedAt: string | null;
 }
 
 export interface CommitAnswer extends ConsumerPartitionView {
@@ -177,7 +180,7 @@ export class ConsumersService {
     if (state.expiredAt !== null) throw await this.expired(consumer, state);
     this.recordRead(name, partition);
     const page = await this.feed.follow(db, state.cursor, query.limit ?? DEFAULT_CHANGE_LIMIT, query.wait ?? 0, filterOf(consumer, partition));
-    return { ...page, consumer: name, partition };
+    return { ...page, consumer: name, partition, partitions: consumer.partitions, committedAt: state.committedAt?.toISOString() ?? null };
   }
 
   /**

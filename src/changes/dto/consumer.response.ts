@@ -99,6 +99,17 @@ export class ConsumerChangePageResponse extends ChangePageResponse {
 
   @ApiProperty({ type: 'integer', description: 'The partition read; commit `nextCursor` for it once `data` is applied.', example: 0 })
   partition!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 1, description: "The consumer's partitions.", example: 1 })
+  partitions!: number;
+
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'When this partition was last committed; null before its first commit: read the mirror whole first, then commit the head.',
+  })
+  committedAt!: string | null;
 }
 
 export class CommitAnswerResponse extends ConsumerPartitionResponse {
