@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RequestMethod } from '@nestjs/common';
 import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
@@ -341,5 +343,21 @@ describe('OpenAPI document and Swagger UI', () => {
     }
     // The page is initialised with this very document.
     expect(await (await fetch(`${service.baseUrl}/docs/swagger-ui-init.js`)).text()).toContain('"title": "pozy-sync"');
+  });
+  it("is the document @pozy-sync/client's types were generated from: a route or schema changed without `npm run client:generate` fails here", () => {
+    const client = join(__dirname, '..', 'packages', 'client');
+    const scratch = mkdtempSync(join(tmpdir(), 'pozy-openapi-drift-'));
+    try {
+      writeFileSync(join(scratch, 'served.json'), JSON.stringify(document));
+      execFileSync(process.execPath, [join(client, 'scripts', 'generate.js'), '--document', join(scratch, 'served.json'), '--out', scratch], {
+        stdio: 'pipe',
+      });
+      const drift = ['openapi.json', join('src', 'schema.ts')].filter(
+        (file) => readFileSync(join(scratch, file), 'utf8') !== readFileSync(join(client, file), 'utf8'),
+      );
+      expect({ drift, fix: 'npm run client:generate' }).toEqual({ drift: [], fix: 'npm run client:generate' });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 });
