@@ -18,6 +18,7 @@ import {
   PozySyncError,
   unwrap,
 } from '../packages/client/src';
+import { partitionOf as servicePartitionOf } from '../src/changes/partition';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
@@ -238,6 +239,15 @@ describe('@pozy-sync/client against the service', () => {
     expect((await follower.done).cursor).toBe(await head());
   });
   it('a named consumer on two partitions: each worker bootstraps and follows only its resources, commits, and resumes', async () => {
+    // The client's copy of the partition function is the service's, for any id and count.
+    for (let i = 0; i < 500; i += 1) {
+      const [id, n] = [randomUUID(), 1 + (i % 64)];
+      expect([id, partitionOf('post', id, n), partitionOf('account', id, n)]).toEqual([
+        id,
+        servicePartitionOf('post', id, n),
+        servicePartitionOf('account', id, n),
+      ]);
+    }
     const admin = createPozySyncClient({ baseUrl: harness.service.baseUrl, token: HARNESS_ADMIN_TOKEN });
     await unwrap(admin.POST('/admin/consumers', { body: { name: 'crm', partitions: 2, types: ['post.changed', 'post.deleted'] } }));
     const posts = Array.from({ length: 12 }, (_, i) => world().createPost({ content: `partitioned ${i}`, accountIds: [accountId] }));
