@@ -7,6 +7,7 @@ import { MAX_WAIT_S } from './changes/dto/list-changes.query';
 import { AppConfig } from './config/app-config';
 import { DatabaseService } from './database/database.service';
 import { BODY_LIMIT_BYTES, registerJsonParser } from './http/body-parser';
+import { closeQuietConnections } from './http/closing-connections';
 import { answerClientError, answerFrameworkError, SHUTTING_DOWN } from './http/framework-errors';
 import { setupOpenApi } from './http/openapi';
 import { serverTimeouts } from './http/server-timeouts';
@@ -49,9 +50,12 @@ export async function createApp(config: AppConfig, options: { logDestination?: D
   setupOpenApi(app);
   // While closing, answer in-flight requests with `Connection: close`: otherwise their keep-alive connections
   // hold the server open (Node only closes the connections idle at the moment close begins).
+  // Nor does Node close a connection that has not begun a request (http/closing-connections.ts).
   let closing = false;
+  const connections = closeQuietConnections(fastify.server);
   fastify.addHook('preClose', (done) => {
     closing = true;
+    connections.closing();
     done();
   });
   fastify.addHook('onRequest', (_request, reply, done) => {

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { ChangesService } from '../src/changes/changes.service';
 import { DatabaseService } from '../src/database/database.service';
+import { HEADERS_TIMEOUT_MS } from '../src/http/server-timeouts';
 import { AccountMirrorRepository } from '../src/mirror/accounts/account-mirror.repository';
 import { PostMirrorRepository, PostWriteResult } from '../src/mirror/posts/post-mirror.repository';
 import { PozyAccountDto } from '../src/pozy/dto/pozy-account.dto';
@@ -466,5 +468,40 @@ describe('GET /changes long polls on shutdown', () => {
     await service.close();
     expect(await waiting).toEqual({ status: 200, body: { data: [], nextCursor: '0' } });
     expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('stops before the wait of a long poll its client aborted would have ended, after that client read a page', async () => {
+    const service = await startService(db.url);
+    const read = await getJson(service.baseUrl, '/posts?includeDeleted=true&limit=500');
+    expect(read).toMatchObject({ status: 200, body: { data: [] } });
+    const { cursor } = (await getJson(service.baseUrl, '/changes/head')).body as { cursor: string };
+    // The long poll reuses a kept-alive connection, whose answers said the service keeps it for 72 s.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const abort = new AbortController();
+    const started = Date.now();
+    const given = fetch(`${service.baseUrl}/changes?after=${cursor}&wait=25`, { signal: abort.signal }).then(
+      () => 'answered',
+      (error: { name?: string }) => error.name,
+    );
+    await waitFor('the long poll to wait', async () => (service.app.get(ChangesService).waiting === 1 ? true : undefined));
+    abort.abort();
+    expect(await given).toBe('AbortError');
+    // undici connects again for the request it aborted once the service closes that connection (answering the long
+    // poll on shutdown), and sends nothing on it: a connection Node's close leaves open until its idle timeout.
+    await service.close();
+    expect(Date.now() - started).toBeLessThan(25_000);
+  });
+
+  it('stops without waiting for a connection that has sent no request', async () => {
+    const service = await startService(db.url);
+    const { port } = new URL(service.baseUrl);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    const started = Date.now();
+    await service.close();
+    await ended;
+    // Well before the headers timeout (5 s), which Node stops enforcing once close began.
+    expect(Date.now() - started).toBeLessThan(HEADERS_TIMEOUT_MS);
   });
 });
