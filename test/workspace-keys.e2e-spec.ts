@@ -17,6 +17,8 @@ const DEPLOYMENT_TABLES: Record<string, string> = {
   read_token: 'a reader’s credential, which may read several workspaces (or every one)',
   workspace: 'the registry itself: its id is the workspace_id of every row it owns',
   ops_event: 'an operational event of the deployment (a subscriber, a Pozy key, an objective), naming its workspace when it has one',
+  consumer: 'a named reader of the feed, which may follow several workspaces (or every one), like a read token',
+  consumer_partition: 'a named consumer’s committed positions, keyed by the consumer',
 };
 
 describe('the schema is ready to be split by workspace', () => {
