@@ -81,9 +81,11 @@ describe('a timeline page on ten million events reads what the post holds, not t
       expect(rows).toHaveLength(101);
       const { rows: read, pages } = await explained();
       process.stdout.write(`  page ${page + 1}: rows read ${JSON.stringify(read)}, ${pages} pages\n`);
-      // The post's own rows at most: its events (sorted by arrival), and a page's worth of its reads and feed entries.
+      // The post's own rows at most, never the tables': its events (sorted by arrival), and its reads and feed entries
+      // (a page's worth when PostgreSQL walks their index; all of the post's when ANALYZE's sample makes a bitmap scan
+      // and a sort look cheaper, which a post with few of them allows and the CI's statistics sometimes choose).
       expect(read.pozy_event).toBeLessThanOrEqual(TARGET_EVENTS);
-      expect(read.reconcile_read).toBeLessThanOrEqual(101);
+      expect(read.reconcile_read).toBeLessThanOrEqual(TARGET_READS);
       expect(read.change).toBeLessThanOrEqual(TARGET_CHANGES);
       expect(pages).toBeLessThanOrEqual(3_000);
       const entries = rows.slice(0, 100);
