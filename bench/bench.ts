@@ -13,7 +13,8 @@
  *              statement (query.ts)
  *   feed       a consumer following GET /changes with long polls, against one polling GET /posts?updatedSince= every
  *              second, on a steady load whose reads reach the mirror out of Pozy's updatedAt order: changes a second
- *              delivered, latency from the mirror write to receipt, and changes missed (feed.ts)
+ *              delivered, latency from the mirror write to receipt, and changes missed; beside the raw long poll, the
+ *              client's followChanges, and a named consumer's backlog read by 4 partitions' workers against 1 (feed.ts)
  *
  *   workspaces 200 workspaces of 500 posts added at once through the admin API: time until all are imported beside
  *              the bound IMPORT_CONCURRENCY sets, and another workspace's event reads meanwhile, busy against quiet

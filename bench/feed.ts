@@ -26,10 +26,24 @@
  * time, on the database's clock; the feed entry keeps it as of the change, where GET /posts answers the newest read's).
  * Also: posts the poller ends stale on, and a catch-up consumer reading the whole feed from its start (limit 1000,
  * no wait), for the feed's rate when the load does not bound it.
+ *
+ * Beside the raw long-poll reader, on the same load and measured the same way: the client (`@pozy-sync/client`'s
+ * followChanges, from ../packages/client/src, with a cursor store in memory, so what is measured is the client and
+ * not a disk's fsync), as ratios against the raw reader (goal: within 10 %). And a named consumer (POST
+ * /admin/consumers, made before the load so the load is its backlog) read after the load by BENCH_FEED_PARTITIONS
+ * followChanges workers (default 4; `consumer`, `partition: k`, `partitions`) against the same shape with one
+ * partition and one worker, each change costing its consumer BENCH_FEED_CONSUMER_COST_MS (default 5, an `await` in
+ * onChange): changes a second from the workers' start until every partition has committed the load's last cursor, and
+ * the ratio (goal: 4 partitions at least 3x one). At the load's 20 a second either would keep up; over a backlog,
+ * the consumer's own cost is what bounds it, which is what partitions are for. The raw reader starts first, so it is
+ * ahead of the client in the service's queue of waiting long polls: woken together, the second reader of the queue
+ * is answered about a millisecond after the first (started the other way round, the raw reader is the one behind),
+ * which the client's ratios carry; the line also gives the per-version gap.
  */
 /* eslint-disable no-console -- a command-line report */
 import { join } from 'node:path';
 import { Pool } from 'pg';
+import { createPozySyncClient, type CursorStore, followChanges, unwrap } from '../packages/client/src';
 import { Rng } from '../simulator/faults';
 import { PozySimulator } from '../simulator/simulator';
 import { waitForHttp } from './net';
@@ -39,6 +53,8 @@ const SECRET = 'whsec_bench';
 const API_KEY = 'sk_bench';
 const RATE_LIMIT_PER_MINUTE = 100_000;
 const POLL_INTERVAL_MS = 1_000;
+/** Lets the bench make named consumers (POST /admin/consumers); reads stay open, as no API_TOKENS is set. */
+const ADMIN_TOKEN = 'bench_admin_token_feed_0123456789';
 
 const settings = {
   changes: intSetting('BENCH_FEED_CHANGES', 600),
@@ -46,6 +62,8 @@ const settings = {
   apiLatencyMs: intSetting('BENCH_FEED_API_LATENCY_MS', 50, 0),
   apiSlowPerMille: intSetting('BENCH_FEED_API_SLOW_PER_MILLE', 100, 0),
   apiSlowMs: intSetting('BENCH_FEED_API_SLOW_MS', 1000, 0),
+  partitions: intSetting('BENCH_FEED_PARTITIONS', 4),
+  consumerCostMs: intSetting('BENCH_FEED_CONSUMER_COST_MS', 5, 0),
 };
 
 interface Post {
@@ -111,6 +129,96 @@ function followFeed(
       await running;
     },
   };
+}
+
+/**
+ * Follows the feed with the client, followChanges with a cursor store in memory, from `after` until stopped; records
+ * every post version as onChange is handed it.
+ */
+function followWithClient(baseUrl: string, after: string): { received: Received; cursor: () => bigint; stop: () => Promise<void> } {
+  const received: Received = new Map();
+  const abort = new AbortController();
+  let cursor = after;
+  const store: CursorStore = {
+    load: () => Promise.resolve(cursor),
+    save: (next) => {
+      cursor = next;
+      return Promise.resolve();
+    },
+  };
+  const running = followChanges({
+    client: createPozySyncClient({ baseUrl }),
+    cursorStore: store,
+    waitSeconds: 25,
+    limit: 1000,
+    signal: abort.signal,
+    onChange: (change) => {
+      if (!change.post) return;
+      const key = version(change.id, change.sequence);
+      if (!received.has(key)) received.set(key, Date.now());
+    },
+  });
+  return {
+    received,
+    cursor: () => BigInt(cursor),
+    stop: async () => {
+      abort.abort();
+      await running;
+    },
+  };
+}
+
+interface ConsumerRun {
+  partitions: number;
+  handled: number;
+  /** Changes handled by each partition's worker. */
+  byPartition: number[];
+  seconds: number;
+  perSecond: number;
+}
+
+/**
+ * Reads the named consumer `name` (made with `partitions`) with one followChanges worker per partition, each change
+ * costing `costMs`, from the workers' start until every partition has committed a cursor at or past `end`.
+ */
+async function drainConsumer(baseUrl: string, name: string, partitions: number, end: string, costMs: number): Promise<ConsumerRun> {
+  const client = createPozySyncClient({ baseUrl });
+  const abort = new AbortController();
+  const byPartition = new Array<number>(partitions).fill(0);
+  const done = new Set<number>();
+  let doneAt = 0;
+  const startedAt = Date.now();
+  const workers = byPartition.map((_, partition) =>
+    followChanges({
+      client,
+      consumer: name,
+      partition,
+      partitions,
+      // Made before the load, the consumer's backlog is the load; the mirror before it is not what is measured.
+      bootstrap: false,
+      waitSeconds: 25,
+      limit: 1000,
+      signal: abort.signal,
+      onChange: async () => {
+        await sleep(costMs);
+        byPartition[partition] += 1;
+      },
+      onEvent: (event) => {
+        if (event.kind !== 'page' || BigInt(event.cursor) < BigInt(end) || done.has(partition)) return;
+        done.add(partition);
+        if (done.size === partitions) doneAt = Date.now();
+      },
+    }),
+  );
+  const failed = Promise.all(workers).then(() => {
+    throw new Error(`bench: consumer ${name}'s workers stopped before the end`);
+  });
+  await Promise.race([failed, waitUntil(`consumer ${name} to commit ${end}`, () => done.size === partitions)]);
+  abort.abort();
+  await Promise.all(workers);
+  const handled = byPartition.reduce((a, b) => a + b, 0);
+  const seconds = (doneAt - startedAt) / 1000;
+  return { partitions, handled, byPartition, seconds, perSecond: handled / seconds };
 }
 
 /** Polls GET /posts?updatedSince= every second, paging through each answer; records every post version it sees. */
@@ -184,11 +292,12 @@ interface Figures {
 }
 
 export async function runFeedScenario(serverUrl: string): Promise<void> {
-  const { changes, rate, apiLatencyMs, apiSlowPerMille, apiSlowMs } = settings;
+  const { changes, rate, apiLatencyMs, apiSlowPerMille, apiSlowMs, partitions, consumerCostMs } = settings;
   console.log(
     `feed: ${changes} changes in Pozy at ${rate}/s (half new posts, half publishing or cancelling a post a second old), ` +
       `Pozy API ${apiLatencyMs} ms with ${apiSlowPerMille / 10}% of answers ${apiSlowMs} ms later, reconcile coalescing 1 s; ` +
-      `GET /changes?wait=25 beside GET /posts?updatedSince= every second`,
+      `GET /changes?wait=25 beside GET /posts?updatedSince= every second, the client (followChanges), ` +
+      `and a named consumer's backlog at ${consumerCostMs} ms a change, ${partitions} partitions against 1`,
   );
   const sim = await PozySimulator.start({
     apiKey: API_KEY,
@@ -202,7 +311,7 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
       const { child, url: serviceUrl } = await startBuiltService(
         databaseUrl,
         { url: sim.url, apiKey: API_KEY, webhookSecret: SECRET, ratePerMinute: RATE_LIMIT_PER_MINUTE },
-        { SPOOL_DIR: join('.data', 'bench-spool') },
+        { SPOOL_DIR: join('.data', 'bench-spool'), ADMIN_TOKEN },
       );
       const db = new Pool({ connectionString: databaseUrl, max: 4 });
       try {
@@ -222,9 +331,17 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
         };
         await waitUntil('the accounts to be mirrored', async () => (await db.query('SELECT 1 FROM account')).rowCount === accounts.length);
         await settle();
+        // The named consumers start at the head as of now (the mirror is settled): the load is their backlog.
+        const admin = createPozySyncClient({ baseUrl: serviceUrl, token: ADMIN_TOKEN });
+        const consumerShapes = [
+          { name: 'bench-one', partitions: 1 },
+          { name: `bench-${partitions}`, partitions },
+        ];
+        for (const body of consumerShapes) await unwrap(admin.POST('/admin/consumers', { body }));
         const { cursor: start } = await getJson<{ cursor: string }>(`${serviceUrl}/changes/head`);
 
         const feed = followFeed(serviceUrl, start);
+        const viaClient = followWithClient(serviceUrl, start);
         const poller = pollPosts(serviceUrl);
         await waitUntil('the first poll', () => poller.polls() > 0);
 
@@ -251,11 +368,13 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
         await settle();
         const { cursor: end } = await getJson<{ cursor: string }>(`${serviceUrl}/changes/head`);
         await waitUntil('the feed consumer to reach the head', () => feed.cursor() >= BigInt(end));
+        await waitUntil('the client to reach the head', () => viaClient.cursor() >= BigInt(end));
         // Two more polls, so the poller has had every chance to see the last writes.
         const pollsAtEnd = poller.polls();
         await waitUntil('two more polls', () => poller.polls() >= pollsAtEnd + 2);
         await poller.stop();
         await feed.stop();
+        await viaClient.stop();
 
         const { rows: written } = await db.query<{ resource_id: string; sequence: number }>(
           `SELECT resource_id, sequence FROM change WHERE position > $1 AND position <= $2 AND type LIKE 'post.%'`,
@@ -294,16 +413,31 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
           after = page.nextCursor;
         }
         const catchUpPerSecond = (read * 1000) / (Date.now() - catchUpStart);
+
+        // The named consumers' backlog: the load's entries, one partition first, then the partitioned one.
+        process.stdout.write(', consumers');
+        const { rows: backlogRows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM change WHERE position > $1 AND position <= $2', [
+          start,
+          end,
+        ]);
+        const runs: ConsumerRun[] = [];
+        for (const shape of consumerShapes) runs.push(await drainConsumer(serviceUrl, shape.name, shape.partitions, end, consumerCostMs));
         console.log(' done');
 
-        report(writtenKeys.length, [
-          figures('feed (GET /changes?wait=25)', feed.received),
-          figures('poller (GET /posts?updatedSince=, 1 s)', poller.received),
-        ]);
+        report(
+          writtenKeys.length,
+          [
+            figures('feed (GET /changes?wait=25)', feed.received),
+            figures('poller (GET /posts?updatedSince=, 1 s)', poller.received),
+            figures('client (followChanges, cursor in memory)', viaClient.received),
+          ],
+          behind(writtenKeys, viaClient.received, feed.received),
+        );
         console.log(`  posts the poller ends stale on (their last version never seen): ${stale} of ${finals.length}`);
         console.log(
           `  catch-up: the whole feed (${total} entries) read from its start in ${pages} page(s) of up to 1000 at ${cell(catchUpPerSecond, 0, 0)} changes/s`,
         );
+        reportConsumers(backlogRows[0].n, consumerCostMs, runs);
       } finally {
         await db.end();
         await stopProcess(child);
@@ -314,18 +448,52 @@ export async function runFeedScenario(serverUrl: string): Promise<void> {
   }
 }
 
-function report(written: number, [feed, poller]: Figures[]): void {
+const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? '1.00x' : 'never') : `${(a / b).toFixed(2)}x`);
+
+const row = (written: number, f: Figures) =>
+  `  ${f.name.padEnd(40)}${cell(written, 0, 9)}${cell(f.perSecond, 1, 11)}${cell(f.p50, 0, 22)}${cell(f.p99)}${cell(f.missed, 0, 9)}`;
+
+/** Per version both received, how much later `later` received it than `first` did, in ms: the client's own cost. */
+function behind(keys: readonly string[], later: Received, first: Received): number[] {
+  return keys.flatMap((key) => {
+    const [a, b] = [later.get(key), first.get(key)];
+    return a === undefined || b === undefined ? [] : [a - b];
+  });
+}
+
+function report(written: number, [feed, poller, client]: Figures[], clientBehind: number[]): void {
   console.log('');
   console.log(
     `  ${'consumer'.padEnd(40)}${'written'.padStart(9)}${'changes/s'.padStart(11)}${'write→receipt p50 ms'.padStart(22)}${'p99 ms'.padStart(10)}${'missed'.padStart(9)}`,
   );
-  for (const f of [feed, poller]) {
-    console.log(`  ${f.name.padEnd(40)}${cell(written, 0, 9)}${cell(f.perSecond, 1, 11)}${cell(f.p50, 0, 22)}${cell(f.p99)}${cell(f.missed, 0, 9)}`);
-  }
-  const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? '1.00x' : 'never') : `${(a / b).toFixed(2)}x`);
+  for (const f of [feed, poller, client]) console.log(row(written, f));
   console.log(
     `  feed vs poller: changes/s ${ratio(feed.perSecond, poller.perSecond)}, p50 ${ratio(feed.p50, poller.p50)}, ` +
       `p99 ${ratio(feed.p99, poller.p99)}; missed ${feed.missed} vs ${poller.missed} ` +
       `(${((100 * poller.missed) / Math.max(1, written)).toFixed(1)}% of the changes written)`,
+  );
+  console.log(
+    `  client vs feed: changes/s ${ratio(client.perSecond, feed.perSecond)}, p50 ${ratio(client.p50, feed.p50)}, ` +
+      `p99 ${ratio(client.p99, feed.p99)}; missed ${client.missed} vs ${feed.missed} (goal: within 10 % of the raw reader); ` +
+      `per version, the client's receipt after the raw reader's: p50 ${cell(percentile(clientBehind, 50), 0, 0)} ms, ` +
+      `p99 ${cell(percentile(clientBehind, 99), 0, 0)} ms`,
+  );
+}
+
+/** The named consumer's backlog read by each shape, and the partitioned one's ratio to one partition (goal: at least 3x). */
+function reportConsumers(backlog: number, costMs: number, runs: ConsumerRun[]): void {
+  console.log('');
+  console.log(`  named consumer, the load's ${backlog} entries as its backlog, ${costMs} ms a change in onChange (followChanges workers):`);
+  console.log(`  ${'partitions'.padEnd(40)}${'handled'.padStart(9)}${'changes/s'.padStart(11)}${'seconds'.padStart(10)}  per partition`);
+  for (const run of runs) {
+    const name = `${run.partitions} partition${run.partitions === 1 ? '' : 's'}, ${run.partitions} worker${run.partitions === 1 ? '' : 's'}`;
+    console.log(`  ${name.padEnd(40)}${cell(run.handled, 0, 9)}${cell(run.perSecond, 1, 11)}${cell(run.seconds, 2)}  ${run.byPartition.join(' / ')}`);
+  }
+  const [one, many] = runs;
+  const largest = Math.max(...many.byPartition);
+  console.log(
+    `  ${many.partitions} partitions vs 1: changes/s ${ratio(many.perSecond, one.perSecond)} (goal: at least 3x; ` +
+      `the partitions' spread, the largest ${largest} of ${many.handled}, allows at most ${ratio(many.handled, largest)}; ` +
+      `one worker's bound at ${costMs} ms a change: ${costMs === 0 ? 'none' : (1000 / costMs).toFixed(0)} a second)`,
   );
 }
