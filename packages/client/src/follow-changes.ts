@@ -296,10 +296,10 @@ class Follower {
    */
   private namedConsumer(consumer: string): Position {
     const partition = this.options.partition;
-    const read = (signal: AbortSignal, wait: number) =>
+    const read = (signal: AbortSignal, wait: number, limit = this.limit()) =>
       unwrap(
         this.options.client.GET('/changes', {
-          params: { query: { consumer, ...(partition === undefined ? {} : { partition }), limit: this.limit(), wait } },
+          params: { query: { consumer, ...(partition === undefined ? {} : { partition }), limit, wait } },
           signal: this.timeout(signal),
         }),
       ).then((page) => {
@@ -311,7 +311,9 @@ class Follower {
       });
     return {
       load: async () => {
-        const page = await read(this.signal, 0);
+        // Only to learn whether the partition was ever committed: one entry, not a page (a partition's page reads
+        // limit × partitions positions), and nothing of it is handed.
+        const page = await read(this.signal, 0, 1);
         return page.committedAt === null ? undefined : page.nextCursor;
       },
       read: (_cursor, signal) => read(signal, this.wait()),
