@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { plainToInstance } from 'class-transformer';
@@ -10,6 +10,7 @@ import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { Rng } from '../simulator/faults';
 import { PozySimulator } from '../simulator/simulator';
 import { Balancer, startBalancer } from './support/balancer';
+import { ConsumerState, readConsumerState, withoutBookkeeping } from './support/consumer-state';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { backlog } from './support/harness';
 import { ServiceProcess, spawnService } from './support/process';
@@ -24,16 +25,6 @@ const CHANGES = 10_000;
 const BATCH = 250;
 const MIRRORED_POSTS = 'SELECT count(*)::int AS n FROM post WHERE pozy_updated_at IS NOT NULL';
 
-type Resource = Record<string, unknown> & { id: string; sequence: number };
-interface ConsumerState {
-  cursor: string;
-  posts: Record<string, Resource>;
-  accounts: Record<string, Resource>;
-}
-
-const withoutBookkeeping = (body: Record<string, unknown> | undefined) =>
-  body && Object.fromEntries(Object.entries(body).filter(([key]) => key !== 'syncedAt' && key !== 'lastEventAt'));
-
 describe('followChanges in a consumer process, against two replicas with duplicated and reordered webhooks', () => {
   let db: TestDatabase;
   let sim: PozySimulator;
@@ -43,14 +34,7 @@ describe('followChanges in a consumer process, against two replicas with duplica
   const consumers: ServiceProcess[] = [];
   const pool = (): Pool => services[0].pool;
   const stateFile = () => join(dir, 'state.json');
-  const readState = (): ConsumerState | undefined => {
-    try {
-      return JSON.parse(readFileSync(stateFile(), 'utf8')) as ConsumerState;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-  };
+  const readState = () => readConsumerState(stateFile());
   const api = async (path: string, init: RequestInit = {}) => {
     const response = await fetch(`${balancer.url}${path}`, init);
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };

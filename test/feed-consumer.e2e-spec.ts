@@ -1,7 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../simulator/faults';
+import { ConsumerState, readConsumerState, withoutBookkeeping } from './support/consumer-state';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { ServiceProcess, spawnService } from './support/process';
@@ -16,22 +17,6 @@ const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const READ_TOKEN = 'feed_consumer_read_token_0123456789';
 const READ = { authorization: `Bearer ${READ_TOKEN}` };
 
-type Resource = Record<string, unknown> & { id: string; sequence: number };
-
-/** The example's state file: its cursor and its copy. */
-interface ConsumerState {
-  cursor: string;
-  posts: Record<string, Resource>;
-  accounts: Record<string, Resource>;
-}
-
-/**
- * Bookkeeping that a read moves without changing the resource (so without a feed entry): when it was last read, and
- * the newest event it reflects. Everything else must be equal.
- */
-const withoutBookkeeping = (body: Record<string, unknown> | undefined) =>
-  body && Object.fromEntries(Object.entries(body).filter(([key]) => key !== 'syncedAt' && key !== 'lastEventAt'));
-
 describe('examples/feed-consumer.mjs, run as a process', () => {
   let db: TestDatabase;
   let harness: Harness;
@@ -43,14 +28,7 @@ describe('examples/feed-consumer.mjs, run as a process', () => {
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const stateFile = () => join(dir, 'state.json');
-  const readState = (): ConsumerState | undefined => {
-    try {
-      return JSON.parse(readFileSync(stateFile(), 'utf8')) as ConsumerState;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-  };
+  const readState = () => readConsumerState(stateFile());
 
   const startConsumer = (): ServiceProcess => {
     const consumer = spawnService({ POZY_SYNC_URL: harness.service.baseUrl, POZY_SYNC_TOKEN: READ_TOKEN, STATE_FILE: stateFile() }, dir, CONSUMER);
