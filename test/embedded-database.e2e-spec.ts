@@ -234,7 +234,10 @@ describe('the demo (node dist-tools/demo/demo.js)', () => {
       demo.child.kill('SIGTERM');
 
       // 128 + SIGTERM's number: cut short, as a shell reports it.
-      expect(await waitFor('the demo to exit', async () => demo.child.exitCode ?? undefined, 30_000, 100)).toBe(143);
+      const exitCode = await waitFor('the demo to exit', async () => demo.child.exitCode ?? undefined, 60_000, 100).catch((error: Error) => {
+        throw new Error(`${error.message}; it printed:\n${demo.output()}\nprocesses left: ${JSON.stringify(children.filter((p) => isAlive(p.pid)))}`);
+      });
+      expect(exitCode).toBe(143);
       // The demo waited for each before exiting: none is left, not even as a zombie.
       expect(children.filter((p) => isAlive(p.pid))).toEqual([]);
     } finally {
