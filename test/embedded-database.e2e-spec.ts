@@ -234,7 +234,7 @@ describe('the demo (node dist-tools/demo/demo.js)', () => {
       demo.child.kill('SIGTERM');
 
       // 128 + SIGTERM's number: cut short, as a shell reports it.
-      const exitCode = await waitFor('the demo to exit', async () => demo.child.exitCode ?? undefined, 60_000, 100).catch((error: Error) => {
+      const exitCode = await waitFor('the demo to exit', async () => demo.child.exitCode ?? undefined, 120_000, 100).catch((error: Error) => {
         throw new Error(`${error.message}; it printed:\n${demo.output()}\nprocesses left: ${JSON.stringify(children.filter((p) => isAlive(p.pid)))}`);
       });
       expect(exitCode).toBe(143);
@@ -243,5 +243,7 @@ describe('the demo (node dist-tools/demo/demo.js)', () => {
     } finally {
       await stopLeftovers(dataDir, demo);
     }
-  });
+    // Alone it exits in 2 to 7 s; in loaded CI runs it has taken over a minute (the cause is not yet known: a timeout
+    // prints the demo's output and what is left of its processes).
+  }, 180_000);
 });
