@@ -2,6 +2,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
 import { accountEvent, deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
+import type { Version } from '../src/mirror/history/history.service';
 
 /**
  * A post's and an account's history (GET /posts/:id/history, GET /accounts/:id/history) and the version current at
@@ -14,17 +15,6 @@ const READ = { authorization: `Bearer ${READ_TOKEN}` };
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const DEADLINE_MS = 60_000;
 
-interface Version {
-  workspaceId: string;
-  id: string;
-  sequence: number;
-  type: string;
-  readAt: string;
-  readId: string | null;
-  eventIds: string[];
-  post?: Record<string, unknown>;
-  account?: Record<string, unknown>;
-}
 interface HistoryPage {
   data: Version[];
   nextCursor: string | null;
