@@ -6,7 +6,8 @@
  * shows it), beside the same figure with no other workspace busy.
  *
  *   BENCH_WORKSPACES (200), BENCH_WORKSPACE_POSTS (500), BENCH_API_LATENCY_MS (50), BENCH_IMPORT_CONCURRENCY (4),
- *   BENCH_LOG_LEVEL (unset: the service's warnings only; e.g. `log` shows each import's line)
+ *   BENCH_LOG_LEVEL (unset: the service's warnings only; e.g. `log` shows each import's line),
+ *   BENCH_CPU_PROF_DIR (the service writes a CPU profile there, node --cpu-prof)
  */
 /* eslint-disable no-console -- a command-line report */
 import { Client } from 'pg';
@@ -61,6 +62,7 @@ export async function runWorkspacesScenario(serverUrl: string): Promise<void> {
     return apiKey;
   });
   try {
+    const profileDir = process.env.BENCH_CPU_PROF_DIR;
     await withDatabase(serverUrl, 'pozy_sync_bench_workspaces', async (databaseUrl) => {
       const { child, url: baseUrl } = await startBuiltService(
         databaseUrl,
@@ -71,6 +73,7 @@ export async function runWorkspacesScenario(serverUrl: string): Promise<void> {
           IMPORT_CONCURRENCY: String(settings.concurrency),
           LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
         },
+        profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
       );
       const db = new Client({ connectionString: databaseUrl });
       try {
