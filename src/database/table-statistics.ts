@@ -52,14 +52,18 @@ export class TableStatistics {
    * written, or written by SHARE_AT_END of its rows since its last ANALYZE, so that it ends with fresh statistics.
    * A backend reports what it wrote at most once a second, and an idle one up to ten seconds later, so the run's last
    * pages may not be counted yet: a table whose file grew by SHARE_AT_END since its last ANALYZE is due as well.
+   * `runRows`, the rows the run itself wrote at most, keeps a small run out of it when other runs did the writing:
+   * many small imports ending beside each other would otherwise analyze the same shared tables at every end, and
+   * wait on each other's locks, for writes that were not theirs and that the rule during runs already watches.
    */
-  async settle(tables: readonly string[]): Promise<void> {
+  async settle(tables: readonly string[], runRows?: number): Promise<void> {
     await this.running;
     await this.analyze(
       tables,
       (t) =>
-        (t.modified > 0 && (!t.analyzed || t.modified >= SHARE_AT_END * t.live)) ||
-        (t.pagesNow > 0 && t.pagesNow >= (1 + SHARE_AT_END) * t.pagesThen),
+        ((t.modified > 0 && (!t.analyzed || t.modified >= SHARE_AT_END * t.live)) ||
+          (t.pagesNow > 0 && t.pagesNow >= (1 + SHARE_AT_END) * t.pagesThen)) &&
+        (runRows === undefined || (t.analyzed ? runRows >= SHARE_AT_END * t.live : runRows > 0)),
     );
   }
 

@@ -57,6 +57,9 @@ const unwrap = <T>(settled: Settled<T>): T => {
   return settled.value;
 };
 
+/** Every post and account the run listed: at most the rows it wrote to any one of FILLED_TABLES. */
+const itemsSeen = (run: SweepRun): number => [run.posts, run.accounts].reduce((sum, c) => sum + c.created + c.changed + c.deleted + c.unchanged, 0);
+
 const count = (counts: Partial<SweepCounts>, outcome: keyof SweepCounts, n: number) => {
   if (n > 0) counts[outcome] = (counts[outcome] ?? 0) + n;
 };
@@ -151,7 +154,7 @@ export class SweepRunner {
       x.ended = true;
     }
     // The run's last pages analyzed before it is seen done: the first reads after an import plan with statistics.
-    await this.statistics.settle(FILLED_TABLES);
+    await this.statistics.settle(FILLED_TABLES, itemsSeen(x.run));
     await this.runs.finish(run.id, owner, 'succeeded', null);
     const done = (await this.runs.get(run.id)) ?? x.run;
     this.logger.log(
