@@ -8,7 +8,7 @@ import { waitFor } from './support/service';
 
 const POSTS = 6_000;
 /** The tables an import fills. */
-const FILLED = ['account', 'change', 'post', 'sweep_seen'];
+const FILLED = ['account', 'change', 'post', 'resource_version', 'sweep_seen'];
 
 interface TableStats {
   relname: string;
@@ -38,7 +38,7 @@ describe('statistics from the first minute: the tables an import fills are analy
     await db?.drop();
   });
 
-  it('leaves post, account, change and sweep_seen analyzed, and the plain first page of GET /posts planned on an index', async () => {
+  it('leaves post, account, change, resource_version and sweep_seen analyzed, and the plain first page of GET /posts planned on an index', async () => {
     const run = await waitFor(
       'the import to end',
       async () => {

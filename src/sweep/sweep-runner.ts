@@ -35,8 +35,8 @@ const SETTLE_BEFORE_ANOTHER_PASS_MS = 3_000;
 /** A progress line every this many pages. */
 const LOG_EVERY_PAGES = 10;
 const MAX_PATIENCE_MS = 60_000;
-/** The tables a run's pages fill (the mirror, its feed and outbox, the run's own record of what it saw): kept analyzed. */
-const FILLED_TABLES = ['post', 'account', 'change', 'notification', 'sweep_seen'] as const;
+/** The tables a run's pages fill (the mirror, its feed, history and outbox, the run's own record of what it saw): kept analyzed. */
+const FILLED_TABLES = ['post', 'account', 'change', 'resource_version', 'notification', 'sweep_seen'] as const;
 
 /** The run was asked to stop (the service is shutting down): it stays `running`, for the next start to resume. */
 export class StopRequested extends Error {
