@@ -137,3 +137,85 @@ describe('a burst in one workspace beside single events in another', () => {
     a.setFaults({ api429Rate: 0 });
   }, 1_200_000);
 });
+
+/**
+ * Fairness beside an import: while workspace C imports 100,000 posts (its list pages in the budget's lowest lane, its
+ * writes on the shared database), B's single events are read promptly. The figures are printed; what is asserted is
+ * that every one of B's reads happened while C's import was still running, and that B's mirror holds each post.
+ */
+describe('an import of 100,000 posts in one workspace beside single events in another', () => {
+  const IMPORTED = 100_000;
+  let db: TestDatabase;
+  let sim: PozySimulator;
+  let b: PozyWorkspace;
+  let service: RunningService;
+
+  const importOfC = async () =>
+    (
+      await service.pool.query<{ status: string; posts_done: number }>(
+        "SELECT status, posts_done FROM sweep_run WHERE workspace_id = 'gamma' AND kind = 'import' ORDER BY started_at DESC LIMIT 1",
+      )
+    ).rows[0];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('workspace_fairness_import');
+    sim = await PozySimulator.start({ apiKey: 'sk_sim_unused', seed: 22, timeScale: 10_000, rateLimitPerMinute: 1_000_000 });
+    sim.addWorkspace({ apiKey: 'sk_fair_c', rateLimitPerMinute: 1_000_000, seedExisting: { posts: IMPORTED, accounts: 20 } });
+    b = sim.addWorkspace({ apiKey: 'sk_fair_b', rateLimitPerMinute: 1_000_000, seedExisting: { posts: 50, accounts: 4 } });
+    service = await startService(db.url, {
+      POZY_API_KEY: undefined,
+      POZY_WEBHOOK_SECRET: undefined,
+      POZY_API_URL: sim.url,
+      POZY_RATE_LIMIT_PER_MINUTE: '100000',
+      ADMIN_TOKEN: ADMIN,
+      SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+      RECONCILE_CLOCK_SKEW_MS: '0',
+      READ_LAG_GRACE_MS: '0',
+      RECONCILE_COALESCE_WINDOW_MS: '0',
+      INITIAL_IMPORT: 'auto',
+    });
+    const add = (body: Record<string, unknown>) =>
+      fetch(`${service.baseUrl}/admin/workspaces`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await add({ id: 'beta', apiKey: 'sk_fair_b', manageWebhook: false, webhookSecret: SECRET_B })).status).toBe(201);
+    // B's own import (50 posts) done first, so that what follows is B's events beside C's import alone.
+    await waitFor(
+      "B's import",
+      async () =>
+        (await service.pool.query("SELECT 1 FROM sweep_run WHERE workspace_id = 'beta' AND status = 'succeeded'")).rowCount ? true : undefined,
+      DEADLINE_MS,
+      50,
+    );
+    expect((await add({ id: 'gamma', apiKey: 'sk_fair_c', manageWebhook: false, webhookSecret: 'gamma-secret-never-used' })).status).toBe(201);
+  }, 2 * DEADLINE_MS);
+
+  afterAll(async () => {
+    await service?.close();
+    await sim?.stop();
+    await db?.drop();
+  });
+
+  it("reads B's events promptly while C imports", async () => {
+    await waitFor("C's import to be writing", async () => ((await importOfC())?.posts_done > 0 ? true : undefined), DEADLINE_MS, 50);
+    const latencies: number[] = [];
+    const importAtEach: Array<{ status: string; posts_done: number }> = [];
+    const posts = b.world.listPosts().slice(0, 10);
+    for (const post of posts) {
+      latencies.push(await timedRead(service.baseUrl, service.pool, 'beta', SECRET_B, post._id, DEADLINE_MS));
+      importAtEach.push(await importOfC());
+    }
+    const done = importAtEach.map((run) => run.posts_done);
+    process.stdout.write(
+      `fairness: B's event to its read during C's import of ${IMPORTED} posts: p50 ${percentile(latencies, 50)} ms, ` +
+        `max ${Math.max(...latencies)} ms (C's posts written meanwhile: ${Math.min(...done)} to ${Math.max(...done)})\n`,
+    );
+    // Every one of B's reads was made while C's import was still under way: B never waited for it to end.
+    expect(importAtEach.filter((run) => run.status !== 'running')).toEqual([]);
+    expect(Math.max(...done)).toBeLessThan(IMPORTED);
+    const mirrored = await service.pool.query("SELECT id FROM post WHERE workspace_id = 'beta' AND id = ANY($1)", [posts.map((p) => p._id)]);
+    expect(mirrored.rowCount).toBe(posts.length);
+  }, 1_200_000);
+});
