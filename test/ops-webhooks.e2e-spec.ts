@@ -8,7 +8,8 @@ import { Received, TestSubscriber, verifies } from './support/subscriber';
 
 /**
  * Operational webhooks with two replicas on one database: a subscriber paused and resumed, a dead letter, a storm of
- * 429s and an import's end each reach the team's ops endpoint once, signed like every notification.
+ * 429s, a breach of each objective and its recovery, and an import's end each reach the team's ops endpoint once,
+ * signed like every notification.
  */
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -16,6 +17,8 @@ const SIM_POST_ROUTE = 'GET /v1/posts/:postId';
 // Every type the service can send: a new one is subscribed to here by itself.
 const OPS_TYPES = [...OPS_EVENT_TYPES];
 const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
+/** The README's 2 s (NOTIFICATION_OBJECTIVE_MS's default). */
+const NOTIFICATION_OBJECTIVE_MS = 2_000;
 
 describe('operational webhooks (ops.*), with two replicas', () => {
   let db: TestDatabase;
@@ -45,6 +48,9 @@ describe('operational webhooks (ops.*), with two replicas', () => {
   }
 
   const told = (type: string) => ops.received.filter((r: Received) => r.json.type === type);
+  /** The breaches (or recoveries) told of one objective. */
+  const toldOf = (type: 'ops.objective.breached' | 'ops.objective.recovered', objective: string) =>
+    told(type).filter((r) => (r.json.data as Record<string, unknown>).objective === objective);
 
   beforeAll(async () => {
     db = await createTestDatabase('ops_webhooks');
@@ -57,6 +63,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       POZY_MAX_RETRIES: '8',
       // A read owed over half a second breaches the objective; the figures read afresh at each look.
       FRESHNESS_OBJECTIVE_MS: '500',
+      NOTIFICATION_OBJECTIVE_MS: String(NOTIFICATION_OBJECTIVE_MS),
       STATUS_CACHE_MS: '0',
     };
     harness = await startHarness(db.url, { deliver: false, env });
@@ -139,8 +146,8 @@ describe('operational webhooks (ops.*), with two replicas', () => {
   });
 
   it('tells of a lag breach on entering it and on leaving it, once each', async () => {
-    const breached = () => told('ops.objective.breached').length;
-    const recovered = () => told('ops.objective.recovered').length;
+    const breached = () => toldOf('ops.objective.breached', 'freshness').length;
+    const recovered = () => toldOf('ops.objective.recovered', 'freshness').length;
     // Whatever the earlier cases made Pozy do, no breach is open now.
     await waitFor('no open breach', async () => (breached() === recovered() ? true : undefined), 30_000);
     const [before, after] = [breached(), recovered()];
@@ -156,10 +163,50 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     await waitFor('the recovery told of', async () => (recovered() > after ? true : undefined), 30_000);
     // Both replicas looked the whole time: one breach, one recovery.
     expect([breached() - before, recovered() - after]).toEqual([1, 1]);
-    const [entered] = told('ops.objective.breached').slice(before);
-    const [left] = told('ops.objective.recovered').slice(after);
+    const [entered] = toldOf('ops.objective.breached', 'freshness').slice(before);
+    const [left] = toldOf('ops.objective.recovered', 'freshness').slice(after);
     expect(entered.json.data).toMatchObject({ objective: 'freshness', boundMs: 500, lagMs: expect.any(Number) });
     expect(left.json.data).toMatchObject({ objective: 'freshness', breachedAt: (entered.json.data as Record<string, unknown>).occurredAt });
+  });
+
+  it('tells of a notification breach (a healthy subscriber too slow) on entering it and on leaving it, once each', async () => {
+    const breached = () => toldOf('ops.objective.breached', 'notification').length;
+    const recovered = () => toldOf('ops.objective.recovered', 'notification').length;
+    await waitFor('no open notification breach', async () => (breached() === recovered() ? true : undefined), 30_000);
+    const [before, after] = [breached(), recovered()];
+    // It answers every notification with a 2xx, after twice the objective's bound: healthy, and late.
+    const slow = await TestSubscriber.start('/slow');
+    slow.slow(2 * NOTIFICATION_OBJECTIVE_MS);
+    const { id: slowId } = await subscribe(slow.url, ['post.changed']);
+    try {
+      const world = harness.sim.world;
+      const [account] = world.listAccounts();
+      const postId = world.createPost({ content: 'slowly told', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
+      await deliver(other.baseUrl, postEvent(postId, 'post.scheduled'));
+      await waitFor('the breach told of', async () => (breached() > before ? true : undefined), 30_000);
+      // Its answers come at once again: the late one delivered, nothing is owed.
+      slow.slow(0);
+      await waitFor('the recovery told of', async () => (recovered() > after ? true : undefined), 30_000);
+      await settled(harness);
+      // Both replicas looked the whole time: one breach, one recovery.
+      expect([breached() - before, recovered() - after]).toEqual([1, 1]);
+      const [entered] = toldOf('ops.objective.breached', 'notification').slice(before);
+      const [left] = toldOf('ops.objective.recovered', 'notification').slice(after);
+      expect(entered.json.data).toMatchObject({ objective: 'notification', boundMs: NOTIFICATION_OBJECTIVE_MS, subscriptionId: slowId });
+      expect((entered.json.data as Record<string, unknown>).lagMs).toBeGreaterThan(NOTIFICATION_OBJECTIVE_MS);
+      expect(left.json.data).toMatchObject({ objective: 'notification', breachedAt: (entered.json.data as Record<string, unknown>).occurredAt });
+      expect(verifies(opsSecret, entered)).toBe(true);
+      // The subscriber stayed healthy: its one notification was delivered at the first attempt, late.
+      expect(slow.about(postId)).toHaveLength(1);
+      const { rows } = await harness.service.pool.query<{ state: string; attempts: number }>(
+        'SELECT state, attempts FROM notification WHERE subscription_id = $1',
+        [slowId],
+      );
+      expect(rows).toEqual([{ state: 'delivered', attempts: 1 }]);
+    } finally {
+      expect((await call('DELETE', `/admin/subscriptions/${slowId}`)).status).toBe(200);
+      await slow.close();
+    }
   });
 
   it("tells of an added workspace's import once it succeeded", async () => {

@@ -15,8 +15,9 @@ import { TestSubscriber } from './support/subscriber';
 /**
  * Traces end to end: replica A (ROLE=api) receives Pozy's deliveries, replica B (ROLE=worker) reads Pozy, writes the
  * mirror and notifies a subscriber, and both export their spans over OTLP/HTTP (JSON) to a collector on loopback.
- * What is asserted is what a team reads in its tracing tool: one connected trace per delivery across the replicas,
- * the links of a coalesced read, the traceparent the subscriber got, and trace ids in B's log lines.
+ * What is asserted is what a team reads in its tracing tool: one connected trace per delivery across the replicas (the
+ * guarded write, its feed entry, the notification), the links of a coalesced read, the traceparent the subscriber
+ * got, and trace ids in B's log lines.
  */
 
 const POST_ROUTE = 'GET /v1/posts/:id';
@@ -172,6 +173,22 @@ describe('traces: one delivery followed across the replicas, to the subscriber',
         'pozy_sync.notifications.queued': 1,
       },
     });
+    // The feed entry the write appended, in its statement: under the write, naming the feed's row.
+    const entry = one('feed entry');
+    expect(entry).toMatchObject({
+      parentSpanId: write.spanId,
+      attributes: {
+        workspaceId: 'default',
+        'pozy_sync.feed.type': 'post.changed',
+        'pozy_sync.resource': `post:${postId}`,
+        'pozy_sync.feed.sequence': 1,
+      },
+    });
+    const { rows: feed } = await worker.pool.query<{ id: string; type: string; sequence: number }>(
+      'SELECT id::text, type, sequence FROM change WHERE resource_id = $1',
+      [postId],
+    );
+    expect(feed).toEqual([{ id: entry.attributes['pozy_sync.feed.entry_id'], type: 'post.changed', sequence: 1 }]);
     expect(notify).toMatchObject({
       kind: SPAN_KIND.producer,
       parentSpanId: write.spanId,

@@ -176,6 +176,11 @@ export class AppConfig {
 
   /** A read owed longer than this breaches the freshness objective (told as ops.objective.breached, then .recovered). */
   readonly freshnessObjectiveMs: number;
+  /**
+   * A change notification owed to a healthy subscriber, at its first attempt, longer than this after its write breaches
+   * the notification objective (told likewise).
+   */
+  readonly notificationObjectiveMs: number;
   /** Where and how spans are exported; null (no OTLP endpoint set): tracing is off and no exporter starts. */
   readonly tracing: TracingConfig | null;
 
@@ -252,6 +257,7 @@ export class AppConfig {
       allowedHosts: Object.freeze({ names: allowed.names, ranges: allowed.ranges }),
     });
     this.freshnessObjectiveMs = env.FRESHNESS_OBJECTIVE_MS;
+    this.notificationObjectiveMs = env.NOTIFICATION_OBJECTIVE_MS;
     this.tracing = tracingOf(env);
     Object.freeze(this);
   }

@@ -619,6 +619,16 @@ export class EnvironmentVariables {
   @Max(3_600_000)
   FRESHNESS_OBJECTIVE_MS = 5_000;
 
+  /**
+   * The notification objective's bound: a change notification owed to a healthy subscriber (at its first attempt)
+   * longer than this after its write is a breach (ops.objective.breached).
+   */
+  @toInt()
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  NOTIFICATION_OBJECTIVE_MS = 2_000;
+
   /** OTLP/HTTP base URL of a trace collector (`/v1/traces` is appended); unset with the next one: no traces, no exporter. */
   @IsOptional()
   @emptyAsUnset()
@@ -738,6 +748,7 @@ export const VARIABLES = [
   'NOTIFY_REPLAY_PER_SECOND',
   'NOTIFY_ALLOWED_HOSTS',
   'FRESHNESS_OBJECTIVE_MS',
+  'NOTIFICATION_OBJECTIVE_MS',
   'OTEL_EXPORTER_OTLP_ENDPOINT',
   'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
   'OTEL_EXPORTER_OTLP_PROTOCOL',

@@ -501,6 +501,38 @@ export class SyncFiguresRepository {
     });
   }
 
+  /**
+   * The notification objective's lag: how long the oldest change notification still owed to a healthy subscriber
+   * (active, neither paused nor failing) at its first attempt has been owed since its write, and to which subscription;
+   * null when none is. Like `subscriber="healthy"` of pozy_sync_write_to_notification_seconds: a notification retried
+   * after a failed attempt, and a replay, are not counted. One entry of notification_unsettled_idx per subscription.
+   */
+  async oldestOwedToHealthy(): Promise<{ subscriptionId: string; ms: number } | null> {
+    const row = await this.database.db
+      .selectFrom('subscription as s')
+      .crossJoinLateral((eb) =>
+        eb
+          .selectFrom('notification as n')
+          .select('n.created_at')
+          .where('n.state', '=', 'pending')
+          .whereRef('n.subscription_id', '=', 's.id')
+          .where('n.attempts', '=', 0)
+          .where('n.replay_count', '=', 0)
+          .orderBy('n.created_at')
+          .limit(1)
+          .as('oldest'),
+      )
+      .select((eb) => ['s.id as subscriptionId', eb.cast<number>(msSince(eb.ref('oldest.created_at')), 'float8').as('ms')])
+      .where('s.active', '=', true)
+      .where('s.deleted_at', 'is', null)
+      .where('s.paused_at', 'is', null)
+      .where('s.failing_since', 'is', null)
+      .orderBy('oldest.created_at')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? { subscriptionId: row.subscriptionId, ms: Math.max(0, row.ms) } : null;
+  }
+
   /** The status's figures, in the snapshot `db` reads (snapshot()). */
   async figuresOf(db: Db): Promise<StatusFigures> {
     const figures = db.withTables<OutsideTables>();

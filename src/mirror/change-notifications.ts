@@ -1,7 +1,7 @@
 import { Expression, RawBuilder, Selectable, SelectQueryBuilder, sql } from 'kysely';
 import type { Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
-import { FeedChange } from '../changes/record-changes';
+import { FeedChange, RecordedEntry } from '../changes/record-changes';
 import { activeTraceparent } from '../tracing/trace-context';
 
 /**
@@ -66,10 +66,50 @@ export const notifySubscribers = (db: Db) =>
     )
     .returning((eb) => eb.lit(1).as('one'));
 
-/** The statement's answer once `written`, `changes`, `recorded` and `notified` exist. */
+/** Feed entries a write answers for their spans, at most: one resource's are a handful; a page's are counted, not each traced. */
+export const TRACED_ENTRIES = 32;
+
+/** A `recorded` row as the statement answers it. */
+type RecordedRow = Pick<Selectable<DB['change']>, 'id' | 'workspace_id' | 'type' | 'resource_id' | 'sequence'>;
+
+/**
+ * The statement's answer once `written`, `changes`, `recorded` and `notified` exist. `entries`: inside a recording span
+ * (tracing on), the first TRACED_ENTRIES feed entries appended, for the caller's `feed entry` spans; otherwise none,
+ * at no cost.
+ */
 export const fanOutResult = (db: Db) => {
-  const ctes = db.withTables<{ written: WrittenRow; notified: { one: number }; recorded: { one: number } }>();
+  const ctes = db.withTables<{ written: WrittenRow; notified: { one: number }; recorded: RecordedRow }>();
   const written = ctes.selectFrom('written');
+  const entries =
+    activeTraceparent() === null
+      ? sql<RecordedEntry[]>`'[]'::jsonb`.as('entries')
+      : ctes
+          .selectFrom((eb) => eb.selectFrom('recorded').selectAll().orderBy('id').limit(TRACED_ENTRIES).as('r'))
+          .select((eb) =>
+            eb.fn
+              .coalesce(
+                eb.fn
+                  .agg<RecordedEntry[]>('jsonb_agg', [
+                    eb.fn('jsonb_build_object', [
+                      sql.lit('id'),
+                      eb.cast('r.id', 'text'),
+                      sql.lit('workspaceId'),
+                      'r.workspace_id',
+                      sql.lit('type'),
+                      'r.type',
+                      sql.lit('resourceId'),
+                      'r.resource_id',
+                      sql.lit('sequence'),
+                      'r.sequence',
+                    ]),
+                  ])
+                  .orderBy('r.id'),
+                sql<RecordedEntry[]>`'[]'::jsonb`,
+              )
+              .as('entries'),
+          )
+          .$asScalar()
+          .as('entries');
   return [
     written
       .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
@@ -100,5 +140,6 @@ export const fanOutResult = (db: Db) => {
       .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
       .$asScalar()
       .as('notified'),
+    entries,
   ] as const;
 };

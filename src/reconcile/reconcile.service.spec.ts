@@ -58,7 +58,7 @@ function build(w: World): ReconcileService {
   const posts = {
     async write(_workspace: string, post: PozyPostDto, read: unknown) {
       w.writes.push({ kind: 'write', id: post._id, read });
-      return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0 };
+      return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0, entries: [] };
     },
     async versions(_workspace: string, ids: string[]) {
       return new Map(ids.filter((id) => w.held.has(id)).map((id) => [id, { pozyUpdatedAt: null, deleted: false, whole: true }]));
@@ -66,15 +66,15 @@ function build(w: World): ReconcileService {
     async markDeleted(_workspace: string, id: string, read: unknown) {
       w.writes.push({ kind: 'markDeleted', id, read });
       // As the repository: a post the mirror never held gets a tombstone (created, nothing changed).
-      if (!w.held.has(id)) return { outcome: 'written' as const, created: 1, changed: 0, notified: 0 };
-      return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0 };
+      if (!w.held.has(id)) return { outcome: 'written' as const, created: 1, changed: 0, notified: 0, entries: [] };
+      return { outcome: w.writeOutcome, created: 0, changed: 1, notified: 0, entries: [] };
     },
   };
   const accounts = {
     async writeProfile(_workspace: string, profileId: string, _accounts: unknown[], read: unknown) {
       w.writes.push({ kind: 'writeProfile', id: profileId, read });
       const written = w.writeOutcome === 'written' ? 1 : 0;
-      return { written, created: 0, removed: 0, stale: 1 - written, changed: written, notified: 0 };
+      return { written, created: 0, removed: 0, stale: 1 - written, changed: written, notified: 0, entries: [] };
     },
   };
   // The events received for the resource.

@@ -16,6 +16,7 @@ import type { WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { Tracing } from '../tracing/tracing.service';
 import { activeTraceId } from '../tracing/trace-context';
+import { traceFeedEntries } from '../changes/record-changes';
 import { ReconcileReadRepository } from './reconcile-read.repository';
 
 /** An older version: what the guarded write says when it keeps the newer read the mirror holds. */
@@ -139,7 +140,7 @@ export class ReconcileService {
     const read = { readId: randomUUID(), startedAt: sentAt, lastEventAt: events.latest };
     if (answer.found) {
       const outcome = await this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'upsert' } }, async (span) => {
-        const { outcome, changed, notified } = await this.posts.write(workspace, answer.post, read);
+        const { outcome, changed, notified, entries } = await this.posts.write(workspace, answer.post, read);
         // `stale`: the guard kept a newer version the mirror already held. Written but unchanged: a re-read of the
         // same version (no feed entry, no notification).
         span.setAttributes({
@@ -148,6 +149,7 @@ export class ReconcileService {
           'pozy_sync.feed.entries': changed,
           'pozy_sync.notifications.queued': notified,
         });
+        await traceFeedEntries(this.tracing, entries);
         return outcome;
       });
       return { outcome, sentAt, retried, statusCode: 200, detail: outcome === 'stale' ? STALE_DETAIL : undefined };
@@ -160,9 +162,10 @@ export class ReconcileService {
     // A post the mirror never held gets only a tombstone (no endpoint, feed entry or notification): it keeps an older
     // read still in flight, such as an import page, from bringing the post back as live.
     return this.tracing.span('mirror.write post', { attributes: { 'pozy_sync.write.kind': 'delete' } }, async (span) => {
-      const { outcome, created } = await this.posts.markDeleted(workspace, id, read);
+      const { outcome, created, entries } = await this.posts.markDeleted(workspace, id, read);
       const result = created > 0 ? 'unknown' : outcome === 'written' ? 'deleted' : 'stale';
       span.setAttributes({ 'pozy_sync.write.outcome': result, 'pozy_sync.write.changed': result === 'deleted' });
+      await traceFeedEntries(this.tracing, entries);
       const detail = {
         unknown: 'Pozy answered 404 for a post the mirror never held: a tombstone only, no feed entry or notification',
         deleted: 'Pozy answered 404: the post is gone, and marked deleted',
@@ -206,6 +209,7 @@ export class ReconcileService {
         'pozy_sync.accounts.written': written.written,
         'pozy_sync.accounts.removed': written.removed,
       });
+      await traceFeedEntries(this.tracing, written.entries);
       const detail = outcome === 'written' ? `${written.written} accounts written, ${written.removed} removed` : STALE_DETAIL;
       return { outcome, sentAt, retried, statusCode: 200, detail };
     });

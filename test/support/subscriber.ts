@@ -34,6 +34,8 @@ export class TestSubscriber {
   connections = 0;
   private plan: Answer[] = [];
   private fallback: Answer = 204;
+  /** Each answer is sent this long after its request arrived (slow()). */
+  private delayMs = 0;
   private readonly sockets = new Set<Socket>();
   private readonly hanging = new Set<ServerResponse>();
 
@@ -68,6 +70,11 @@ export class TestSubscriber {
     this.fallback = fallback;
   }
 
+  /** From now on, every answer is sent `ms` after its request arrived (0: at once): a slow, still healthy subscriber. */
+  slow(ms: number): void {
+    this.delayMs = ms;
+  }
+
   /** Requests the subscriber acknowledged (2xx). */
   get acknowledged(): Received[] {
     return this.received.filter((r) => {
@@ -97,7 +104,21 @@ export class TestSubscriber {
     }
     const status = statusOf(answer)!;
     const extra = typeof answer === 'object' ? answer.headers : {};
-    response.writeHead(status, { 'content-type': 'application/json', ...extra }).end(JSON.stringify({ ok: status < 300 }));
+    const send = () => response.writeHead(status, { 'content-type': 'application/json', ...extra }).end(JSON.stringify({ ok: status < 300 }));
+    if (this.delayMs <= 0) {
+      send();
+      return;
+    }
+    // Until it answers, close() ends it like a hanging one.
+    this.hanging.add(response);
+    const timer = setTimeout(() => {
+      this.hanging.delete(response);
+      if (!response.destroyed) send();
+    }, this.delayMs);
+    response.on('close', () => {
+      clearTimeout(timer);
+      this.hanging.delete(response);
+    });
   }
 }
 

@@ -6,7 +6,7 @@ import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 import { ChangeSignal } from '../../changes/change-signal';
 import { PostMirrorRepository } from '../posts/post-mirror.repository';
-import { recordChanges } from '../../changes/record-changes';
+import { RecordedEntry, recordChanges } from '../../changes/record-changes';
 import { fanOutResult, notifySubscribers } from '../change-notifications';
 import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
 import { fromExcluded, wholeObjectJson } from '../whole-object';
@@ -30,6 +30,8 @@ export interface ProfileWriteOutcome {
   changed: number;
   /** Change notifications queued for subscribers, in the same transaction. */
   notified: number;
+  /** The feed entries it appended, for their spans: inside a recording span only (fanOutResult), none otherwise. */
+  entries: RecordedEntry[];
 }
 
 /** The accounts as rows of the account table, from one JSON parameter whatever their number. */
@@ -55,6 +57,8 @@ export interface AccountsWritten {
   notified: number;
   /** Change-feed entries, likewise. */
   recorded: number;
+  /** Those entries, for their spans (PostWriteResult.entries). */
+  entries: RecordedEntry[];
 }
 
 /** A row of a write's `written` CTE, as far as the answer reads it. */
@@ -101,6 +105,7 @@ export class AccountMirrorRepository {
       stale: accounts.length - written.written,
       changed: written.changed + removed.changed,
       notified: written.notified + removed.notified,
+      entries: [...written.entries, ...removed.entries],
     };
   }
 
@@ -196,6 +201,7 @@ export class AccountMirrorRepository {
       changed: row.changed,
       notified: row.notified + posts.notified,
       recorded: row.recorded + posts.changed,
+      entries: [...row.entries, ...posts.entries],
     };
   }
 

@@ -7,7 +7,7 @@ import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { ChangeSignal } from '../../changes/change-signal';
-import { recordChanges } from '../../changes/record-changes';
+import { RecordedEntry, recordChanges } from '../../changes/record-changes';
 import { fanOutResult, notifySubscribers } from '../change-notifications';
 import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
 import { fromExcluded, wholeObjectJson } from '../whole-object';
@@ -43,6 +43,8 @@ export interface PostWriteResult {
   changed: number;
   /** Change notifications queued for subscribers, in the same statement. */
   notified: number;
+  /** The feed entries it appended, for their spans: inside a recording span only (fanOutResult), none otherwise. */
+  entries: RecordedEntry[];
 }
 
 type PostUpsert = ExpressionBuilder<DB & { excluded: DB['post'] }, 'post' | 'excluded'>;
@@ -254,7 +256,7 @@ export class PostMirrorRepository {
    * committed, is not seen here: its own write rechecks once this transaction has committed (afterCommit).
    */
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
-    if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0 };
+    if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
     // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (afterCommit).
     await lockAccounts(trx, workspaceId, accountIds, 'exclusive');
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
@@ -353,7 +355,13 @@ export class PostMirrorRepository {
       this.signal.queued(row.notified);
       this.changeSignal.recorded(row.recorded);
     }
-    return { outcome: row.written > 0 ? 'written' : 'stale', created: row.created, changed: row.changed, notified: row.notified };
+    return {
+      outcome: row.written > 0 ? 'written' : 'stale',
+      created: row.created,
+      changed: row.changed,
+      notified: row.notified,
+      entries: row.entries,
+    };
   }
 
   /**
@@ -399,7 +407,12 @@ export class PostMirrorRepository {
       return this.fanOut(trx, written, 'profiles');
     });
     this.result(rechecked, true);
-    return { ...result, changed: result.changed + rechecked.changed, notified: result.notified + rechecked.notified };
+    return {
+      ...result,
+      changed: result.changed + rechecked.changed,
+      notified: result.notified + rechecked.notified,
+      entries: [...result.entries, ...rechecked.entries],
+    };
   }
 }
 
