@@ -115,7 +115,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     expect(told('ops.subscriber.paused')).toHaveLength(1);
     expect(told('ops.subscriber.recovered')).toHaveLength(1);
     expect(told('ops.dead_letter.added')).toHaveLength(1);
-  });
+  }, 180_000);
 
   it('tells of a storm of 429s once, however many pauses and replicas it took', async () => {
     const world = harness.sim.world;
@@ -136,7 +136,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     await waitFor('the storm told of', async () => (told('ops.budget.paused').length > 0 ? true : undefined));
     expect(told('ops.budget.paused')).toHaveLength(1);
     expect(told('ops.budget.paused')[0].json.data).toMatchObject({ pausedForMs: expect.any(Number), workspaceId: null });
-  });
+  }, 180_000);
 
   it('tells of a lag breach on entering it and on leaving it, once each', async () => {
     const breached = () => told('ops.objective.breached').length;
@@ -160,7 +160,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     const [left] = told('ops.objective.recovered').slice(after);
     expect(entered.json.data).toMatchObject({ objective: 'freshness', boundMs: 500, lagMs: expect.any(Number) });
     expect(left.json.data).toMatchObject({ objective: 'freshness', breachedAt: (entered.json.data as Record<string, unknown>).occurredAt });
-  });
+  }, 180_000);
 
   it("tells of an added workspace's import once it succeeded", async () => {
     const added = await call('POST', '/admin/workspaces', { id: 'client', apiKey: client.apiKey, apiUrl: harness.sim.url, manageWebhook: false });
@@ -176,7 +176,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     const byRun = told('ops.import.succeeded').map((r) => (r.json.data as Record<string, unknown>).runId);
     expect(new Set(byRun).size).toBe(byRun.length);
     expect(told('ops.import.failed')).toEqual([]);
-  });
+  }, 180_000);
 
   it('tells of an API key Pozy refuses once, however many reads it fails', async () => {
     const refusedDb = await createTestDatabase('ops_webhooks_refused');
@@ -208,7 +208,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       await refused.close();
       await refusedDb.drop();
     }
-  });
+  }, 180_000);
 
   it('takes ops types in a subscription, and names an unknown one', async () => {
     const refused = await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.objective.imagined'] });
