@@ -8,7 +8,8 @@ import { Received, TestSubscriber, verifies } from './support/subscriber';
 
 /**
  * Operational webhooks with two replicas on one database: a subscriber paused and resumed, a dead letter, a storm of
- * 429s and an import's end each reach the team's ops endpoint once, signed like every notification.
+ * 429s and an import's end each reach the team's ops endpoint once, signed like every notification; a failed import
+ * once however often it is retried.
  */
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -208,6 +209,60 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       await refused.close();
       await refusedDb.drop();
     }
+  }, 180_000);
+
+  // After the API key case: this workspace's key is refused too, and told of as ops.api_key.rejected.
+  it("tells of a workspace's failed import once, however often it is retried", async () => {
+    const failedOf = () => told('ops.import.failed').filter((r) => r.json.data.workspaceId === 'broken');
+    // Pozy takes its key when it is added, then refuses it (401): each attempt of the import fails alike. Its answers
+    // are slowed so that the import, which needs several, cannot end before the key is refused.
+    const brokenKey = 'sk_sim_broken';
+    harness.sim.addWorkspace({
+      apiKey: brokenKey,
+      rateLimitPerMinute: 100_000,
+      seedExisting: { posts: 20, accounts: 2 },
+      faults: { apiLatencyMs: 300 },
+    });
+    const added = await call('POST', '/admin/workspaces', { id: 'broken', apiKey: brokenKey, apiUrl: harness.sim.url, manageWebhook: false });
+    expect(added.status).toBe(201);
+    await harness.sim.removeWorkspace(brokenKey);
+
+    await waitFor('the failure told of', async () => (failedOf().length > 0 ? true : undefined), 60_000);
+    const run = async () =>
+      (
+        await harness.service.pool.query<{ id: string; status: string; resumed_at: Date; error: string | null }>(
+          "SELECT id, status, resumed_at, error FROM sweep_run WHERE workspace_id = 'broken' AND kind = 'import'",
+        )
+      ).rows;
+    const [failed] = await run();
+    expect(failed).toMatchObject({ status: 'failed', error: expect.stringContaining('401') });
+    // Tried again twice, as a minute after each failure: the supervisor of either replica claims it at its next look.
+    // A retry starts only once the attempt before it has let go of the workspace's lock, its failure told of first.
+    let resumedAt = failed.resumed_at;
+    for (let retry = 1; retry <= 2; retry += 1) {
+      await harness.service.pool.query(
+        "UPDATE sweep_run SET finished_at = finished_at - interval '2 minutes' WHERE workspace_id = 'broken' AND kind = 'import' AND status = 'failed'",
+      );
+      const again = await waitFor(
+        `retry ${retry} to fail`,
+        async () => {
+          const [now] = await run();
+          return now.status === 'failed' && now.resumed_at > resumedAt ? now : undefined;
+        },
+        60_000,
+      );
+      expect(again.id).toBe(failed.id);
+      resumedAt = again.resumed_at;
+    }
+    // Three failures, one occurrence and one notification to the ops subscriber, on whichever replica failed first.
+    const { rows } = await harness.service.pool.query<{ events: number; notifications: number }>(
+      `SELECT (SELECT count(*)::int FROM ops_event WHERE type = 'ops.import.failed' AND workspace_id = 'broken') AS events,
+              (SELECT count(*)::int FROM notification WHERE type = 'ops.import.failed' AND workspace_id = 'broken') AS notifications`,
+    );
+    expect(rows[0]).toEqual({ events: 1, notifications: 1 });
+    expect(failedOf()).toHaveLength(1);
+    expect(failedOf()[0].json.data).toMatchObject({ runId: failed.id, error: expect.stringContaining('401'), workspaceId: 'broken' });
+    expect(verifies(opsSecret, failedOf()[0])).toBe(true);
   }, 180_000);
 
   it('takes ops types in a subscription, and names an unknown one', async () => {
