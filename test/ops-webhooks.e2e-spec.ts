@@ -2,6 +2,7 @@ import { PozyWorkspace } from '../simulator/simulator';
 import { OPS_EVENT_TYPES } from '../src/notifications/notification-types';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { Received, TestSubscriber, verifies } from './support/subscriber';
@@ -212,7 +213,8 @@ describe('operational webhooks (ops.*), with two replicas', () => {
   }, 180_000);
 
   // After the API key case: this workspace's key is refused too, and told of as ops.api_key.rejected.
-  it("tells of a workspace's failed import once, however often it is retried", async () => {
+  it("tells of a workspace's failed import once, however often it is retried, and counts it on /metrics", async () => {
+    const metric = async (name: string) => parseMetrics(await (await fetch(`${harness.service.baseUrl}/metrics`)).text()).get(name);
     const failedOf = () => told('ops.import.failed').filter((r) => r.json.data.workspaceId === 'broken');
     // Pozy takes its key when it is added, then refuses it (401): each attempt of the import fails alike. Its answers
     // are slowed so that the import, which needs several, cannot end before the key is refused.
@@ -263,6 +265,18 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     expect(failedOf()).toHaveLength(1);
     expect(failedOf()[0].json.data).toMatchObject({ runId: failed.id, error: expect.stringContaining('401'), workspaceId: 'broken' });
     expect(verifies(opsSecret, failedOf()[0])).toBe(true);
+
+    // /metrics counts it, though it is not the environment's workspace (whose import succeeded); a retry under way
+    // counts as running, so the gauge is waited for.
+    await waitFor('the failed import counted', async () => ((await metric('pozy_sync_workspaces_import_failed')) === 1 ? true : undefined), 30_000);
+    expect(await metric('pozy_sync_import_failed')).toBe(0);
+    // Paused, it is neither imported nor retried, nor counted.
+    expect((await call('PATCH', '/admin/workspaces/broken', { paused: true })).status).toBe(200);
+    await waitFor(
+      'the paused workspace not counted',
+      async () => ((await metric('pozy_sync_workspaces_import_failed')) === 0 ? true : undefined),
+      30_000,
+    );
   }, 180_000);
 
   it('takes ops types in a subscription, and names an unknown one', async () => {

@@ -117,6 +117,11 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     };
   }
 
+  /** How many active workspaces' import has failed (state `failed`), every workspace read in one statement, in the snapshot `db`. */
+  failedImports(db?: Db): Promise<number> {
+    return this.runs.failedImports(this.workspaces.environmentDefinesDefault, db);
+  }
+
   /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.runsWorker) return;
