@@ -108,6 +108,7 @@ maybe('alert rules, dashboard and /metrics, checked against the service', () => 
       return now.get('pozy_sync_change_feed_unplaced_seconds') === 0 ? true : undefined;
     });
     expect(m.get('pozy_sync_import_failed')).toBe(0);
+    expect(m.get('pozy_sync_workspaces_import_failed')).toBe(0);
     expect(m.get('pozy_sync_pozy_budget_paused_seconds')).toBe(0);
   });
 

@@ -2,6 +2,7 @@ import { PozyWorkspace } from '../simulator/simulator';
 import { OPS_EVENT_TYPES } from '../src/notifications/notification-types';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 import { Received, TestSubscriber, verifies } from './support/subscriber';
@@ -9,7 +10,7 @@ import { Received, TestSubscriber, verifies } from './support/subscriber';
 /**
  * Operational webhooks with two replicas on one database: a subscriber paused and resumed, a dead letter, a storm of
  * 429s, a breach of each objective and its recovery, and an import's end each reach the team's ops endpoint once,
- * signed like every notification.
+ * signed like every notification; a failed import once however often it is retried.
  */
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -122,7 +123,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     expect(told('ops.subscriber.paused')).toHaveLength(1);
     expect(told('ops.subscriber.recovered')).toHaveLength(1);
     expect(told('ops.dead_letter.added')).toHaveLength(1);
-  });
+  }, 180_000);
 
   it('tells of a storm of 429s once, however many pauses and replicas it took', async () => {
     const world = harness.sim.world;
@@ -143,7 +144,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     await waitFor('the storm told of', async () => (told('ops.budget.paused').length > 0 ? true : undefined));
     expect(told('ops.budget.paused')).toHaveLength(1);
     expect(told('ops.budget.paused')[0].json.data).toMatchObject({ pausedForMs: expect.any(Number), workspaceId: null });
-  });
+  }, 180_000);
 
   it('tells of a lag breach on entering it and on leaving it, once each', async () => {
     const breached = () => toldOf('ops.objective.breached', 'freshness').length;
@@ -167,7 +168,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     const [left] = toldOf('ops.objective.recovered', 'freshness').slice(after);
     expect(entered.json.data).toMatchObject({ objective: 'freshness', boundMs: 500, lagMs: expect.any(Number) });
     expect(left.json.data).toMatchObject({ objective: 'freshness', breachedAt: (entered.json.data as Record<string, unknown>).occurredAt });
-  });
+  }, 180_000);
 
   it('tells of a notification breach (a healthy subscriber too slow) on entering it and on leaving it, once each', async () => {
     const breached = () => toldOf('ops.objective.breached', 'notification').length;
@@ -207,7 +208,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       expect((await call('DELETE', `/admin/subscriptions/${slowId}`)).status).toBe(200);
       await slow.close();
     }
-  });
+  }, 180_000);
 
   it("tells of an added workspace's import once it succeeded", async () => {
     const added = await call('POST', '/admin/workspaces', { id: 'client', apiKey: client.apiKey, apiUrl: harness.sim.url, manageWebhook: false });
@@ -223,7 +224,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
     const byRun = told('ops.import.succeeded').map((r) => (r.json.data as Record<string, unknown>).runId);
     expect(new Set(byRun).size).toBe(byRun.length);
     expect(told('ops.import.failed')).toEqual([]);
-  });
+  }, 180_000);
 
   it('tells of an API key Pozy refuses once, however many reads it fails', async () => {
     const refusedDb = await createTestDatabase('ops_webhooks_refused');
@@ -255,7 +256,74 @@ describe('operational webhooks (ops.*), with two replicas', () => {
       await refused.close();
       await refusedDb.drop();
     }
-  });
+  }, 180_000);
+
+  // After the API key case: this workspace's key is refused too, and told of as ops.api_key.rejected.
+  it("tells of a workspace's failed import once, however often it is retried, and counts it on /metrics", async () => {
+    const metric = async (name: string) => parseMetrics(await (await fetch(`${harness.service.baseUrl}/metrics`)).text()).get(name);
+    const failedOf = () => told('ops.import.failed').filter((r) => r.json.data.workspaceId === 'broken');
+    // Pozy takes its key when it is added, then refuses it (401): each attempt of the import fails alike. Its answers
+    // are slowed so that the import, which needs several, cannot end before the key is refused.
+    const brokenKey = 'sk_sim_broken';
+    harness.sim.addWorkspace({
+      apiKey: brokenKey,
+      rateLimitPerMinute: 100_000,
+      seedExisting: { posts: 20, accounts: 2 },
+      faults: { apiLatencyMs: 300 },
+    });
+    const added = await call('POST', '/admin/workspaces', { id: 'broken', apiKey: brokenKey, apiUrl: harness.sim.url, manageWebhook: false });
+    expect(added.status).toBe(201);
+    await harness.sim.removeWorkspace(brokenKey);
+
+    await waitFor('the failure told of', async () => (failedOf().length > 0 ? true : undefined), 60_000);
+    const run = async () =>
+      (
+        await harness.service.pool.query<{ id: string; status: string; resumed_at: Date; error: string | null }>(
+          "SELECT id, status, resumed_at, error FROM sweep_run WHERE workspace_id = 'broken' AND kind = 'import'",
+        )
+      ).rows;
+    const [failed] = await run();
+    expect(failed).toMatchObject({ status: 'failed', error: expect.stringContaining('401') });
+    // Tried again twice, as a minute after each failure: the supervisor of either replica claims it at its next look.
+    // A retry starts only once the attempt before it has let go of the workspace's lock, its failure told of first.
+    let resumedAt = failed.resumed_at;
+    for (let retry = 1; retry <= 2; retry += 1) {
+      await harness.service.pool.query(
+        "UPDATE sweep_run SET finished_at = finished_at - interval '2 minutes' WHERE workspace_id = 'broken' AND kind = 'import' AND status = 'failed'",
+      );
+      const again = await waitFor(
+        `retry ${retry} to fail`,
+        async () => {
+          const [now] = await run();
+          return now.status === 'failed' && now.resumed_at > resumedAt ? now : undefined;
+        },
+        60_000,
+      );
+      expect(again.id).toBe(failed.id);
+      resumedAt = again.resumed_at;
+    }
+    // Three failures, one occurrence and one notification to the ops subscriber, on whichever replica failed first.
+    const { rows } = await harness.service.pool.query<{ events: number; notifications: number }>(
+      `SELECT (SELECT count(*)::int FROM ops_event WHERE type = 'ops.import.failed' AND workspace_id = 'broken') AS events,
+              (SELECT count(*)::int FROM notification WHERE type = 'ops.import.failed' AND workspace_id = 'broken') AS notifications`,
+    );
+    expect(rows[0]).toEqual({ events: 1, notifications: 1 });
+    expect(failedOf()).toHaveLength(1);
+    expect(failedOf()[0].json.data).toMatchObject({ runId: failed.id, error: expect.stringContaining('401'), workspaceId: 'broken' });
+    expect(verifies(opsSecret, failedOf()[0])).toBe(true);
+
+    // /metrics counts it, though it is not the environment's workspace (whose import succeeded); a retry under way
+    // counts as running, so the gauge is waited for.
+    await waitFor('the failed import counted', async () => ((await metric('pozy_sync_workspaces_import_failed')) === 1 ? true : undefined), 30_000);
+    expect(await metric('pozy_sync_import_failed')).toBe(0);
+    // Paused, it is neither imported nor retried, nor counted.
+    expect((await call('PATCH', '/admin/workspaces/broken', { paused: true })).status).toBe(200);
+    await waitFor(
+      'the paused workspace not counted',
+      async () => ((await metric('pozy_sync_workspaces_import_failed')) === 0 ? true : undefined),
+      30_000,
+    );
+  }, 180_000);
 
   it('takes ops types in a subscription, and names an unknown one', async () => {
     const refused = await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.objective.imagined'] });

@@ -53,7 +53,18 @@ describe('1,000 workspaces and a million posts', () => {
              FROM generate_series(1, ${POSTS}) i`,
         );
       });
-      await client.query('VACUUM ANALYZE post, workspace');
+      // Every tenth workspace's import failed, and a hundred of those were listed whole by a sweep since.
+      await client.query(
+        `INSERT INTO sweep_run (workspace_id, id, kind, trigger, status, phase, started_at, finished_at, error)
+         SELECT 'ws-' || lpad(i::text, 4, '0'), gen_random_uuid(), 'import', 'auto', 'failed', 'posts', now() - interval '1 hour', now(), 'GET /v1/posts: unexpected HTTP 401'
+           FROM generate_series(10, ${WORKSPACES}, 10) i`,
+      );
+      await client.query(
+        `INSERT INTO sweep_run (workspace_id, id, kind, trigger, status, phase, started_at, finished_at)
+         SELECT 'ws-' || lpad(i::text, 4, '0'), gen_random_uuid(), 'sweep', 'admin', 'succeeded', 'done', now(), now()
+           FROM generate_series(100, ${WORKSPACES}, 100) i`,
+      );
+      await client.query('VACUUM ANALYZE post, workspace, sweep_run');
     } finally {
       await client.end();
     }
@@ -81,6 +92,8 @@ describe('1,000 workspaces and a million posts', () => {
     expect(await (await get('/')).text()).toContain('1,000 workspaces: 1,000 active.');
     const metrics = await (await get('/metrics')).text();
     expect(metrics).not.toContain('ws-0001');
+    // One series for every workspace's import, whatever their number.
+    expect(metrics).toMatch(/^pozy_sync_workspaces_import_failed 90$/m);
     const page = (await (await get('/admin/workspaces?limit=100', ADMIN)).json()) as { data: { id: string }[]; nextCursor: string };
     expect(page.data).toHaveLength(100);
     expect(page.data[0].id).toBe('ws-0001');

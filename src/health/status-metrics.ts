@@ -43,7 +43,11 @@ export class StatusMetrics {
         },
         importFailed: {
           name: 'pozy_sync_import_failed',
-          help: "1 while the environment's workspace's import has failed and no run has listed the workspace since, else 0",
+          help: "Deprecated: pozy_sync_workspaces_import_failed counts every workspace. 1 while the environment's workspace's import has failed and no run has listed the workspace since, else 0",
+        },
+        failedImports: {
+          name: 'pozy_sync_workspaces_import_failed',
+          help: "Active workspaces (the environment's and those added through the API) whose import has failed and that no run has listed since; paused and removed ones are not counted",
         },
         budget: {
           name: 'pozy_sync_pozy_budget_requests',
@@ -52,7 +56,7 @@ export class StatusMetrics {
         },
       },
       async (gauges) => {
-        const { figures, runs, pozyBudget } = await snapshots.current();
+        const { figures, runs, failedImports, pozyBudget } = await snapshots.current();
         const { backlog } = figures;
         gauges.mirrorLag.set((backlog.oldestPendingReadMs ?? 0) / 1000);
         gauges.pendingReads.set(backlog.pendingReads.value);
@@ -69,6 +73,7 @@ export class StatusMetrics {
         if (status === 'running') gauges.importProgress.set(posts?.total ? Math.min(1, posts.done / posts.total) : 0);
         else gauges.importProgress.set(status === 'pending' || status === 'failed' ? 0 : 1);
         gauges.importFailed.set(status === 'failed' ? 1 : 0);
+        gauges.failedImports.set(failedImports);
 
         gauges.budget.set({ figure: 'limit' }, pozyBudget.limit);
         gauges.budget.set({ figure: 'effective' }, pozyBudget.effectiveLimit);

@@ -38,7 +38,10 @@ export interface StatusSnapshot {
   figures: StatusFigures;
   lastBackfillRun: BackfillRun | undefined;
   subscribers: SubscriberHealth[];
+  /** The import and last sweep of `default`. */
   runs: RunsStatus;
+  /** Active workspaces (of every one) whose import has failed and that no run has listed since. */
+  failedImports: number;
   /** The newest PAGE_DEAD_LETTERS of the delivery queue, unredacted. */
   deadLetters: ListedDeadLetter[];
   /** The few workspaces whose oldest waiting read is oldest. */
@@ -91,6 +94,7 @@ export class StatusSnapshots {
         lastBackfillRun: await this.backfillRuns.latest(db),
         subscribers: await this.subscriptions.health(db),
         runs: await this.sweeps.status(db),
+        failedImports: await this.sweeps.failedImports(db),
         deadLetters: await this.deadLetters.list(PAGE_DEAD_LETTERS, db),
         furthestBehind: await this.requests.furthestBehind(FURTHEST_BEHIND, db),
       }));

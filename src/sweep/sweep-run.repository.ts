@@ -3,7 +3,7 @@ import { Expression, Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
-import type { WorkspaceId } from '../common/workspace-id';
+import { DEFAULT_WORKSPACE, type WorkspaceId } from '../common/workspace-id';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
@@ -201,6 +201,56 @@ export class SweepRunRepository {
       .limit(1)
       .executeTakeFirst();
     return run !== undefined;
+  }
+
+  /**
+   * How many active workspaces' latest import failed with no run having listed the workspace since (the import state
+   * `failed` of `status()`), `default` counted when the environment defines it (`environmentDefault`: its row, if
+   * any, is not the workspace then). Paused, removing and detached workspaces are not counted: none is imported or
+   * retried. One statement, in the caller's snapshot, that starts from the failed imports (a few, on the partial index
+   * sweep_run_import_failed_idx, whose predicate the literals match) and probes each workspace's newest import and
+   * any run that listed it, LATERAL with a LIMIT so that the planner never reads every run instead.
+   */
+  async failedImports(environmentDefault: boolean, db: Db = this.database.db): Promise<number> {
+    const { n } = await db
+      .selectFrom('sweep_run as f')
+      .leftJoin('workspace as w', 'w.id', 'f.workspace_id')
+      .innerJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('sweep_run as r')
+            .select('r.id')
+            .whereRef('r.workspace_id', '=', 'f.workspace_id')
+            .where('r.kind', '=', sql.lit('import'))
+            .orderBy('r.started_at', 'desc')
+            .limit(1)
+            .as('latest'),
+        (join) => join.onTrue(),
+      )
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('sweep_run as s')
+            .select(eb.lit(1).as('one'))
+            .whereRef('s.workspace_id', '=', 'f.workspace_id')
+            .where('s.status', '=', sql.lit('succeeded'))
+            .where('s.dry_run', '=', false)
+            .limit(1)
+            .as('listed'),
+        (join) => join.onTrue(),
+      )
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .where('f.kind', '=', sql.lit('import'))
+      .where('f.status', '=', sql.lit('failed'))
+      .whereRef('latest.id', '=', 'f.id')
+      .where('listed.one', 'is', null)
+      .where((eb) =>
+        environmentDefault
+          ? eb.or([eb('f.workspace_id', '=', DEFAULT_WORKSPACE), eb('w.state', '=', sql.lit('active'))])
+          : eb('w.state', '=', sql.lit('active')),
+      )
+      .executeTakeFirstOrThrow();
+    return n;
   }
 
   /**

@@ -18,6 +18,12 @@ import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-re
 const SUPERVISE_EVERY_MS = 10_000;
 /** A failed import is tried again (from its checkpoint) this long after it failed. */
 const IMPORT_RETRY_AFTER_MS = 60_000;
+/**
+ * A failed import is told of (`ops.import.failed`) at most once in each such span of its run's life, counted from the
+ * run's start on the database's clock: retried every IMPORT_RETRY_AFTER_MS, a lasting failure would otherwise send
+ * sixty an hour.
+ */
+const IMPORT_FAILURE_TOLD_EVERY_MS = 3_600_000;
 
 export type StartResult = { started: true; runId: string } | { started: false; runningRunId: string | null };
 
@@ -109,6 +115,11 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       import: { status: state, run: importRun ? runView(importRun) : null, ...(position ? { position } : {}) },
       lastSweep: sweepRun ? runView(sweepRun) : null,
     };
+  }
+
+  /** How many active workspaces' import has failed (state `failed`), every workspace read in one statement, in the snapshot `db`. */
+  failedImports(db?: Db): Promise<number> {
+    return this.runs.failedImports(this.workspaces.environmentDefinesDefault, db);
   }
 
   /** The first look for a run to start or resume is part of the start: a run it finds goes on in the background. */
@@ -313,13 +324,26 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** An import's end, as an operational event (its run id names it: one import ends once). */
+  /**
+   * An import's end, as an operational event. A success is told once (its run id names it: one import succeeds once).
+   * A failure is told at most once an hour per run, whatever the error: the run is tried again every
+   * IMPORT_RETRY_AFTER_MS, and an error's text may differ from one attempt to the next (what Pozy answered, where it
+   * stopped), so keying on it could flood again; the first failure of each hour names its error, and the run (GET
+   * /admin/sweep/:runId, GET /admin/workspaces/:id) always holds the latest.
+   */
   private async tellImport(workspaceId: string, run: SweepRun, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
-    const done = status === 'succeeded' ? await this.runs.get(run.id) : undefined;
+    const ended = await this.runs.get(run.id).catch(() => undefined);
+    let key = `import.succeeded:${run.id}`;
+    if (status === 'failed') {
+      // The hour of the run's life, on the database's clock (every replica counts it alike); ours if it cannot be read.
+      const at = ended?.finishedAt ?? ended?.readAt ?? new Date();
+      const hour = Math.max(0, Math.floor((at.getTime() - (ended ?? run).startedAt.getTime()) / IMPORT_FAILURE_TOLD_EVERY_MS));
+      key = `import.failed:${run.id}:${hour}`;
+    }
+    const done = status === 'succeeded' ? ended : undefined;
     await this.ops.emit({
       type: status === 'succeeded' ? 'ops.import.succeeded' : 'ops.import.failed',
-      // A failed import is tried again from its checkpoint: each failure is an occurrence of its own.
-      key: status === 'succeeded' ? `import.succeeded:${run.id}` : `import.failed:${run.id}:${Date.now()}`,
+      key,
       workspaceId,
       data: { runId: run.id, error, ...(done ? { posts: done.posts, accounts: done.accounts, pagesRead: done.pagesRead } : {}) },
     });
