@@ -1,5 +1,9 @@
+import { plainToInstance } from 'class-transformer';
 import { randomUUID } from 'node:crypto';
 import { OtlpReceiver } from '../simulator/otlp-collector';
+import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
+import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
+import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { Tracing } from '../src/tracing/tracing.service';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
@@ -9,7 +13,8 @@ import { TestSubscriber } from './support/subscriber';
 
 /**
  * GET /admin/posts/:id/timeline tells one post's story, entry by entry, from the tables the service already keeps:
- * a post that went through duplicates, a reordering, a 429, a lagging 404 and two notifications.
+ * a post that went through duplicates, a reordering, a 429, a lagging 404 and two notifications, each read with what
+ * it changed; then a read refused as older than the mirror's (stale) and a notification given up on (a dead letter).
  */
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
@@ -162,6 +167,26 @@ describe("timelines: a post's story, entry by entry (GET /admin/posts/:id/timeli
     expect(lagging[0].detail).toContain('lagging 404');
     expect(reads.at(-1)).toMatchObject({ outcome: 'deleted', statusCode: 404 });
 
+    // What each read changed: the version its write made (its sequence, the one before, the fields that differ), or
+    // nothing: a re-read of the version the mirror holds (the newer event's), the skip, the lagging 404s.
+    const post = `post:${postId}`;
+    expect(reads.filter((e) => e.changed === true).map((e) => [e.outcome, e.versions])).toEqual([
+      ['written', [{ resource: post, sequence: 1, previousSequence: null, changedFields: null }]],
+      ['written', [{ resource: post, sequence: 2, previousSequence: 1, changedFields: ['content', 'pozyUpdatedAt', 'updatedAt'] }]],
+      ['deleted', [{ resource: post, sequence: 3, previousSequence: 2, changedFields: ['deletedAt'] }]],
+    ]);
+    expect(reads[1]).toMatchObject({ outcome: 'written', statusCode: 200, changed: false, versions: [], readId: expect.any(String) });
+    expect(skipped).toMatchObject({ readId: null, changed: false, versions: [] });
+    // A lagging answer is read again, not written.
+    for (const e of lagging) expect(e).toMatchObject({ readId: null, changed: false, versions: [] });
+    expect(reads.filter((e) => e.changed !== true && e.changed !== false)).toEqual([]);
+    // The same versions as the history's (by the read's id) and the feed's (by sequence).
+    const history = await get(`/posts/${postId}/history`);
+    expect(history.status).toBe(200);
+    const versions = (history.body.data as { sequence: number; readId: string }[]).map((v) => [v.sequence, v.readId]).reverse();
+    expect(versions).toEqual(reads.filter((e) => e.changed).map((e) => [(e.versions as { sequence: number }[])[0].sequence, e.readId]));
+    expect(entries.filter((e) => e.kind === 'feed').map((e) => e.sequence)).toEqual([1, 2, 3]);
+
     // Two changes the subscriber was told of, each with its attempts; the feed has them and the deletion.
     const notifications = entries.filter((e) => e.kind === 'notification');
     expect(notifications.map((n) => [n.type, n.state])).toEqual([
@@ -181,25 +206,49 @@ describe("timelines: a post's story, entry by entry (GET /admin/posts/:id/timeli
     expect(collector.trace(events[0].traceId!).some((s) => s.name === 'reconcile post')).toBe(true);
   });
 
-  it("tells a profile's accounts' story too", async () => {
+  it("tells a profile's accounts' story too, each read with the accounts it changed", async () => {
     const world = harness.sim.world;
-    const [account] = world.listAccounts();
-    const profileId = world.profileOfAccount(account._id)!;
-    await deliver(base(), {
-      id: randomUUID(),
-      event: 'account.disconnected',
-      timestamp: new Date().toISOString(),
-      account: { accountId: account._id, profileId, platform: account.platform, username: 'x' },
-    });
-    const { status, body } = await waitFor('the profile read', async () => {
-      const answer = await get(`/admin/profiles/${profileId}/timeline`);
-      return (answer.body.entries as Entry[] | undefined)?.some((e) => e.kind === 'reconcile') ? answer : undefined;
-    });
+    const profileId = world.createProfile('Timelines')._id;
+    const account = world.connectAccount(profileId, 'linkedin', 'timelines');
+    const announce = (event: string) =>
+      deliver(base(), {
+        id: randomUUID(),
+        event,
+        timestamp: new Date().toISOString(),
+        account: { accountId: account._id, profileId, platform: account.platform, username: 'timelines' },
+      });
+    const afterReads = (n: number) =>
+      waitFor(`the profile's read ${n}`, async () => {
+        const answer = await get(`/admin/profiles/${profileId}/timeline`);
+        return reconciles((answer.body.entries as Entry[] | undefined) ?? []).length >= n ? answer : undefined;
+      });
+    await announce('account.connected');
+    await afterReads(1);
+    world.disconnectAccount(account._id);
+    await announce('account.disconnected');
+    const { status, body } = await afterReads(2);
+
     expect(status).toBe(200);
     expect(body).toMatchObject({ workspaceId: 'default', resource: `profile:${profileId}` });
     const entries = body.entries as Entry[];
-    expect(entries.find((e) => e.kind === 'event')).toMatchObject({ type: 'account.disconnected', account: account._id });
-    expect(entries.find((e) => e.kind === 'reconcile')).toMatchObject({ statusCode: 200, lane: 'realtime' });
+    expect(entries.filter((e) => e.kind === 'event').map((e) => [e.type, e.account])).toEqual([
+      ['account.connected', account._id],
+      ['account.disconnected', account._id],
+    ]);
+    // The first read mirrored the account (its first version), the second its disconnection.
+    const resource = `account:${account._id}`;
+    expect(reconciles(entries)).toEqual([
+      expect.objectContaining({ outcome: 'written', statusCode: 200, lane: 'realtime', changed: true }),
+      expect.objectContaining({ outcome: 'written', statusCode: 200, lane: 'realtime', changed: true }),
+    ]);
+    expect(reconciles(entries).map((e) => e.versions)).toEqual([
+      [{ resource, sequence: 1, previousSequence: null, changedFields: null }],
+      [{ resource, sequence: 2, previousSequence: 1, changedFields: ['isActive', 'needsReconnection'] }],
+    ]);
+    expect(entries.filter((e) => e.kind === 'feed').map((e) => [e.type, e.resourceId, e.sequence])).toEqual([
+      ['account.changed', account._id, 1],
+      ['account.changed', account._id, 2],
+    ]);
   });
 
   it("records an operator's resync, and the read it caused on the operator lane", async () => {
@@ -212,6 +261,66 @@ describe("timelines: a post's story, entry by entry (GET /admin/posts/:id/timeli
     expect(entries.map((e) => e.kind)).toEqual(expect.arrayContaining(['resync', 'reconcile']));
     expect(entries.findIndex((e) => e.kind === 'resync')).toBeLessThan(entries.findIndex((e) => e.kind === 'reconcile'));
     expect(reconciles(entries)[0]).toMatchObject({ outcome: 'written', lane: 'operator' });
+  });
+
+  it('tells why a read changed nothing (older than the read the mirror holds: stale) and what became of a notification given up on (a dead letter)', async () => {
+    const world = harness.sim.world;
+    const [account] = world.listAccounts();
+    const postId = world.createPost({ content: 'raced', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
+    await deliver(base(), postEvent(postId, 'post.scheduled'));
+    await until(postId, 'its first notification', (entries) => entries.some((e) => e.kind === 'notification' && e.state === 'delivered'));
+    // The subscriber's next answer is for this post's next notification: none of the earlier tests' is still on its way.
+    await waitFor('no notification in flight', async () => {
+      const { rows } = await harness.service.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification WHERE state = 'pending'`);
+      return rows[0].n === 0 ? true : undefined;
+    });
+
+    // Another read of the edited post (a sweep page, say), sent after this job's read and answered before it, is
+    // written first: the job's answer is then older than what the mirror holds, and the guard keeps the newer.
+    world.editPost(postId, { content: 'edited, read twice' });
+    subscriber.answer([410]);
+    const edited = plainToInstance(PozyPostDto, world.getPost(postId));
+    const later = { readId: randomUUID(), startedAt: new Date(Date.now() + 60_000), lastEventAt: null };
+    expect(await harness.service.app.get(PostMirrorRepository).write(DEFAULT_WORKSPACE, edited, later)).toMatchObject({ changed: 1 });
+    await deliver(base(), postEvent(postId, 'post.published'));
+    const entries = await until(
+      postId,
+      'the stale read and the dead letter',
+      (all) => reconciles(all).some((e) => e.outcome === 'stale') && all.some((e) => e.kind === 'dead_letter'),
+    );
+
+    const [first, stale] = reconciles(entries);
+    expect(first).toMatchObject({ outcome: 'written', changed: true, versions: [{ resource: `post:${postId}`, sequence: 1 }] });
+    expect(stale).toMatchObject({ outcome: 'stale', statusCode: 200, lane: 'realtime', readId: expect.any(String), changed: false, versions: [] });
+    expect(stale.detail).toContain('an older version');
+    expect(stale.readId).not.toBe(later.readId);
+    // The other read's change has its feed entry and its notification, which the subscriber refused for good (410).
+    expect(entries.filter((e) => e.kind === 'feed').map((e) => [e.type, e.sequence])).toEqual([
+      ['post.changed', 1],
+      ['post.changed', 2],
+    ]);
+    const refused = entries.filter((e) => e.kind === 'notification').find((e) => e.sequence === 2)!;
+    expect(refused).toMatchObject({ state: 'dead', attempts: 1, attemptHistory: [expect.objectContaining({ statusCode: 410, outcome: 'dead' })] });
+    const letters = entries.filter((e) => e.kind === 'dead_letter');
+    expect(letters).toEqual([
+      {
+        at: expect.any(String),
+        kind: 'dead_letter',
+        traceId: null,
+        deadLetterId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        letterKind: 'notification',
+        resourceKey: `post:${postId}`,
+        reason: 'The endpoint answered 410, which retrying cannot change',
+        error: expect.stringContaining('410'),
+        attempts: 1,
+        replayedAt: null,
+        resolution: null,
+      },
+    ]);
+    expect(Date.parse(letters[0].at)).toBeGreaterThanOrEqual(Date.parse(refused.at));
+    // The letter is the one the admin API lists.
+    const listed = await get(`/admin/dead-letters?queue=delivery`);
+    expect((listed.body.data as { id: string }[]).map((l) => l.id)).toContain(letters[0].deadLetterId);
   });
 
   it('refuses bad requests with a 4xx naming the problem, and answers nothing without the admin token', async () => {

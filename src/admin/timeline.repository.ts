@@ -23,6 +23,17 @@ export interface TimelineRow extends TimelinePosition {
   entry: Record<string, unknown>;
 }
 
+/** A version a reconcile's write made, as its entry names it. */
+export interface TimelineVersion {
+  /** `post:<id>` or `account:<id>`. */
+  resource: string;
+  sequence: number;
+  /** The version before it that the history holds; null when it holds none. */
+  previousSequence: number | null;
+  /** Top-level fields that differ from that version, bookkeeping aside, by name; null without one to compare with. */
+  changedFields: string[] | null;
+}
+
 /** A notification's attempts shown at most (the rest are counted by `attempts`). */
 const MAX_ATTEMPTS_SHOWN = 20;
 
@@ -33,19 +44,36 @@ const readRank = (outcome: unknown) => sql<number>`CASE WHEN ${outcome} = 'resyn
 const paddedId = (id: unknown) => sql<string>`lpad(${id}::text, 20, '0')`;
 /** The trace id of a stored W3C traceparent (`00-<trace id>-<span id>-<flags>`). */
 const traceIdOf = (traceParent: unknown) => sql<string | null>`split_part(${traceParent}, '-', 2)`;
+/** The columns every kind of entry carries for the merge: the read that a reconcile made, none for the others. */
+const noRead = [sql<string | null>`NULL::uuid`.as('read_id'), sql<Date | null>`NULL::timestamptz`.as('sent_at')] as const;
+/** Fields of a version any write of the resource changes (GET /posts/:id's bookkeeping): not what changed. */
+const BOOKKEEPING = sql.raw(`ARRAY['sequence', 'syncedAt', 'lastEventAt']::text[]`);
+/** The outcomes of a write that may have changed the resource (the others never do: stale, unknown, skipped, …). */
+const WRITES = sql.raw(`ARRAY['written', 'deleted']::text[]`);
 
 /**
  * A resource's timeline, read only, across the tables that tell it: its events (pozy_event), each reconcile and
  * resync (reconcile_read), its feed entries (change), its notifications with their attempts (notification,
  * notification_attempt) and its dead letters. One statement: each table's rows after the cursor, by its
- * resource index, `limit + 1` of them, merged in time order. A page costs what the resource holds, never the tables'
- * size.
+ * resource index, `limit + 1` of them, merged in time order; then, for the page's reconciles alone, the versions
+ * their writes made (resource_version, by its (resource, read_at) index and the read's id) and the version before
+ * each (by primary key), compared field by field. A page costs what the resource holds, never the tables' size.
  */
 @Injectable()
 export class TimelineRepository {
   constructor(private readonly database: DatabaseService) {}
 
-  async page(workspaceId: WorkspaceId, subject: TimelineSubject, after: TimelinePosition | null, limit: number): Promise<TimelineRow[]> {
+  /**
+   * `versionsKeptSince`: versions read since then are all kept (the history's retention prunes only older ones), so a
+   * read since then with no version changed nothing; an older one may have had its version pruned (`changed` null).
+   */
+  async page(
+    workspaceId: WorkspaceId,
+    subject: TimelineSubject,
+    after: TimelinePosition | null,
+    limit: number,
+    versionsKeptSince: Date,
+  ): Promise<TimelineRow[]> {
     const db = this.database.db;
     const key = `${subject.type}:${subject.id}`;
     const n = limit + 1;
@@ -77,6 +105,7 @@ export class TimelineRepository {
           'attempt', ${eb.ref('e.attempt')}, 'deliveryId', ${eb.ref('e.delivery_id')}, 'copies', ${eb.ref('e.copies')},
           'duplicates', ${eb.ref('e.copies')} - 1, 'recoveredBy', ${eb.ref('e.recovered_by')}, 'account', ${eb.ref('e.payload')}->'account'->>'accountId',
           'traceId', ${traceIdOf(eb.ref('e.trace_parent'))})`.as('entry'),
+        ...noRead,
       ])
       .where('e.workspace_id', '=', workspaceId)
       .where('e.resource_type', '=', subject.type)
@@ -96,6 +125,8 @@ export class TimelineRepository {
           Record<string, unknown>
         >`jsonb_build_object('outcome', ${eb.ref('r.outcome')}, 'lane', ${eb.ref('r.lane')}, 'statusCode', ${eb.ref('r.status_code')}, 'retried', to_jsonb(${eb.ref('r.retried')}),
           'sentAt', ${isoText(eb.ref('r.sent_at'))}, 'detail', ${eb.ref('r.detail')}, 'traceId', ${eb.ref('r.trace_id')})`.as('entry'),
+        eb.ref('r.read_id').as('read_id'),
+        eb.ref('r.sent_at').as('sent_at'),
       ])
       .where('r.workspace_id', '=', workspaceId)
       .where('r.resource_key', '=', key)
@@ -115,6 +146,7 @@ export class TimelineRepository {
           Record<string, unknown>
         >`jsonb_build_object('type', ${eb.ref('c.type')}, 'resourceId', ${eb.ref('c.resource_id')}, 'sequence', ${eb.ref('c.sequence')},
           'position', ${eb.ref('c.position')}::text)`.as('entry'),
+        ...noRead,
       ])
       .where('c.workspace_id', '=', workspaceId)
       .where((eb) =>
@@ -152,6 +184,7 @@ export class TimelineRepository {
                 .orderBy('b.id')
                 .limit(MAX_ATTEMPTS_SHOWN),
             )}), '[]'::jsonb))`.as('entry'),
+        ...noRead,
       ])
       .where('m.workspace_id', '=', workspaceId)
       .where((eb) => (subject.type === 'post' ? eb('m.resource_key', '=', key) : eb('m.resource_key', 'in', accountKeys)))
@@ -171,6 +204,7 @@ export class TimelineRepository {
         >`jsonb_build_object('deadLetterId', ${eb.ref('d.id')}, 'letterKind', ${eb.ref('d.kind')}, 'resourceKey', ${eb.ref('d.resource_key')},
           'reason', ${eb.ref('d.reason')}, 'error', ${eb.ref('d.error')}, 'attempts', ${eb.ref('d.attempts')}, 'replayedAt', ${isoText(eb.ref('d.replayed_at'))},
           'resolution', ${eb.ref('d.resolution')})`.as('entry'),
+        ...noRead,
       ])
       .where('d.workspace_id', '=', workspaceId)
       .where((eb) =>
@@ -181,23 +215,71 @@ export class TimelineRepository {
       .orderBy('d.id')
       .limit(n);
 
-    const merged = await db
-      .selectFrom(
-        db
-          .selectFrom(events.as('events'))
-          .selectAll()
-          .unionAll(db.selectFrom(reads.as('reads')).selectAll())
-          .unionAll(db.selectFrom(feed.as('feed')).selectAll())
-          .unionAll(db.selectFrom(notifications.as('notifications')).selectAll())
-          .unionAll(db.selectFrom(letters.as('letters')).selectAll())
-          .as('t'),
-      )
+    const merged = db
+      .selectFrom(events.as('events'))
       .selectAll()
-      .orderBy('at')
-      .orderBy('rank')
-      .orderBy('key')
-      .limit(n)
+      .unionAll(db.selectFrom(reads.as('reads')).selectAll())
+      .unionAll(db.selectFrom(feed.as('feed')).selectAll())
+      .unionAll(db.selectFrom(notifications.as('notifications')).selectAll())
+      .unionAll(db.selectFrom(letters.as('letters')).selectAll());
+    const pageRows = db.selectFrom(merged.as('t')).selectAll().orderBy('at').orderBy('rank').orderBy('key').limit(n);
+
+    // What a reconcile on the page changed: the versions its write made, found by the resource's (…, read_at) index at
+    // the read's start and its id, each with the version before it (by primary key) and the fields that differ.
+    const versions = db
+      .selectFrom('resource_version as v')
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('resource_version as o')
+            .select(['o.sequence', 'o.data'])
+            .whereRef('o.workspace_id', '=', 'v.workspace_id')
+            .whereRef('o.resource_type', '=', 'v.resource_type')
+            .whereRef('o.resource_id', '=', 'v.resource_id')
+            .whereRef('o.sequence', '<', 'v.sequence')
+            .orderBy('o.sequence', 'desc')
+            .limit(1)
+            .as('o'),
+        (join) => join.onTrue(),
+      )
+      .select((eb) =>
+        sql<TimelineVersion[] | null>`jsonb_agg(jsonb_build_object('resource', ${eb.ref('v.resource_type')} || ':' || ${eb.ref('v.resource_id')},
+          'sequence', ${eb.ref('v.sequence')}, 'previousSequence', ${eb.ref('o.sequence')},
+          'changedFields', CASE WHEN ${eb.ref('o.sequence')} IS NOT NULL THEN (
+            SELECT coalesce(jsonb_agg(key ORDER BY key), '[]'::jsonb)
+              FROM jsonb_each(${eb.ref('v.data')}) AS n FULL JOIN jsonb_each(${eb.ref('o.data')}) AS b USING (key)
+             WHERE n.value IS DISTINCT FROM b.value AND key <> ALL (${BOOKKEEPING})) END)
+          ORDER BY ${eb.ref('v.resource_id')}, ${eb.ref('v.sequence')})`.as('list'),
+      )
+      .where('v.workspace_id', '=', workspaceId)
+      .where((eb) =>
+        subject.type === 'post'
+          ? eb.and([eb('v.resource_type', '=', 'post'), eb('v.resource_id', '=', subject.id)])
+          : eb.and([eb('v.resource_type', '=', 'account'), eb('v.resource_id', 'in', accountIds)]),
+      )
+      .where(sql<boolean>`${sql.ref('p.read_id')} IS NOT NULL`)
+      .where('v.read_at', '=', sql.ref<Date>('p.sent_at'))
+      .where('v.read_id', '=', sql.ref<string>('p.read_id'));
+
+    const rows = await db
+      .selectFrom(pageRows.as('p'))
+      .leftJoinLateral(versions.as('x'), (join) => join.onTrue())
+      .select((eb) => [
+        'p.at',
+        'p.rank',
+        'p.key',
+        sql<Record<string, unknown>>`CASE WHEN ${eb.ref('p.rank')} = ${rank('reconcile')} THEN ${eb.ref('p.entry')} || jsonb_build_object(
+            'readId', ${eb.ref('p.read_id')},
+            'changed', CASE WHEN ${eb.ref('x.list')} IS NOT NULL THEN true
+                            WHEN NOT (${eb.ref('p.entry')}->>'outcome' = ANY (${WRITES})) THEN false
+                            WHEN ${eb.ref('p.read_id')} IS NOT NULL AND ${eb.ref('p.sent_at')} >= ${versionsKeptSince}::timestamptz THEN false END,
+            'versions', coalesce(${eb.ref('x.list')}, '[]'::jsonb))
+          ELSE ${eb.ref('p.entry')} END`.as('entry'),
+      ])
+      .orderBy('p.at')
+      .orderBy('p.rank')
+      .orderBy('p.key')
       .execute();
-    return merged.map((row) => ({ at: row.at, rank: Number(row.rank), key: row.key, entry: row.entry }));
+    return rows.map((row) => ({ at: row.at, rank: Number(row.rank), key: row.key, entry: row.entry }));
   }
 }

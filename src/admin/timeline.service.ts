@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
 import { isStorableText } from '../common/storable-text';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
@@ -7,6 +8,7 @@ import { TimelineEntryResponse, TimelineQuery, TimelineResponse } from './dto/ti
 import { ENTRY_KINDS, TimelinePosition, TimelineRepository, TimelineSubject } from './timeline.repository';
 
 const DEFAULT_LIMIT = 100;
+const DAY_MS = 86_400_000;
 
 /** Timelines of posts and profiles, a page at a time, after an opaque cursor (the last entry's place). */
 @Injectable()
@@ -14,6 +16,7 @@ export class TimelineService {
   constructor(
     private readonly repository: TimelineRepository,
     private readonly workspaces: WorkspaceRegistry,
+    private readonly config: AppConfig,
   ) {}
 
   async page(subject: TimelineSubject, query: TimelineQuery): Promise<TimelineResponse> {
@@ -21,7 +24,9 @@ export class TimelineService {
     if (!this.workspaces.get(workspaceId))
       throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const rows = await this.repository.page(workspaceId, subject, decodePosition(query.cursor), limit);
+    // The history's retention prunes only versions read before its window: a read since then that has none changed nothing.
+    const versionsKeptSince = new Date(Date.now() - this.config.retention.historyRetentionDays * DAY_MS);
+    const rows = await this.repository.page(workspaceId, subject, decodePosition(query.cursor), limit, versionsKeptSince);
     const entries = rows.slice(0, limit);
     const last = entries.at(-1);
     return {

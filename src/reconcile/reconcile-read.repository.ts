@@ -14,6 +14,8 @@ export interface ReadRecord {
   /** Why, in words (the skip rule, an older version kept, a lagging 404, the error). */
   detail?: string;
   traceId?: string | null;
+  /** The id of the read whose answer was written (PostRead's): the versions that write made carry it, and the timeline finds them by it. */
+  readId?: string;
 }
 
 /** Kept short: a detail is a sentence, an error's message at most this much of it. */
@@ -37,6 +39,7 @@ export class ReconcileReadRepository {
         retried: [...(read.retried ?? [])],
         detail: read.detail === undefined ? null : read.detail.slice(0, MAX_DETAIL),
         trace_id: read.traceId ?? null,
+        read_id: read.readId ?? null,
       })
       .execute();
   }

@@ -31,10 +31,27 @@ export type ReconcileOutcome = 'written' | 'stale' | 'deleted' | 'unknown' | 'sk
 /** A paused workspace's reads wait this long, then look again (a resume nudges them at once). */
 export const PAUSED_RETRY_MS = 60_000;
 
-type ReadResult = { outcome: ReconcileOutcome; sentAt: Date; statusCode: number; retried: readonly string[]; retryInMs?: number; detail?: string };
+/** `readId`: the read's id, which the versions its write made carry (absent when the answer was not written). */
+type ReadResult = {
+  outcome: ReconcileOutcome;
+  sentAt: Date;
+  statusCode: number;
+  retried: readonly string[];
+  retryInMs?: number;
+  detail?: string;
+  readId?: string;
+};
 
 /** What a reconcile decided, as its timeline entry says it (reconcile-read.repository.ts). */
-type Decision = { outcome: ReconcileOutcome; lane?: Lane; sentAt?: Date; statusCode?: number; retried?: readonly string[]; detail?: string };
+type Decision = {
+  outcome: ReconcileOutcome;
+  lane?: Lane;
+  sentAt?: Date;
+  statusCode?: number;
+  retried?: readonly string[];
+  detail?: string;
+  readId?: string;
+};
 
 /**
  * Events are hints: reconciling a resource reads its truth from Pozy and writes it whole, guarded, to the mirror.
@@ -98,7 +115,14 @@ export class ReconcileService {
       this.logger.warn(`${key}: Pozy rate limit, read postponed by ${error.retryAfterMs} ms`);
       return { outcome: 'postponed', lane, statusCode: 429, detail: `Pozy's rate limit: read again in ${error.retryAfterMs} ms` };
     }
-    const read = { lane, sentAt: result.sentAt, statusCode: result.statusCode, retried: result.retried, detail: result.detail };
+    const read = {
+      lane,
+      sentAt: result.sentAt,
+      statusCode: result.statusCode,
+      retried: result.retried,
+      detail: result.detail,
+      readId: result.readId,
+    };
     if (result.retryInMs !== undefined) {
       // Not recorded as a read: the next one must not be skipped.
       await this.requests.postpone(workspace, key, result.retryInMs);
@@ -152,7 +176,7 @@ export class ReconcileService {
         await traceFeedEntries(this.tracing, entries);
         return outcome;
       });
-      return { outcome, sentAt, retried, statusCode: 200, detail: outcome === 'stale' ? STALE_DETAIL : undefined };
+      return { outcome, sentAt, retried, statusCode: 200, detail: outcome === 'stale' ? STALE_DETAIL : undefined, readId: read.readId };
     }
     const retryInMs = readLagRetryMs(events.announcedAt, new Date(), this.config.readLagGraceMs);
     if (retryInMs !== null) {
@@ -171,7 +195,7 @@ export class ReconcileService {
         deleted: 'Pozy answered 404: the post is gone, and marked deleted',
         stale: STALE_DETAIL,
       }[result];
-      return { outcome: result, sentAt, retried, statusCode: 404, detail };
+      return { outcome: result, sentAt, retried, statusCode: 404, detail, readId: read.readId };
     });
   }
 
@@ -197,11 +221,8 @@ export class ReconcileService {
       return { outcome: 'lagging', sentAt, retried, statusCode: 200, retryInMs, detail };
     }
     return this.tracing.span('mirror.write accounts', { attributes: { 'pozy_sync.accounts.listed': accounts.length } }, async (span) => {
-      const written = await this.accounts.writeProfile(workspace, profileId, accounts, {
-        readId: randomUUID(),
-        startedAt: sentAt,
-        lastEventAt: events.perAccount,
-      });
+      const readId = randomUUID();
+      const written = await this.accounts.writeProfile(workspace, profileId, accounts, { readId, startedAt: sentAt, lastEventAt: events.perAccount });
       const outcome: ReconcileOutcome = written.written + written.removed > 0 ? 'written' : 'stale';
       span.setAttributes({
         'pozy_sync.write.outcome': outcome,
@@ -211,7 +232,7 @@ export class ReconcileService {
       });
       await traceFeedEntries(this.tracing, written.entries);
       const detail = outcome === 'written' ? `${written.written} accounts written, ${written.removed} removed` : STALE_DETAIL;
-      return { outcome, sentAt, retried, statusCode: 200, detail };
+      return { outcome, sentAt, retried, statusCode: 200, detail, readId };
     });
   }
 }

@@ -2764,14 +2764,23 @@ export interface components {
              * @description When it happened here: received, decided, written, created.
              */
             at: string;
+            /** @description `reconcile` only: whether its write changed the mirrored resource (made a version). False for a re-read of the version the mirror holds, an older version the guard refused (`stale`), and every outcome that wrote nothing; null when no longer known (a read older than HISTORY_RETENTION_DAYS, whose version retention may have pruned, or recorded before reads named their versions). */
+            changed?: boolean | null;
             /**
-             * @description `event`: a delivery received (`eventId`, `type`, `timestamp`, `attempt`, `deliveryId`, `copies`, `duplicates`, `recoveredBy`); `resync`: an operator asked for a read; `reconcile`: a job decided (`outcome`: written, stale, deleted, unknown, skipped, postponed, lagging, dead_lettered, failed; `lane`, `statusCode` and `sentAt` of the read, `detail`: why); `feed`: an entry of GET /changes (`type`, `sequence`, `position`); `notification`: a change notification (`subscriptionId`, `state`, `attempts`, `attemptHistory`); `dead_letter`: a letter of the delivery queue (`reason`, `error`, `replayedAt`).
+             * @description `event`: a delivery received (`eventId`, `type`, `timestamp`, `attempt`, `deliveryId`, `copies`, `duplicates`, `recoveredBy`); `resync`: an operator asked for a read; `reconcile`: a job decided (`outcome`: written, stale, deleted, unknown, skipped, postponed, lagging, dead_lettered, failed; `lane`, `statusCode` and `sentAt` of the read, `detail`: why; `readId`, `changed` and `versions`: what its write changed); `feed`: an entry of GET /changes (`type`, `sequence`, `position`); `notification`: a change notification (`subscriptionId`, `state`, `attempts`, `attemptHistory`); `dead_letter`: a letter of the delivery queue (`deadLetterId`, `letterKind`: reconcile or notification, `reason`, `error`, `attempts`, `replayedAt`, `resolution`).
              * @example event
              * @enum {string}
              */
             kind: "event" | "resync" | "reconcile" | "feed" | "notification" | "dead_letter";
+            /**
+             * Format: uuid
+             * @description `reconcile` only: the read of Pozy whose answer was written (the `readId` of the versions that write made); null when no answer was written (nothing read, a lagging answer).
+             */
+            readId?: string | null;
             /** @description The trace it belongs to (events, reconciles, notifications), when traces are on. */
             traceId: string | null;
+            /** @description `reconcile` only: the versions its write made (one for a post; a profile's read, one per account it changed); empty when none. */
+            versions?: components["schemas"]["TimelineVersionResponse"][];
         };
         TimelineResponse: {
             entries: components["schemas"]["TimelineEntryResponse"][];
@@ -2787,6 +2796,32 @@ export interface components {
             resource: string;
             /** @example default */
             workspaceId: string;
+        };
+        TimelineVersionResponse: {
+            /**
+             * @description The top-level fields of the resource (as GET /posts/:id answers it) that differ from the previous version, by name; the bookkeeping every write changes (`sequence`, `syncedAt`, `lastEventAt`) left out. Null without a previous version.
+             * @example [
+             *       "content",
+             *       "pozyUpdatedAt",
+             *       "updatedAt"
+             *     ]
+             */
+            changedFields: string[] | null;
+            /**
+             * @description The version before it that the history holds; null when it holds none (the first, or one older than the history).
+             * @example 2
+             */
+            previousSequence: number | null;
+            /**
+             * @description `post:<id>`, or `account:<id>` for a profile's read.
+             * @example post:66aa01f3c2b1e4d5f6a7b8c9
+             */
+            resource: string;
+            /**
+             * @description The version's `sequence`: its row in GET /posts/:id/history (or /accounts/:id/history), its feed entry's and its notifications'.
+             * @example 3
+             */
+            sequence: number;
         };
         UpdateSubscriptionDto: {
             /**

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "reconcile_read" ADD COLUMN     "read_id" UUID;
