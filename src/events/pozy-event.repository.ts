@@ -216,8 +216,8 @@ type BatchResult = InferResult<ReturnType<typeof insertEventsAndRequests>>[numbe
 export class PozyEventRepository {
   /**
    * The receive statement, compiled once: its text does not depend on the batch, only its parameters do. Building
-   * and compiling it per batch cost the receive path as much client CPU again as the rest of the statement's
-   * execution (measured: npm run bench, receive).
+   * and compiling it per batch would cost the receive path about as much client CPU again as executing it
+   * (`npm run bench` shows the receive path's throughput).
    */
   private readonly insert: { compiled: CompiledQuery<BatchResult>; order: (keyof BatchParams)[] };
 
