@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { type CompiledQuery, type InferResult, type Selectable, sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
+import { milliseconds } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
 import type { ResourceType } from '../queue/tasks';
@@ -185,7 +186,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
             .doUpdateSet((eb) => ({
               due_at: eb.fn('greatest', [
                 eb.fn('now'),
-                sql<Date>`${eb.ref('reconcile_request.dispatched_at')} + ${p('coalesceWindowMs')}::int * interval '1 millisecond'`,
+                sql<Date>`${eb.ref('reconcile_request.dispatched_at')} + ${milliseconds(sql<number>`${p('coalesceWindowMs')}`, 'int')}`,
               ]),
               requested_at: eb.fn('now'),
             }))
