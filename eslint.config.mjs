@@ -89,4 +89,11 @@ export default tseslint.config(
     },
   },
   ...layerRules,
+  {
+    // The tools run without the tests: code both use lives in the tools (such as simulator/mirror-check.ts).
+    files: ['simulator/**/*.ts', 'bench/**/*.ts', 'demo/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+test(/|$)', message: 'The tools never import test code.' }] }],
+    },
+  },
 );

@@ -25,7 +25,7 @@ import { BUILT_SERVICE } from '../bench/processes';
 import { EmbeddedDatabase } from '../src/database/embedded-postgres';
 import { startDemoSubscriber } from './demo-subscriber';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from '../test/support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { OtlpReceiver, traceTree } from '../simulator/otlp-collector';
 import { PozySimulator } from '../simulator/simulator';
 

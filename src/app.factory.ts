@@ -20,7 +20,7 @@ import { WorkspaceRegistry } from './workspaces/workspace-registry.service';
 /** Builds and initialises the whole service (migrations applied, worker running), not yet listening. */
 export async function createApp(config: AppConfig, options: { logDestination?: DestinationStream } = {}): Promise<NestFastifyApplication> {
   // One pino logger for Fastify's request lines and Nest's (no per-request async context unless traces are on: on
-  // Node 20 that costs every promise, measured at a quarter of webhook throughput).
+  // Node 20 that costs every promise, and webhook throughput with it).
   const logger = createPinoLogger(config, options.logDestination);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,

@@ -1,5 +1,5 @@
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';

@@ -1,6 +1,6 @@
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { waitFor } from './support/service';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';

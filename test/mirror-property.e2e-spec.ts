@@ -3,7 +3,7 @@ import { Rng } from '../simulator/faults';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { deliver } from './support/pozy-events';
 
 /** Deliveries in flight at once: enough for deliveries of one resource to race each other. */

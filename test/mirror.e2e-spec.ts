@@ -6,7 +6,7 @@ import { WorkerService } from '../src/queue/worker.service';
 import type { Account, PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';

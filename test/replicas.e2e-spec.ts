@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { BackfillService } from '../src/backfill/backfill.service';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
 import { Rng } from '../simulator/faults';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { createTestDatabase, TestDatabase } from './support/database';

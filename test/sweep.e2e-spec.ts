@@ -1,4 +1,4 @@
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
 import { waitFor } from './support/service';

@@ -2,7 +2,7 @@ import { TestSubscriber } from './support/subscriber';
 import { PozySimulator } from '../simulator/simulator';
 import type { PozyWorkspace } from '../simulator/workspace';
 import { createTestDatabase, TestDatabase } from './support/database';
-import { mirrorDifferences } from './support/mirror-check';
+import { mirrorDifferences } from '../simulator/mirror-check';
 import { deliver, postEvent } from './support/pozy-events';
 import { timedRead } from './support/queue';
 import { freePort } from './support/ports';

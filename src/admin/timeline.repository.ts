@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { RawBuilder, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
+import { isoText } from '../database/sql-expressions';
 import type { WorkspaceId } from '../common/workspace-id';
-import { isoText } from '../notifications/notification-expressions';
 
 /** What a timeline is of: a post, or a profile (its accounts' reads, events, feed entries and notifications). */
 export type TimelineSubject = { type: 'post'; id: string } | { type: 'profile'; id: string };

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppConfig } from './app-config';
-import { ConfigError, VARIABLES } from './environment';
+import { getMetadataStorage } from 'class-validator';
+import { ConfigError, EnvironmentVariables, VARIABLES } from './environment';
 import { KNOWN_EXAMPLE_SECRETS } from './known-examples';
 
 const minimal = { POZY_API_KEY: 'sk_live_x' };
@@ -539,6 +540,28 @@ describe('AppConfig.fromEnvironment', () => {
   it('never echoes values it was not asked about', () => {
     const config = AppConfig.fromEnvironment({ ...minimal, AWS_SECRET_ACCESS_KEY: 'hunter2' });
     expect(JSON.stringify(config)).not.toContain('hunter2');
+  });
+});
+
+describe('VARIABLES', () => {
+  // validateEnvironment reads only the variables VARIABLES names: a field of EnvironmentVariables left out of it would
+  // keep its default whatever the environment says. Every field carries a validator, so its metadata lists them all.
+  it('names every field of EnvironmentVariables, and nothing else', () => {
+    const fields = [
+      ...new Set(
+        getMetadataStorage()
+          .getTargetValidationMetadatas(EnvironmentVariables, '', false, false)
+          .map((m) => m.propertyName),
+      ),
+    ];
+    const listed: readonly string[] = VARIABLES;
+    expect({
+      missingFromVariables: fields.filter((name) => !listed.includes(name)),
+      notAField: listed.filter((name) => !fields.includes(name)),
+    }).toEqual({
+      missingFromVariables: [],
+      notAField: [],
+    });
   });
 });
 

@@ -683,6 +683,7 @@ export class EnvironmentVariables {
   OTEL_BSP_SCHEDULE_DELAY = 5_000;
 }
 
+/** The only names validateEnvironment reads; src/config/app-config.spec.ts fails when a field above is missing. */
 export const VARIABLES = [
   'NODE_ENV',
   'PORT',

@@ -5,7 +5,6 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
-import type { PrismaClient } from '../generated/prisma/client';
 import { ensureLogicalPublication, PublicationState } from './logical-publication';
 import { Migrator } from './migrator';
 
@@ -30,13 +29,11 @@ function findUp(from: string, relative: string): string {
 }
 
 /**
- * One pg pool per process, so a replica's connection count is bounded by DATABASE_POOL_SIZE. Two typed ways onto it:
- * - `prisma`: Prisma Client's API, for what it expresses (lookups, filtered lists, counts, plain inserts/updates).
- * - `db`: Kysely, for the statements Prisma's API cannot (guarded upserts with their outbox in one statement, group
- *   commit, SKIP LOCKED claims, advisory locks, planner estimates) and for transactions that mix them. It runs on pg
- *   directly: executing the receive path's group-commit insert through Prisma Client's raw-query path cut the
- *   receive bench (ROLE=api) from 1.16x to 0.70x of the baseline's throughput, since Prisma re-serialises every
- *   parameter of a batch.
+ * One pg pool per process, so a replica's connection count is bounded by DATABASE_POOL_SIZE.
+ * `db`: Kysely, the typed way onto it for every statement (guarded upserts with their outbox in one statement, group
+ * commit, SKIP LOCKED claims, advisory locks, planner estimates) and for transactions. It runs on pg directly rather
+ * than through Prisma Client's raw-query path, which re-serialises every parameter of a batch such as the receive
+ * path's group commit.
  * `pool` itself is for graphile-worker (its own schema, behind queue/) and the migrator only.
  */
 @Injectable()
@@ -44,7 +41,6 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseService.name);
   readonly pool: Pool;
   readonly db: Db;
-  private prismaClient: PrismaClient | undefined;
   private readonly publicationName: string | null;
   private publicationState: PublicationState | null = null;
 
@@ -61,21 +57,6 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
     this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)));
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
-  }
-
-  /**
-   * Prisma Client, loaded on first use: its query compiler (WebAssembly) holds about 95 MB of the process once
-   * loaded, and no path a replica runs while idle or receiving needs it.
-   */
-  get prisma(): PrismaClient {
-    if (!this.prismaClient) {
-      /* eslint-disable @typescript-eslint/no-require-imports -- loaded on demand, see above */
-      const { PrismaClient: Client } = require('../generated/prisma/client') as typeof import('../generated/prisma/client');
-      const { PrismaPg } = require('@prisma/adapter-pg') as typeof import('@prisma/adapter-pg');
-      /* eslint-enable @typescript-eslint/no-require-imports */
-      this.prismaClient = new Client({ adapter: new PrismaPg(this.pool) });
-    }
-    return this.prismaClient;
   }
 
   async onModuleInit(): Promise<void> {
@@ -95,7 +76,6 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.prismaClient?.$disconnect();
     // Kysely's destroy() would end the shared pool too; it holds nothing else.
     await this.pool.end();
   }

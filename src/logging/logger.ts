@@ -69,7 +69,7 @@ export function configuredSecrets(config: AppConfig): string[] {
 export function logRequests(fastify: FastifyInstance, config: AppConfig, moreSecrets: () => ReadonlySet<string> = () => new Set()): void {
   const secrets = configuredSecrets(config);
   // Every field of a request line is built here (the URL redacted by redactUrl, no header or body), so the root's
-  // wildcard redaction would find nothing in it: without it a line costs a third (measured: 27 -> 9 µs a line).
+  // wildcard redaction would find nothing in it, yet would walk every line: this child logger skips it.
   const lines = (fastify.log as Pino).child({}, { redact: [] });
   const urls = new RedactedUrls(secrets, moreSecrets);
   fastify.addHook('onResponse', (request, reply, done) => {

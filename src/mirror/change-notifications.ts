@@ -1,5 +1,6 @@
-import { Expression, RawBuilder, Selectable, SelectQueryBuilder, sql } from 'kysely';
+import { Selectable, SelectQueryBuilder, sql } from 'kysely';
 import type { Db } from '../database/database.service';
+import { isoText } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import { FeedChange, RecordedEntry } from '../changes/record-changes';
 import { activeTraceparent } from '../tracing/trace-context';
@@ -20,10 +21,6 @@ type WrittenRow = Pick<Selectable<DB['post']>, 'changed_by' | 'read_id'> & { ins
 
 /** Checks, at compile time, that a `changes` CTE's query has the columns `recordChanges` and `notifySubscribers` read. */
 export const changesQuery = <D, T extends keyof D, O extends ChangeRow>(query: SelectQueryBuilder<D, T, O>) => query;
-
-/** A timestamp as JSON exactly as the query endpoints answer it (JavaScript's toISOString), whatever the session's time zone. */
-export const isoText = (timestamp: Expression<Date | null>): RawBuilder<string | null> =>
-  sql<string | null>`to_char(${timestamp} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. Its body's

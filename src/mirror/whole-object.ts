@@ -2,6 +2,7 @@ import { applyDecorators, Header } from '@nestjs/common';
 import { ArrayMaxSize, IsIn } from 'class-validator';
 import { Expression, RawBuilder, sql } from 'kysely';
 import type { Db } from '../database/database.service';
+import { namesLiteral } from '../database/sql-expressions';
 import { ListParam } from '../common/query-params';
 
 /** The fields of a mirrored resource: Pozy's known ones, then the mirror's own, in the order they are answered. */
@@ -66,12 +67,6 @@ export const wholeObjectJson = ({ pozy, extra, mirror }: WholeObject): RawBuilde
  * the driver and serialised again by Node.
  */
 export type JsonText = string & { readonly __jsonText: true };
-
-/** The SQL array literal of a fixed list of field names (the code's own constants, never input). */
-const namesLiteral = (names: readonly string[]) => {
-  for (const name of names) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not a field name: ${name}`);
-  return sql.raw(`ARRAY[${names.map((name) => `'${name}'`).join(',')}]::text[]`);
-};
 
 /**
  * The resource as JSON text in the documented order (what wholeObjectJson holds, which jsonb orders its own way):

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import { letterNotificationId } from '../dead-letters/dead-letter.repository';
 import type { Notification, NotificationAttempt as NotificationAttemptRow } from '../generated/prisma/client';
 import { NOTIFICATION_STATES, NotificationState, ReplaySource } from './dto/notification.query';
 import { oneOf } from './known-values';
-import { newerVersionExists, now } from './notification-expressions';
+import { newerVersionExists } from './notification-expressions';
 
 export type NotificationSummary = Omit<
   Pick<
@@ -181,7 +182,7 @@ export class NotificationHistoryRepository {
             state: 'pending',
             failing_since: null,
             replay_count: eb('n.replay_count', '+', 1),
-            next_attempt_at: sql<Date>`${eb.ref('s.at')} + (${eb.ref('c.ord')} - 1) * (1000.0 / ${perSecond}) * interval '1 millisecond'`,
+            next_attempt_at: sql<Date>`${eb.ref('s.at')} + ${milliseconds(sql<number>`(${eb.ref('c.ord')} - 1) * (1000.0 / ${perSecond})`)}`,
           }))
           .whereRef('n.id', '=', 'c.id')
           .returning('n.id'),

@@ -3,7 +3,8 @@ import { Selectable, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import { letterNotificationId, NotificationLetterPayload } from '../dead-letters/dead-letter.repository';
 import type { DB } from '../generated/kysely/database';
-import { isoText, milliseconds, newerVersionExists, now } from './notification-expressions';
+import { isoText, milliseconds, now } from '../database/sql-expressions';
+import { newerVersionExists } from './notification-expressions';
 import { precompiled } from './precompiled';
 
 /** What one attempt came to, as the deliverer decided. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
-import { isoText } from './notification-expressions';
+import { isoText } from '../database/sql-expressions';
 import type { OpsEventType } from './notification-types';
 
 /** One occurrence of an operational event. */

@@ -3,10 +3,10 @@ import { type Selectable, sql, type Updateable } from 'kysely';
 import { SecretBox } from '../common/secret-box';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService, type Db } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
-import { milliseconds, now } from './notification-expressions';
 import { NOTIFICATION_TYPES, NotificationType } from './notification-types';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import type { TaskName, TaskPayload } from './tasks';
 
 export interface JobSpec<N extends TaskName = TaskName> {
@@ -65,7 +66,7 @@ SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY (${
     const alive = this.database.db
       .selectFrom('worker_heartbeat')
       .select('pool_id')
-      .where('seen_at', '>', sql<Date>`now() - ${deadAfterMs}::int * interval '1 millisecond'`);
+      .where('seen_at', '>', sql<Date>`${now()} - ${milliseconds(deadAfterMs, 'int')}`);
     // Kysely parenthesises the subquery: `NOT IN (SELECT ...)`.
     const dead = sql`locked_by IS NOT NULL AND locked_by NOT IN ${alive}`;
     // A job superseded while it ran (graphile-worker cleared its key and spent its attempts, with no error, when a

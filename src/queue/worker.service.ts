@@ -72,7 +72,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       preset: {
         worker: {
           // Fetch and complete jobs in batches: one query serves several short jobs (graphile-worker's batching).
-          // Measured with npm run bench: without it, job bookkeeping halved webhook throughput under load. Kept
+          // Otherwise a query per job's fetch and completion competes with webhooks for the pool under load. Kept
           // small, since jobs a crashed replica had fetched stay locked until graphile-worker resets them.
           localQueue: { size: this.config.workerConcurrency * 2 },
           completeJobBatchDelay: 0,

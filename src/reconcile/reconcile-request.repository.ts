@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import type { ResourceType } from '../queue/tasks';
 import type { WorkspaceId } from '../common/workspace-id';
 
@@ -175,10 +176,7 @@ export class ReconcileRequestRepository {
     await this.database.db
       .updateTable('reconcile_request')
       .set((eb) => ({
-        due_at: eb.fn('greatest', [
-          eb.fn.coalesce('due_at', eb.fn<Date>('now')),
-          sql<Date>`now() + ${Math.ceil(ms)}::int * interval '1 millisecond'`,
-        ]),
+        due_at: eb.fn('greatest', [eb.fn.coalesce('due_at', eb.fn<Date>('now')), sql<Date>`${now()} + ${milliseconds(Math.ceil(ms), 'int')}`]),
       }))
       .where('workspace_id', '=', workspaceId)
       .where('key', '=', key)

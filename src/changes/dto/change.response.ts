@@ -59,12 +59,3 @@ export class ChangeHeadResponse {
   })
   cursor!: string;
 }
-
-/** The body of `410 cursor_expired`. */
-export class CursorExpiredDetails {
-  @ApiProperty({ ...CURSOR, description: 'The oldest `after` the feed still answers.' })
-  oldestCursor!: string;
-
-  @ApiProperty({ example: 'GET /changes/head, then page GET /posts and GET /accounts, then follow GET /changes?after=<head cursor>' })
-  resync!: string;
-}

@@ -1,7 +1,7 @@
 import { Insertable, Selectable, sql } from 'kysely';
+import { isoText } from '../../database/sql-expressions';
 import type { DB } from '../../generated/kysely/database';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
-import { isoText } from '../change-notifications';
 import { extraFields, FieldOrder, WholeObject } from '../whole-object';
 
 /**

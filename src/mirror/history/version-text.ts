@@ -1,11 +1,6 @@
 import { Expression, RawBuilder, sql } from 'kysely';
+import { namesLiteral } from '../../database/sql-expressions';
 import { FieldOrder, JsonText } from '../whole-object';
-
-/** The SQL array literal of a fixed list of field names (the code's own constants, never input). */
-const namesLiteral = (names: readonly string[]) => {
-  for (const name of names) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not a field name: ${name}`);
-  return sql.raw(`ARRAY[${names.map((name) => `'${name}'`).join(',')}]::text[]`);
-};
 
 /**
  * A stored version (jsonb, as the feed keeps a resource) as JSON text written the way GET /posts/:id writes the live

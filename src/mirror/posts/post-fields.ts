@@ -1,8 +1,8 @@
 import { Expression, Insertable, RawBuilder, Selectable, sql } from 'kysely';
 import type { Db } from '../../database/database.service';
+import { isoText } from '../../database/sql-expressions';
 import type { DB } from '../../generated/kysely/database';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
-import { isoText } from '../change-notifications';
 import { extraFields, FieldOrder, WholeObject } from '../whole-object';
 
 /**

@@ -182,7 +182,7 @@ export class PostMirrorRepository {
 
   /**
    * The mirror's version of each of these posts it holds: Pozy's updatedAt, whether it is marked deleted, and whether
-   * the row holds the whole post (a row mirrored before the mirror kept whole posts does not, whatever its version).
+   * the row holds the whole post (`extra` set): a row without it is read again, whatever its version.
    */
   async versions(workspaceId: WorkspaceId, ids: string[]): Promise<Map<string, PostVersion>> {
     if (ids.length === 0) return new Map();
@@ -314,8 +314,8 @@ export class PostMirrorRepository {
         versionedChangesQuery(
           qc
             .selectFrom('written as w')
-            // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
-            // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
+            // Each account found by its key rather than a scan of the account table per post, once per post (the
+            // aggregate keeps it from being inlined into both uses below).
             .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
             // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
             .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))

@@ -52,7 +52,8 @@ interface CursorBody {
 }
 
 export function encodePostCursor(sort: PostSort, cursor: PostCursor): string {
-  // The order by id keeps the cursor's form, so cursors handed out before orders existed still work.
+  // The order by id writes no sort name (decodePostCursor reads its absence as id:asc), the form clients' cursors
+  // without a sort name have, so one cursor form serves both.
   const body: CursorBody =
     sort.field === 'id' && !sort.desc
       ? { after: cursor.after, ...(cursor.workspace ? { workspace: cursor.workspace } : {}) }

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pool } from 'pg';
-import type { PozyWorld } from '../../simulator/world';
-import type { PlatformTarget } from '../../simulator/world/pozy-shapes';
+import type { PozyWorld } from './world';
+import type { PlatformTarget } from './world/pozy-shapes';
 
 interface PostRow {
   id: string;
