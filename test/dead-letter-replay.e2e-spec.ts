@@ -10,6 +10,8 @@ import { RunningService, startService, waitFor } from './support/service';
 
 const ADMIN_TOKEN = 'replay-admin-token-8d2f';
 const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
+/** Each wait's deadline: generous for CI's two busy cores (a 15 s wait for five batches ran out under a load of 10); nothing asserted depends on it. */
+const DEADLINE_MS = 120_000;
 
 interface Run {
   id: string;
@@ -92,7 +94,7 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
         const run = await getRun(runId);
         return run.status === 'running' ? undefined : run;
       },
-      120_000,
+      DEADLINE_MS,
     );
 
   /** Holds a letter's row lock: a replay reaching it waits there, mid-run, until the lock is let go. */
@@ -146,10 +148,14 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
       expect(start).toEqual({ status: 202, body: { runId: expect.any(String), queue: 'delivery', count: 3_050 } });
       runId = start.body.runId;
 
-      const midway = await waitFor('five batches done', async () => {
-        const run = await getRun(runId);
-        return run.batches === 5 ? run : undefined;
-      });
+      const midway = await waitFor(
+        'five batches done',
+        async () => {
+          const run = await getRun(runId);
+          return run.batches === 5 ? run : undefined;
+        },
+        DEADLINE_MS,
+      );
       expect(midway).toMatchObject({ queue: 'delivery', status: 'running', total: 3_050, replayed: 1_000, skipped: 0, error: null });
       const second = await startReplay('delivery');
       expect(second).toMatchObject({ status: 409, body: { error: 'replay_running', details: { runId } } });
@@ -192,7 +198,7 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
       [0, false],
       [1, true],
     ]);
-  }, 180_000);
+  }, 300_000);
 
   it('replays the ack queue (a few large events among hundreds) in batches bounded in bytes, and empties it', async () => {
     const spool = new Database(join(spoolDir, 'spool.sqlite'));
@@ -237,7 +243,7 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
     );
     expect(stored.rows[0]).toEqual({ n: 300, large: 25 });
     expect(await call('GET', '/admin/dead-letters?queue=ack')).toEqual({ status: 200, body: { data: [] } });
-  }, 120_000);
+  }, 300_000);
 
   it('a run its replica stopped mid-way leaves every letter replayed or still waiting; the next run takes the rest', async () => {
     const order = await insertReconcileLetters(direct, 'cut', 600);
@@ -246,16 +252,20 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
     let closing: Promise<void> | undefined;
     try {
       runId = (await startReplay('delivery')).body.runId;
-      await waitFor('the run to wait for the held letter', async () => {
-        const { rows } = await direct.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
+      await waitFor(
+        'the run to wait for the held letter',
+        async () => {
+          const { rows } = await direct.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'update "dead_letter"%'`,
-        );
-        return rows[0].n === 1 ? true : undefined;
-      });
+          );
+          return rows[0].n === 1 ? true : undefined;
+        },
+        DEADLINE_MS,
+      );
       closing = service.close();
       // Once shutting down, the replica refuses new runs: from then on, the run stops after the letter it is on.
-      await waitFor('the replica to shut down', async () => ((await startReplay('delivery')).status === 503 ? true : undefined));
+      await waitFor('the replica to shut down', async () => ((await startReplay('delivery')).status === 503 ? true : undefined), DEADLINE_MS);
     } finally {
       await letGo(held);
     }
@@ -287,7 +297,7 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
       [order],
     );
     expect(counts.rows).toEqual([{ replay_count: 1, n: 600 }]);
-  }, 120_000);
+  }, 300_000);
 
   it('answers a run whose replica died (no heartbeat for 30 s) as interrupted, and starts the next one', async () => {
     const dead = randomUUID();
