@@ -14,7 +14,7 @@ export interface DemoSubscriber {
   close(): Promise<void>;
 }
 
-/** A change-notification receiver on loopback for the demo: verifies every signature, as README shows. */
+/** A change-notification receiver on loopback for the demo: verifies every signature, as docs/consuming.md ("Change notifications") shows. */
 export async function startDemoSubscriber(): Promise<DemoSubscriber> {
   const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
   const verifier = new Webhook(secret);

@@ -17,7 +17,7 @@ const HOT = 200_000;
  * A million versions of whole posts as the mirror writes them (about 1.1 kB of JSON each, a post with a target, media,
  * tags and the mirror's fields), one post holding a fifth of them: the history page, a page deep in it and asOf stay
  * index lookups reading about a page of rows, however many versions the table or the post holds. Also measures what
- * a version costs on disk (table, TOAST and indexes), which the README quotes per million changes.
+ * a version costs on disk (table, TOAST and indexes), which docs/consuming.md and docs/configuration.md quote per million changes.
  */
 const LOAD = `
   INSERT INTO resource_version (workspace_id, resource_type, resource_id, sequence, read_at, read_id, event_ids, data)

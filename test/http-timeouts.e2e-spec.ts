@@ -54,7 +54,7 @@ describe('slow and stalled requests', () => {
     return { status: head.split('\r\n')[0], body: body ? JSON.parse(body) : undefined };
   };
 
-  it('sets Node to the limits the README states', () => {
+  it('sets Node to the limits docs/security.md states', () => {
     const server = service.app.getHttpServer();
     expect({
       headersTimeout: server.headersTimeout,

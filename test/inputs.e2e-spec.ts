@@ -162,7 +162,7 @@ describe('input PostgreSQL cannot take, dates, future events, ids, uniform error
       },
     );
 
-    it('reads a date, a date-time with a zone, and one without (UTC), as the README says', async () => {
+    it('reads a date, a date-time with a zone, and one without (UTC), as docs/security.md says', async () => {
       const created = await call('POST', '/admin/subscriptions', SUBSCRIPTION);
       expect(created.status).toBe(201);
       try {

@@ -548,7 +548,7 @@ describe('change notifications: signed fan-out to subscribers', () => {
     expect(arrivals[4] - arrivals[0]).toBeGreaterThanOrEqual(4 * 50 - 20);
   });
 
-  it("runs README's example receiver: it verifies a real notification and refuses a forged one", async () => {
+  it('runs the example receiver docs/consuming.md shows: it verifies a real notification and refuses a forged one', async () => {
     const port = await freePort();
     const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
     const child = spawn(process.execPath, [join(__dirname, '..', 'examples', 'notification-receiver.mjs')], {

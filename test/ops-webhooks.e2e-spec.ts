@@ -18,7 +18,7 @@ const SIM_POST_ROUTE = 'GET /v1/posts/:postId';
 // Every type the service can send: a new one is subscribed to here by itself.
 const OPS_TYPES = [...OPS_EVENT_TYPES];
 const ENCRYPTION_KEY = `k1:${Buffer.alloc(32, 5).toString('base64')}`;
-/** The README's 2 s (NOTIFICATION_OBJECTIVE_MS's default). */
+/** docs/configuration.md's 2 s (NOTIFICATION_OBJECTIVE_MS's default). */
 const NOTIFICATION_OBJECTIVE_MS = 2_000;
 
 describe('operational webhooks (ops.*), with two replicas', () => {

@@ -565,10 +565,14 @@ describe('VARIABLES', () => {
   });
 });
 
-describe("README's configuration table", () => {
+describe("docs/configuration.md's table", () => {
   it('documents every variable the service reads', () => {
-    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Endpoints'));
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
+    const start = doc.indexOf('\n## Variables\n');
+    const end = doc.indexOf('\n## ', start + 1);
+    const table = doc.slice(start, end === -1 ? undefined : end);
+    expect(start).toBeGreaterThan(-1);
+    expect(table).toContain('| variable | meaning | default |');
     expect(VARIABLES.filter((name) => !table.includes(`\`${name}\``))).toEqual([]);
   });
 });

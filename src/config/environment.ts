@@ -240,7 +240,7 @@ const toInt = () =>
     value === undefined || value === '' ? undefined : typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
   );
 
-/** The process environment as the service accepts it; every field is one variable of README's table. */
+/** The process environment as the service accepts it; every field is one variable of docs/configuration.md's table. */
 export class EnvironmentVariables {
   @IsOptional()
   @IsIn(['development', 'production', 'test'])
@@ -775,7 +775,7 @@ function describe(errors: ValidationError[]): string[] {
 }
 
 const PUBLISHED =
-  "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
+  "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, docs/, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
 
 /** A database URL's passwords, decoded: its user info's, and a `password` parameter's (which pg also reads). */
 function passwordsOf(url: string | undefined): string[] {

@@ -7,7 +7,7 @@ const ROOT = join(__dirname, '..', '..');
 /** Where the repository shows values a reader may copy: its examples, its defaults, its documentation. */
 const SCANNED = ['docker-compose.yml', 'compose.simulator.env', 'README.md', 'docs', 'Dockerfile', 'examples', 'simulator', 'demo'];
 
-/** Words the README writes where a value goes, that no variable takes as a secret. */
+/** Words the README and docs/ write where a value goes, that no variable takes as a secret. */
 const PROSE = new Set([
   // "set `API_TOKENS=old,new` and restart": a rotation described; both are refused as tokens (shorter than 16).
   'old',

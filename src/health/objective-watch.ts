@@ -11,7 +11,7 @@ import { SyncFiguresRepository } from './sync-figures.repository';
 const RECOVERY_SHARE = 0.5;
 const MAX_CHECK_EVERY_MS = 5_000;
 
-/** The objectives watched, as `data.objective` names them (README, "Objectives and alerts"). */
+/** The objectives watched, as `data.objective` names them (docs/operations.md, "Objectives and alerts"). */
 export type ObjectiveName = 'freshness' | 'notification';
 
 /** What one look finds of an objective: its lag now, and what a breach adds to its `data`. */

@@ -88,7 +88,7 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  /** The mirror's freshness: what the first objective is written over (README, Objectives). */
+  /** The mirror's freshness: what the first objective is written over (docs/operations.md, "Objectives and alerts"). */
   readonly eventToMirror = new Histogram({
     name: 'pozy_sync_event_to_mirror_seconds',
     help: "Time from the first event of a pending read arriving to the read's write committing (the mirror reflecting it), by the type of the resource's latest event",

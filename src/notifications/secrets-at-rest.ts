@@ -31,7 +31,7 @@ export class SecretsAtRest implements OnModuleInit {
     });
     if (problems.length > 0) {
       throw new SecretKeyError(
-        `Subscription secrets cannot be decrypted with SECRETS_ENCRYPTION_KEY: ${problems.join('; ')}. It must hold every key the stored secrets use (README, "Security")`,
+        `Subscription secrets cannot be decrypted with SECRETS_ENCRYPTION_KEY: ${problems.join('; ')}. It must hold every key the stored secrets use (docs/security.md, "Secrets")`,
       );
     }
     const keys = this.config.secretsEncryptionKeys;

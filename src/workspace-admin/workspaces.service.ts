@@ -74,7 +74,7 @@ export class WorkspacesService {
       throw new ApiError(
         409,
         'encryption_key_required',
-        'SECRETS_ENCRYPTION_KEY is not set: a workspace\'s API key and webhook secret are stored only encrypted. Set it (README, "Security") and restart',
+        'SECRETS_ENCRYPTION_KEY is not set: a workspace\'s API key and webhook secret are stored only encrypted. Set it (docs/security.md, "Secrets") and restart',
       );
     }
     if (this.registry.get(body.id) || (await this.repository.get(body.id))) {
