@@ -51,8 +51,9 @@ describe('a post Pozy never had', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('never_existed');
-    // A short grace: the event-driven case below waits it out before believing the 404.
-    harness = await startHarness(db.url, { env: { READ_LAG_GRACE_MS: '500' } });
+    // A short grace: the event-driven case below waits it out before believing the 404. The figures compared before and
+    // after a write are read fresh each time, not a reading shared for STATUS_CACHE_MS that may predate the last test.
+    harness = await startHarness(db.url, { env: { READ_LAG_GRACE_MS: '500', STATUS_CACHE_MS: '0' } });
     subscriber = await TestSubscriber.start();
     const created = await fetch(`${harness.service.baseUrl}/admin/subscriptions`, {
       method: 'POST',
