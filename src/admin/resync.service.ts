@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
-import { ResourceType, resourceJobKey, workspaceJobKey } from '../queue/tasks';
+import { ResourceType, resourceJobKey, workspaceJobKey } from '../common/resources';
 import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';

@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DatabaseService } from '../database/database.service';
 import { JobQueueRepository, JobSpec } from '../queue/job-queue.repository';
-import { isResourceType, workspaceJobKey } from '../queue/tasks';
+import { isResourceType, workspaceJobKey } from '../common/resources';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 
 /** Requests handed to the worker per transaction; a full batch is followed at once by the next. */

@@ -8,7 +8,7 @@ import { Lane } from '../pozy/budget/budget-policy';
 import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyClock } from '../pozy/pozy-clock.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
-import { ResourceType, resourceJobKey } from '../queue/tasks';
+import { ResourceType, resourceJobKey } from '../common/resources';
 import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
 import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';

@@ -7,7 +7,7 @@ import { isJsonObject, validateInstance } from '../common/validate-dto';
 import { AppConfig } from '../config/app-config';
 import { decodeJsonBody } from '../http/body-parser';
 import { MetricsService } from '../metrics/metrics.service';
-import { resourceJobKey } from '../queue/tasks';
+import { resourceJobKey } from '../common/resources';
 import { PozyDeliveryHeadersDto } from './dto/pozy-delivery-headers.dto';
 import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
 import { isAccountEvent, isPostEvent, ResourceRef } from './pozy-events';
