@@ -4,6 +4,7 @@ import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { PozyEventModule } from '../events/pozy-event.module';
 import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { DeadLettersController } from './dead-letters.controller';
@@ -16,7 +17,7 @@ import { TimelineRepository } from './timeline.repository';
 import { TimelineService } from './timeline.service';
 
 @Module({
-  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule, PozyModule],
+  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, PozyEventModule, NotificationsModule, PozyModule],
   controllers: [AdminController, DeadLettersController, PozyBudgetController, TimelineController],
   providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns, TimelineService, TimelineRepository],
   exports: [ResyncService],
