@@ -10,7 +10,7 @@ const LAYERS = [
   ['config', 'generated'],
   ['common', 'logging', 'http', 'tracing'],
   ['database', 'metrics'],
-  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
+  ['queue', 'receive', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
   ['mirror'],
   ['reconcile'],
   ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],

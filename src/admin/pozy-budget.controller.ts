@@ -4,7 +4,7 @@ import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiAdminAuth } from '../http/openapi';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { PozyBudgetResumedResponse } from './dto/pozy-budget.response';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { ResourceType, resourceJobKey, workspaceJobKey } from '../common/resources';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';
 import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';

@@ -6,7 +6,7 @@ import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { SweepModule } from '../sweep/sweep.module';
-import { WebhooksModule } from '../webhooks/webhooks.module';
+import { ReceiveModule } from '../receive/receive.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { ReadinessRepository } from './readiness.repository';
@@ -21,7 +21,7 @@ import { SyncStatusService } from './sync-status.service';
   // Terminus logs failed checks itself; the 503 body already says what failed.
   imports: [
     TerminusModule.forRoot({ logger: false }),
-    WebhooksModule,
+    ReceiveModule,
     NotificationsModule,
     BackfillModule,
     SweepModule,

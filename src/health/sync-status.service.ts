@@ -5,7 +5,7 @@ import type { Subscription } from '../notifications/subscription.repository';
 import type { BudgetStatus } from '../pozy/budget/pozy-budget.service';
 import { SweepRunResponse } from '../sweep/dto/sweep-run.response';
 import type { ImportState } from '../sweep/sweep.service';
-import { AckSpool } from '../webhooks/ack-spool';
+import { AckSpool } from '../receive/ack-spool';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { StatusSnapshot, StatusSnapshots } from './status-snapshot.service';
 import { Estimate, MinuteCount } from './sync-figures.repository';

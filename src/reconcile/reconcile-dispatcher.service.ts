@@ -6,7 +6,7 @@ import { DatabaseService } from '../database/database.service';
 import { JobQueueRepository, JobSpec } from '../queue/job-queue.repository';
 import { isResourceType, workspaceJobKey } from '../common/resources';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 
 /** Requests handed to the worker per transaction; a full batch is followed at once by the next. */
 const BATCH_SIZE = 500;

@@ -9,7 +9,7 @@ import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyClock } from '../pozy/pozy-clock.service';
 import { PozyRateLimitedError } from '../pozy/pozy-errors';
 import { ResourceType, resourceJobKey } from '../common/resources';
-import { PozyEventRepository, ResourceEvents } from '../events/pozy-event.repository';
+import { PozyEventRepository, ResourceEvents } from '../receive/pozy-event.repository';
 import { ReadState, ReconcileRequestRepository } from './reconcile-request.repository';
 import { alreadyReflected, readLagRetryMs } from './reconcile-rules';
 import type { WorkspaceId } from '../common/workspace-id';

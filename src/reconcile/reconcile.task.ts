@@ -11,7 +11,7 @@ import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { ReconcileService } from './reconcile.service';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
 import { SpanKind } from '@opentelemetry/api';
-import { PozyEventRepository } from '../events/pozy-event.repository';
+import { PozyEventRepository } from '../receive/pozy-event.repository';
 import { activeTraceId, linksTo } from '../tracing/trace-context';
 import { ReconcileReadRepository } from './reconcile-read.repository';
 import { OpsEvents } from '../notifications/ops-events.service';

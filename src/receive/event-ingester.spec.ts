@@ -3,8 +3,8 @@ import { ApiError } from '../common/api-error';
 import type { AppConfig } from '../config/app-config';
 import type { AckSpool } from './ack-spool';
 import { EventIngester, StoreOutcome } from './event-ingester';
-import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const DUE_AT = new Date('2026-11-30T12:00:01Z');

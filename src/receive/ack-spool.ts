@@ -5,13 +5,13 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, 
 import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
-import { AckTimeoutError } from '../events/ack-deadline';
+import { AckTimeoutError } from './ack-deadline';
 import { isEventDataError } from './event-data-error';
-import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { eventKey, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
-export { AckTimeoutError, withDeadline } from '../events/ack-deadline';
+export { AckTimeoutError, withDeadline } from './ack-deadline';
 
 /** A network timeout, ours or pg's (connect or query): what the acknowledgment dead-letter rule counts. */
 export function isTimeout(error: unknown): boolean {

@@ -3,8 +3,8 @@ import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { AckSpool } from './ack-spool';
 import { isEventDataError } from './event-data-error';
-import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { eventKey, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 
 /** Events per statement at most. */
 const MAX_BATCH = 200;

@@ -5,8 +5,8 @@ import { Logger } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import type { AppConfig } from '../config/app-config';
 import { AckSpool } from './ack-spool';
-import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
-import { ReconcileSignal } from '../events/reconcile-signal';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const FIRST_RETRY_MS = 10_000;
