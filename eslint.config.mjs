@@ -13,7 +13,7 @@ const LAYERS = [
   ['queue', 'receive', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
   ['mirror'],
   ['reconcile'],
-  ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],
+  ['webhooks', 'backfill', 'runs', 'retention', 'schedule'],
   ['health', 'admin', 'status-page', 'workspace-admin'],
 ];
 

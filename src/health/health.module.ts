@@ -5,7 +5,7 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
-import { SweepModule } from '../sweep/sweep.module';
+import { RunsModule } from '../runs/runs.module';
 import { ReceiveModule } from '../receive/receive.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
@@ -24,7 +24,7 @@ import { SyncStatusService } from './sync-status.service';
     ReceiveModule,
     NotificationsModule,
     BackfillModule,
-    SweepModule,
+    RunsModule,
     PozyModule,
     DeadLettersModule,
     ReconcileModule,
