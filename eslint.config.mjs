@@ -10,10 +10,10 @@ const LAYERS = [
   ['config', 'generated'],
   ['common', 'logging', 'http', 'tracing'],
   ['database', 'metrics'],
-  ['queue', 'events', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
+  ['queue', 'receive', 'pozy', 'dead-letters', 'notifications', 'changes', 'read-tokens', 'workspaces'],
   ['mirror'],
   ['reconcile'],
-  ['webhooks', 'backfill', 'sweep', 'retention', 'schedule'],
+  ['webhooks', 'backfill', 'runs', 'retention', 'schedule'],
   ['health', 'admin', 'status-page', 'workspace-admin'],
 ];
 

@@ -22,7 +22,7 @@ import { ReconcileModule } from './reconcile/reconcile.module';
 import { RetentionModule } from './retention/retention.module';
 import { LockedScheduleModule } from './schedule/locked-schedule.module';
 import { StatusPageModule } from './status-page/status-page.module';
-import { SweepModule } from './sweep/sweep.module';
+import { RunsModule } from './runs/runs.module';
 import { TracingModule } from './tracing/tracing.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkspaceAdminModule } from './workspace-admin/workspace-admin.module';
@@ -51,7 +51,7 @@ export class AppModule {
         AdminModule,
         WorkspaceAdminModule,
         BackfillModule,
-        SweepModule,
+        RunsModule,
         RetentionModule,
         HealthModule,
         StatusPageModule,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { ApiError } from '../src/common/api-error';
-import { EventIngester } from '../src/webhooks/event-ingester';
+import { EventIngester } from '../src/receive/event-ingester';
 import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { Pool } from 'pg';
-import { AckSpool } from '../src/webhooks/ack-spool';
+import { AckSpool } from '../src/receive/ack-spool';
 import { signPozyPayload } from '../src/webhooks/webhook-signature';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { RunningService, startService, TEST_WEBHOOK_SECRET } from './support/service';

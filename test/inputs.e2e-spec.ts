@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import type { Pool } from 'pg';
-import { AckSpool } from '../src/webhooks/ack-spool';
+import { AckSpool } from '../src/receive/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';

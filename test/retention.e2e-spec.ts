@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { BackfillRunRepository } from '../src/backfill/backfill-run.repository';
 import { LockKey } from '../src/database/advisory-lock';
 import { PruneCounts } from '../src/retention/retention.service';
-import { PozyEventRepository } from '../src/events/pozy-event.repository';
+import { PozyEventRepository } from '../src/receive/pozy-event.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { ChangeRepository } from '../src/changes/change.repository';
-import { SweepRunRepository } from '../src/sweep/sweep-run.repository';
+import { SweepRunRepository } from '../src/runs/sweep-run.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { explainAnalyzed, planNodes, recordingDatabase, rowsReadFrom, SentStatement } from './support/explain';
 import { startService } from './support/service';

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
-import { AckSpool } from '../src/webhooks/ack-spool';
+import { AckSpool } from '../src/receive/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { STATUS_CONNECTION_NAME, STATUS_STATEMENT_TIMEOUT_MS } from '../src/health/sync-figures.repository';
-import { AckSpool } from '../src/webhooks/ack-spool';
+import { AckSpool } from '../src/receive/ack-spool';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';

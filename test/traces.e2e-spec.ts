@@ -3,7 +3,7 @@ import { AddressInfo, createServer, Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { BackfillService } from '../src/backfill/backfill.service';
 import { RetentionService } from '../src/retention/retention.service';
-import { SweepService } from '../src/sweep/sweep.service';
+import { SweepService } from '../src/runs/import-and-sweep.service';
 import { Tracing } from '../src/tracing/tracing.service';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';

@@ -106,7 +106,7 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
   });
 
   // The receiver refuses it before it joins a batch; the batch's own event-by-event retry, for a refusal only the
-  // database finds, is src/webhooks/event-ingester.spec.ts's.
+  // database finds, is src/receive/event-ingester.spec.ts's.
   it('refuses an event PostgreSQL cannot store without failing the deliveries that arrived with it', async () => {
     const good = Array.from({ length: 30 }, (_, i) => postEvent(`post-neighbour-${i}`));
     const bad = { ...postEvent('post-nul'), note: 'nul \u0000 inside' };

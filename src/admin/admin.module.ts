@@ -3,7 +3,7 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
-import { WebhooksModule } from '../webhooks/webhooks.module';
+import { ReceiveModule } from '../receive/receive.module';
 import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 import { DeadLettersController } from './dead-letters.controller';
@@ -16,7 +16,7 @@ import { TimelineRepository } from './timeline.repository';
 import { TimelineService } from './timeline.service';
 
 @Module({
-  imports: [ReconcileModule, DeadLettersModule, WebhooksModule, NotificationsModule, PozyModule],
+  imports: [ReconcileModule, DeadLettersModule, ReceiveModule, NotificationsModule, PozyModule],
   controllers: [AdminController, DeadLettersController, PozyBudgetController, TimelineController],
   providers: [AdminTokenGuard, ResyncService, DeadLetterReplayService, DeadLetterReplayRuns, TimelineService, TimelineRepository],
   exports: [ResyncService],

@@ -7,7 +7,7 @@ import { HeldLock, LockKey, tryAdvisoryLock } from '../database/advisory-lock';
 import { DatabaseService } from '../database/database.service';
 import { DeadLetterReplayRunRepository, ReplayProgress, ReplayQueue, ReplayRun } from '../dead-letters/dead-letter-replay-run.repository';
 import { DeadLetter, DeadLetterRepository } from '../dead-letters/dead-letter.repository';
-import { AckSpool, DeadPosition, withDeadline } from '../webhooks/ack-spool';
+import { AckSpool, DeadPosition, withDeadline } from '../receive/ack-spool';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
 
 /** Delivery letters per batch: small rows, replayed one after another. */

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { DeadLetter, DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationReplayService } from '../notifications/notification-replay.service';
-import { AckSpool } from '../webhooks/ack-spool';
-import { isEventDataError } from '../webhooks/event-data-error';
+import { AckSpool } from '../receive/ack-spool';
+import { isEventDataError } from '../receive/event-data-error';
 import { ResyncService } from './resync.service';
 
 export type DeadLetterQueue = 'delivery' | 'ack';

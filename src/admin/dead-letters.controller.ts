@@ -15,7 +15,7 @@ import {
 } from './dto/dead-letter.response';
 import { DeadLetterReplayRuns } from './dead-letter-replay-runs.service';
 import { DeadLetterReplayService } from './dead-letter-replay.service';
-import { AckSpool, SpooledEvent } from '../webhooks/ack-spool';
+import { AckSpool, SpooledEvent } from '../receive/ack-spool';
 
 @ApiTags('Admin: dead letters')
 @ApiAdminAuth()

@@ -4,7 +4,7 @@ import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiAdminAuth } from '../http/openapi';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { PozyBudgetResumedResponse } from './dto/pozy-budget.response';
-import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 
@@ -17,7 +17,7 @@ export class PozyBudgetController {
     private readonly budget: PozyBudget,
     private readonly workspaces: WorkspaceRegistry,
     private readonly requests: ReconcileRequestRepository,
-    private readonly dispatcher: ReconcileDispatcher,
+    private readonly reconcileSignal: ReconcileSignal,
   ) {}
 
   /**
@@ -35,7 +35,7 @@ export class PozyBudgetController {
       .all()
       .filter((workspace) => workspace.client.keyBudget === this.budget)
       .map((workspace) => workspace.id);
-    if (lifted && (await this.requests.advancePostponed(onKey)) > 0) this.dispatcher.nudge(new Date());
+    if (lifted && (await this.requests.advancePostponed(onKey)) > 0) this.reconcileSignal.requested(new Date());
     return { liftedPauseUntil: lifted, pozyBudget: status };
   }
 }

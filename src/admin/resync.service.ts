@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
-import { ResourceType, resourceJobKey, workspaceJobKey } from '../queue/tasks';
-import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
+import { ResourceType, resourceJobKey, workspaceJobKey } from '../common/resources';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 import { ReconcileService } from '../reconcile/reconcile.service';
 import { ReconcileReadRepository } from '../reconcile/reconcile-read.repository';
@@ -13,7 +13,7 @@ export class ResyncService {
 
   constructor(
     private readonly requests: ReconcileRequestRepository,
-    private readonly dispatcher: ReconcileDispatcher,
+    private readonly reconcileSignal: ReconcileSignal,
     private readonly reconciler: ReconcileService,
     private readonly reads: ReconcileReadRepository,
   ) {}
@@ -28,7 +28,7 @@ export class ResyncService {
       throw new ApiError(404, 'unknown_to_pozy', `Pozy does not know post ${id}, and the mirror never held it`);
     }
     const key = resourceJobKey(type, id);
-    this.dispatcher.nudge(await this.requests.requestForcedRead(workspace, key, type, id));
+    this.reconcileSignal.requested(await this.requests.requestForcedRead(workspace, key, type, id));
     await this.reads.record(workspace, key, { outcome: 'resync', detail: 'an operator asked for a read, whatever the skip rule says' });
     return workspaceJobKey(workspace, key);
   }

@@ -7,8 +7,8 @@ import { LockKey, LockName, workspaceLockPart } from '../database/advisory-lock'
 import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyWebhookLogDto } from '../pozy/dto/pozy-webhook-log.dto';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
-import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
-import { WebhooksService } from '../webhooks/webhooks.service';
+import { ACCOUNT_EVENTS, POST_EVENTS } from '../receive/pozy-events';
+import { EventReceiver } from '../receive/event-receiver';
 import { BackfillRun, BackfillRunRepository } from './backfill-run.repository';
 import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 import { WorkspaceRegistry } from '../workspaces/workspace-registry.service';
@@ -57,7 +57,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly config: AppConfig,
     private readonly workspaces: WorkspaceRegistry,
-    private readonly webhooks: WebhooksService,
+    private readonly receiver: EventReceiver,
     private readonly runs: BackfillRunRepository,
     private readonly jobs: LockedSchedule,
     metrics: MetricsService,
@@ -225,7 +225,7 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     const settled = await Promise.allSettled(
       missing.map((id) => {
         const row = fresh.get(id)!;
-        return this.webhooks.receiveRecovered(workspaceId, row.requestPayload, runId, row.attemptNumber ?? null);
+        return this.receiver.receiveRecovered(workspaceId, row.requestPayload, runId, row.attemptNumber ?? null);
       }),
     );
     let failure: Error | undefined;

@@ -4,7 +4,8 @@ import { Expression, RawBuilder, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { DatabaseService, type Db } from '../database/database.service';
 import type { DeadLetter as DeadLetterRow } from '../generated/prisma/client';
-import { RESOURCE_TYPES, ReconcilePayload } from '../queue/tasks';
+import { RESOURCE_TYPES } from '../common/resources';
+import { ReconcilePayload } from '../queue/tasks';
 
 /** What a replay of a reconcile letter reads again. */
 export type ReconcileLetterPayload = Pick<ReconcilePayload, 'resource' | 'id'>;

@@ -5,8 +5,8 @@ import { DeadLettersModule } from '../dead-letters/dead-letters.module';
 import { NotificationsModule } from '../notifications/notifications.module';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
-import { SweepModule } from '../sweep/sweep.module';
-import { WebhooksModule } from '../webhooks/webhooks.module';
+import { RunsModule } from '../runs/runs.module';
+import { ReceiveModule } from '../receive/receive.module';
 import { Draining } from './draining';
 import { HealthController } from './health.controller';
 import { ReadinessRepository } from './readiness.repository';
@@ -21,10 +21,10 @@ import { SyncStatusService } from './sync-status.service';
   // Terminus logs failed checks itself; the 503 body already says what failed.
   imports: [
     TerminusModule.forRoot({ logger: false }),
-    WebhooksModule,
+    ReceiveModule,
     NotificationsModule,
     BackfillModule,
-    SweepModule,
+    RunsModule,
     PozyModule,
     DeadLettersModule,
     ReconcileModule,

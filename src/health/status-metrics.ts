@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
-import { AckSpool } from '../webhooks/ack-spool';
+import { AckSpool } from '../receive/ack-spool';
 import { StatusSnapshots } from './status-snapshot.service';
 import { EXACT_COUNT_LIMIT } from './sync-figures.repository';
 

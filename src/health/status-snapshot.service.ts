@@ -6,10 +6,10 @@ import { AppConfig } from '../config/app-config';
 import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-letter.repository';
 import { SubscriberHealth, SubscriptionRepository } from '../notifications/subscription.repository';
 import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
-import { RunsStatus, SweepService } from '../sweep/sweep.service';
+import { RunsStatus, SweepService } from '../runs/import-and-sweep.service';
 import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { TOKENS_UNAVAILABLE } from '../common/read-access';
-import { AckTimeoutError, withDeadline } from '../events/ack-deadline';
+import { AckTimeoutError, withDeadline } from '../receive/ack-deadline';
 import { STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
 

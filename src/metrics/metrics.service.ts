@@ -15,7 +15,7 @@ export interface GaugeDefinition {
  * Every Prometheus metric of the service, on a registry of its own (several services can share a process in
  * tests), served by GET /metrics. It knows no capability: each publishes into it. Counters are this process's;
  * gauges are read when scraped, by the capability that owns the figure, from the place its status is read too
- * (health/status-metrics.ts: the database's figures, the whole deployment's; webhooks/spool-metrics.ts: this
+ * (health/status-metrics.ts: the database's figures, the whole deployment's; receive/spool-metrics.ts: this
  * replica's spool).
  */
 @Injectable()

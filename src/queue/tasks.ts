@@ -1,9 +1,6 @@
 import { IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { DEFAULT_WORKSPACE, WORKSPACE_ID, WorkspaceId } from '../common/workspace-id';
-
-/** The resources a reconcile job reads from Pozy; accounts are read per profile (`GET /v1/accounts?profileId=`). */
-export const RESOURCE_TYPES = ['post', 'profile'] as const;
-export type ResourceType = (typeof RESOURCE_TYPES)[number];
+import { RESOURCE_TYPES, type ResourceType } from '../common/resources';
+import { WORKSPACE_ID, WorkspaceId } from '../common/workspace-id';
 
 export class ReconcilePayload {
   /** Absent in a job queued before workspaces: the default one's. */
@@ -31,14 +28,3 @@ export const TASKS = {
 export type TaskName = keyof typeof TASKS;
 export type TaskPayload<N extends TaskName> = InstanceType<(typeof TASKS)[N]>;
 export const TASK_NAMES = Object.keys(TASKS) as TaskName[];
-
-/** A resource's key within its workspace: its reconcile request's, and its job's in the default workspace. */
-export const resourceJobKey = (resource: ResourceType, id: string): string => `${resource}:${id}`;
-
-/**
- * The job key that keeps one pending job per resource across workspaces. The default workspace's keys are the
- * resource keys alone, as they were before workspaces (a job queued then still absorbs a new one).
- */
-export const workspaceJobKey = (workspace: WorkspaceId, key: string): string => (workspace === DEFAULT_WORKSPACE ? key : `${workspace}/${key}`);
-
-export const isResourceType = (value: string): value is ResourceType => (RESOURCE_TYPES as readonly string[]).includes(value);

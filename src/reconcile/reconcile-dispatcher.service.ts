@@ -4,8 +4,9 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { DatabaseService } from '../database/database.service';
 import { JobQueueRepository, JobSpec } from '../queue/job-queue.repository';
-import { isResourceType, workspaceJobKey } from '../queue/tasks';
+import { isResourceType, workspaceJobKey } from '../common/resources';
 import { ReconcileRequestRepository } from './reconcile-request.repository';
+import { ReconcileSignal } from '../receive/reconcile-signal';
 
 /** Requests handed to the worker per transaction; a full batch is followed at once by the next. */
 const BATCH_SIZE = 500;
@@ -48,6 +49,7 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
   private readonly logger = new Logger(ReconcileDispatcher.name);
   private stopping = false;
   private readonly priority = new BurstPriority();
+  private unsubscribe: (() => void) | undefined;
   private readonly loop = new WakeableLoop({
     pass: () => this.dispatchDue(),
     idleMs: POLL_MS,
@@ -62,21 +64,20 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
     private readonly queue: JobQueueRepository,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly signal: ReconcileSignal,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.config.runsWorker) return;
+    // A request just committed that falls due at `dueAt`: dispatched then rather than at the next poll.
+    this.unsubscribe = this.signal.subscribe((dueAt) => this.loop.wakeAt(dueAt.getTime()));
     this.loop.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    this.unsubscribe?.();
     await this.loop.stop();
-  }
-
-  /** A request was just committed and becomes due at `dueAt`: dispatch it then rather than at the next poll. */
-  nudge(dueAt: Date): void {
-    this.loop.wakeAt(dueAt.getTime());
   }
 
   /** Dispatches every due request; returns when the next one falls due (ms since epoch). */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
 import { milliseconds, now } from '../database/sql-expressions';
-import type { ResourceType } from '../queue/tasks';
+import type { ResourceType } from '../common/resources';
 import type { WorkspaceId } from '../common/workspace-id';
 
 export interface ReadState {

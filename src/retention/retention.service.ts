@@ -6,7 +6,7 @@ import { DeadLetterReplayRunRepository } from '../dead-letters/dead-letter-repla
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { NotificationHistoryRepository } from '../notifications/notification-history.repository';
 import { JobQueueRepository } from '../queue/job-queue.repository';
-import { PozyEventRepository } from '../events/pozy-event.repository';
+import { PozyEventRepository } from '../receive/pozy-event.repository';
 import { ChangeRepository } from '../changes/change.repository';
 import { ConsumersService } from '../changes/consumers.service';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';

@@ -7,7 +7,7 @@ import { PAGE_DEAD_LETTERS } from '../health/status-snapshot.service';
 import { Estimate, MinuteCount } from '../health/sync-figures.repository';
 import { SyncStatus, SyncStatusService } from '../health/sync-status.service';
 import { MetricsService } from '../metrics/metrics.service';
-import { AckSpool } from '../webhooks/ack-spool';
+import { AckSpool } from '../receive/ack-spool';
 import { renderStatusPage } from './status-page.template';
 
 /** The Pozy routes a reconcile reads: what "calls saved" are saved from. */

@@ -2,9 +2,10 @@ import { applyDecorators, Body, Controller, Headers, HttpCode, Param, Post } fro
 import { ApiBody, ApiConsumes, ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 import { ApiErrorResponse } from '../common/error-body.dto';
-import { PozyEventEnvelopeDto } from './dto/pozy-event.dto';
+import { PozyEventEnvelopeDto } from '../receive/dto/pozy-event.dto';
 import { WebhookReceiptResponse } from './dto/webhook-receipt.response';
-import { WebhookReceipt, WebhooksService } from './webhooks.service';
+import { WebhookReceipt } from '../receive/event-receiver';
+import { WebhooksService } from './webhooks.service';
 
 export const POZY_WEBHOOK_PATH = '/webhooks/pozy';
 /** The same, per workspace (the route as Fastify names it). */

@@ -1,16 +1,12 @@
 import { Module } from '@nestjs/common';
-import { ReconcileModule } from '../reconcile/reconcile.module';
-import { AckSpool } from './ack-spool';
-import { EventIngester } from './event-ingester';
-import { PozyEventModule } from '../events/pozy-event.module';
-import { SpoolMetrics } from './spool-metrics';
+import { ReceiveModule } from '../receive/receive.module';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksService } from './webhooks.service';
 
+/** POST /webhooks/pozy: the signature, the delivery headers and the body's bytes; the event goes on to ReceiveModule. */
 @Module({
-  imports: [ReconcileModule, PozyEventModule],
+  imports: [ReceiveModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, EventIngester, AckSpool, SpoolMetrics],
-  exports: [WebhooksService, AckSpool],
+  providers: [WebhooksService],
 })
 export class WebhooksModule {}

@@ -6,7 +6,7 @@ import { AppConfig } from '../config/app-config';
 import { LockKey } from '../database/advisory-lock';
 import type { PozyClient } from '../pozy/pozy-client.service';
 import { LockedSchedule } from '../schedule/locked-schedule';
-import { ACCOUNT_EVENTS, POST_EVENTS } from '../webhooks/pozy-events';
+import { ACCOUNT_EVENTS, POST_EVENTS } from '../receive/pozy-events';
 import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { WebhookHealth, WorkspaceRepository } from '../workspaces/workspace.repository';
 

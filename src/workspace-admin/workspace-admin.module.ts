@@ -5,7 +5,7 @@ import { BackfillModule } from '../backfill/backfill.module';
 import { AdminTokenGuard } from '../common/admin-token.guard';
 import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
-import { SweepModule } from '../sweep/sweep.module';
+import { RunsModule } from '../runs/runs.module';
 import { ManagedWebhooks } from './managed-webhooks.service';
 import { WorkspaceRemoval } from './workspace-removal.service';
 import { WorkspacesController } from './workspaces.controller';
@@ -13,7 +13,7 @@ import { WorkspacesService } from './workspaces.service';
 
 /** `/admin/workspaces`: the registry's admin API, the managed webhooks in Pozy, and the removal of a workspace. */
 @Module({
-  imports: [AdminModule, BackfillModule, SweepModule, PozyModule, ReconcileModule, NotificationsModule],
+  imports: [AdminModule, BackfillModule, RunsModule, PozyModule, ReconcileModule, NotificationsModule],
   controllers: [WorkspacesController],
   providers: [AdminTokenGuard, WorkspacesService, ManagedWebhooks, WorkspaceRemoval],
 })

@@ -6,8 +6,8 @@ import { AdminTokenGuard } from '../common/admin-token.guard';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse, ApiInvalidRequestResponse, ApiNotFoundErrorResponse } from '../common/error-body.dto';
 import { ApiAdminAuth } from '../http/openapi';
-import { SweepQuery } from '../sweep/dto/sweep.query';
-import { SweepService } from '../sweep/sweep.service';
+import { SweepQuery } from '../runs/dto/sweep.query';
+import { SweepService } from '../runs/import-and-sweep.service';
 import {
   CreateWorkspaceDto,
   ListWorkspacesQuery,

@@ -8,7 +8,7 @@ import type { PozyClient } from '../pozy/pozy-client.service';
 import { PozyClients } from '../pozy/pozy-clients.service';
 import { PozyProtocolError, PozyRateLimitedError, PozyUnavailableError } from '../pozy/pozy-errors';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
-import { SweepService } from '../sweep/sweep.service';
+import { SweepService } from '../runs/import-and-sweep.service';
 import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { StoredWorkspace, WorkspaceChange, WorkspaceRepository } from '../workspaces/workspace.repository';
 import { CreateWorkspaceDto, DEFAULT_OVERLAP_HOURS, UpdateWorkspaceDto } from './dto/workspace.dto';

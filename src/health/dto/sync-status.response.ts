@@ -1,7 +1,7 @@
 import { ApiProperty, OmitType } from '@nestjs/swagger';
 import { SubscriptionHealthResponse } from '../../notifications/dto/subscription.response';
 import { LANES } from '../../pozy/budget/budget-policy';
-import { SweepRunResponse } from '../../sweep/dto/sweep-run.response';
+import { SweepRunResponse } from '../../runs/dto/sweep-run.response';
 import { EXACT_COUNT_LIMIT, HOUR_SCAN_LIMIT, SLICE_SCAN_LIMIT } from '../sync-figures.repository';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { validateSync } from 'class-validator';
-import { POST_EVENTS, ACCOUNT_EVENTS } from '../pozy-events';
+import { POST_EVENTS, ACCOUNT_EVENTS } from '../../receive/pozy-events';
 import { PozyDeliveryHeadersDto } from './pozy-delivery-headers.dto';
-import { PozyEventEnvelopeDto } from './pozy-event.dto';
+import { PozyEventEnvelopeDto } from '../../receive/dto/pozy-event.dto';
 
 /**
  * The receive path's quick checks (QuickCheck in common/validate-dto.ts) may only ever accept what the DTOs accept:

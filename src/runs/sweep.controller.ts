@@ -8,7 +8,7 @@ import { SweepRunIdParams } from './dto/run-id.params';
 import { runView, SweepRunResponse, SweepStartedResponse } from './dto/sweep-run.response';
 import { SweepQuery } from './dto/sweep.query';
 import { SweepRunRepository } from './sweep-run.repository';
-import { SweepService } from './sweep.service';
+import { SweepService } from './import-and-sweep.service';
 
 @ApiTags('Admin: backfill and sweep')
 @ApiAdminAuth()

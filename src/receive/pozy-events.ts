@@ -1,4 +1,4 @@
-import type { ResourceType } from '../queue/tasks';
+import type { ResourceType } from '../common/resources';
 
 /** Post events whose `post.id` names the post to reconcile. */
 export const POST_EVENTS = [

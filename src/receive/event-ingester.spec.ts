@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import type { AppConfig } from '../config/app-config';
-import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import type { AckSpool } from './ack-spool';
 import { EventIngester, StoreOutcome } from './event-ingester';
-import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const DUE_AT = new Date('2026-11-30T12:00:01Z');
@@ -86,14 +86,12 @@ function setup(poolSize = 4) {
       spooled.push({ ids: events.map((e) => e.id), cause });
     },
   };
+  // What the dispatcher would hear.
+  const reconcileSignal = new ReconcileSignal();
   const dispatcher = { nudge: jest.fn<void, [Date]>() };
+  reconcileSignal.subscribe(dispatcher.nudge);
   const config = { databasePoolSize: poolSize, reconcileCoalesceWindowMs: 1_000, ackTimeoutMs: 60_000 } as AppConfig;
-  const ingester = new EventIngester(
-    store as unknown as PozyEventRepository,
-    dispatcher as unknown as ReconcileDispatcher,
-    spool as unknown as AckSpool,
-    config,
-  );
+  const ingester = new EventIngester(store as unknown as PozyEventRepository, reconcileSignal, spool as unknown as AckSpool, config);
   return { ingester, store, spooled, dispatcher, breakSpool: () => (spoolBroken = true) };
 }
 

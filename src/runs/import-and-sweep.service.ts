@@ -9,7 +9,7 @@ import { PozyProtocolError } from '../pozy/pozy-errors';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
-import { StopRequested, SweepRunner } from './sweep-runner';
+import { StopRequested, SweepRunner } from './import-and-sweep-runner';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { DEFAULT_WORKSPACE, WorkspaceId } from '../common/workspace-id';
 import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-registry.service';

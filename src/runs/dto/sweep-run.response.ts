@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { RUN_KINDS, RUN_PHASES, RunKind, RunPhase, SweepCounts, SweepRun } from '../sweep-run.repository';
-import { postProgress } from '../sweep-runner';
+import { postProgress } from '../import-and-sweep-runner';
 
 const DATE_TIME = { type: String, format: 'date-time' } as const;
 

@@ -5,13 +5,13 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, 
 import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
-import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
-import { AckTimeoutError } from '../events/ack-deadline';
+import { AckTimeoutError } from './ack-deadline';
 import { isEventDataError } from './event-data-error';
-import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { eventKey, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
-export { AckTimeoutError, withDeadline } from '../events/ack-deadline';
+export { AckTimeoutError, withDeadline } from './ack-deadline';
 
 /** A network timeout, ours or pg's (connect or query): what the acknowledgment dead-letter rule counts. */
 export function isTimeout(error: unknown): boolean {
@@ -101,7 +101,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   constructor(
     private readonly config: AppConfig,
     private readonly events: PozyEventRepository,
-    private readonly dispatcher: ReconcileDispatcher,
+    private readonly reconcileSignal: ReconcileSignal,
   ) {
     this.retries = new WakeableLoop({
       pass: () => this.retryPass(),
@@ -304,7 +304,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   private async insert(rows: Row[]): Promise<number> {
     const events = rows.map((row) => reviveEvent(row.event));
     const outcome = await this.events.insertBatch(events, this.config.reconcileCoalesceWindowMs, this.config.ackTimeoutMs);
-    if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
+    if (outcome.firstRequestDueAt) this.reconcileSignal.requested(outcome.firstRequestDueAt);
     const remove = this.db.prepare('DELETE FROM spooled WHERE id = ?');
     this.db.transaction(() => rows.forEach((row) => remove.run(row.id)))();
     return events.filter((e) => outcome.inserted.has(eventKey(e))).length;

@@ -1,10 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
-import { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
 import { isEventDataError } from './event-data-error';
-import { eventKey, NewPozyEvent, PozyEventRepository } from '../events/pozy-event.repository';
+import { eventKey, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 
 /** Events per statement at most. */
 const MAX_BATCH = 200;
@@ -37,7 +37,7 @@ export class EventIngester {
 
   constructor(
     private readonly events: PozyEventRepository,
-    private readonly dispatcher: ReconcileDispatcher,
+    private readonly reconcileSignal: ReconcileSignal,
     private readonly spool: AckSpool,
     config: AppConfig,
   ) {
@@ -113,7 +113,7 @@ export class EventIngester {
       this.ackTimeoutMs,
       groups.map((group) => group.length),
     );
-    if (outcome.firstRequestDueAt) this.dispatcher.nudge(outcome.firstRequestDueAt);
+    if (outcome.firstRequestDueAt) this.reconcileSignal.requested(outcome.firstRequestDueAt);
     for (const group of groups) {
       const inserted = outcome.inserted.has(eventKey(group[0].event));
       group.forEach((waiting, i) => waiting.resolve(inserted && i === 0 ? 'stored' : 'duplicate'));

@@ -4,7 +4,7 @@ import { type Db, DatabaseService } from '../database/database.service';
 import { milliseconds } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
-import type { ResourceType } from '../queue/tasks';
+import type { ResourceType } from '../common/resources';
 import type { WorkspaceId } from '../common/workspace-id';
 import { withDeadline } from './ack-deadline';
 

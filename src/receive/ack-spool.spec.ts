@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import type { AppConfig } from '../config/app-config';
-import type { ReconcileDispatcher } from '../reconcile/reconcile-dispatcher.service';
 import { AckSpool } from './ack-spool';
-import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from '../events/pozy-event.repository';
+import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from './pozy-event.repository';
+import { ReconcileSignal } from './reconcile-signal';
 import { DEFAULT_WORKSPACE } from '../common/workspace-id';
 
 const FIRST_RETRY_MS = 10_000;
@@ -59,9 +59,8 @@ function setup(spoolDir?: (root: string) => string) {
     ackTimeoutMs: 2_000,
     reconcileCoalesceWindowMs: 1_000,
   } as AppConfig;
-  const dispatcher = { nudge() {} };
   const open = () => {
-    const spool = new AckSpool(config, database as unknown as PozyEventRepository, dispatcher as unknown as ReconcileDispatcher);
+    const spool = new AckSpool(config, database as unknown as PozyEventRepository, new ReconcileSignal());
     spool.onModuleInit();
     spool.onApplicationBootstrap();
     return spool;
@@ -313,7 +312,7 @@ describe('AckSpool: its directory and files are private (0700, 0600) under a uma
     expect(modes()).toEqual({ dir: '755', 'spool.sqlite': '644', 'spool.sqlite-wal': '644', 'spool.sqlite-shm': '644' });
     warnings = [];
 
-    spool = new AckSpool(s.config, s.database as unknown as PozyEventRepository, { nudge() {} } as unknown as ReconcileDispatcher);
+    spool = new AckSpool(s.config, s.database as unknown as PozyEventRepository, new ReconcileSignal());
     spool.onModuleInit();
 
     expect(modes()).toEqual({ dir: '700', 'spool.sqlite': '600', 'spool.sqlite-wal': '600', 'spool.sqlite-shm': '600' });
