@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 
 /** A TCP port that was free on loopback a moment ago. */
@@ -12,10 +13,17 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls until `url` answers 2xx (with `anyStatus`: answers at all), or fails after `timeoutMs`. */
-export async function waitForHttp(url: string, timeoutMs: number, options: { anyStatus?: boolean } = {}): Promise<void> {
+/**
+ * Polls until `url` answers 2xx (with `anyStatus`: answers at all), or fails after `timeoutMs`; at once when `child`,
+ * the process meant to answer, has exited meanwhile (its own output says why).
+ */
+export async function waitForHttp(url: string, timeoutMs: number, options: { anyStatus?: boolean; child?: ChildProcess } = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    const { child } = options;
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(`the process meant to answer ${url} exited (${child.exitCode ?? child.signalCode}) before it did: its output above says why`);
+    }
     const ok = await fetch(url).then(
       (response) => response.ok || options.anyStatus === true,
       () => false,

@@ -16,6 +16,7 @@
 /* eslint-disable no-console -- a command-line program */
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
@@ -46,6 +47,9 @@ const settings = {
 /** Seals the added workspaces' keys and secrets (a demo key: never one to use elsewhere). */
 const DEMO_ENCRYPTION_KEY = 'demo:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=';
 const ADMIN_TOKEN = 'demo-admin-token';
+/** The demo's read token (API_TOKENS): reads closed to anyone without it, as the demo recommends for production. */
+const READ_TOKEN = 'demo-read-token-7c1e';
+const READ = { authorization: `Bearer ${READ_TOKEN}` };
 const MILD_FAULTS = {
   duplicateRate: 0.05,
   // Pozy gives up on these for good: only the backfill from its delivery logs can recover them.
@@ -118,7 +122,7 @@ interface ImportProgress {
 }
 
 async function importProgress(baseUrl: string): Promise<ImportProgress> {
-  return ((await (await fetch(`${baseUrl}/sync/status`)).json()) as { import: ImportProgress }).import;
+  return ((await (await fetch(`${baseUrl}/sync/status`, { headers: READ })).json()) as { import: ImportProgress }).import;
 }
 
 function bar(done: number, total: number | null, width = 24): string {
@@ -174,6 +178,23 @@ async function connectWorkspace(baseUrl: string, id: string, apiKey: string, api
   }
 }
 
+/** Refuses at once, saying what to do, when another process listens on the demo's port (the service would exit). */
+function portFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          error.code === 'EADDRINUSE'
+            ? `port ${port} is taken by another process: set DEMO_PORT to a free port, or DEMO_PORT=0 for any free one`
+            : `port ${port}: ${error.message}`,
+        ),
+      ),
+    );
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+  });
+}
+
 function stopChild(child: ChildProcess): Promise<unknown> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -202,6 +223,9 @@ async function main(): Promise<void> {
       `${settings.existingAccounts} accounts before the first start, then ${settings.steps} changes\n`,
   );
   const resources = (async () => {
+    // Before anything starts: a taken port is said at once, not after PostgreSQL's first start.
+    const port = settings.port || (await freePort());
+    await portFree(port);
     const database = await start(
       () => EmbeddedDatabase.start({ dataDir: '.data/postgres', port: settings.databasePort, database: 'postgres' }),
       (db) => db.stop(),
@@ -233,7 +257,6 @@ async function main(): Promise<void> {
         seedExisting: { posts: settings.workspacePosts, accounts: 16 },
       }),
     );
-    const port = settings.port || (await freePort());
     const collector = settings.otlpEndpoint
       ? null
       : await start(
@@ -255,6 +278,7 @@ async function main(): Promise<void> {
           POZY_WEBHOOK_SECRET: SECRET,
           POZY_RATE_LIMIT_PER_MINUTE: '6000',
           ADMIN_TOKEN,
+          API_TOKENS: READ_TOKEN,
           // The demo runs the backfill itself, once the changes are done.
           BACKFILL_CRON: 'off',
           // No load balancer to move traffic away first: stopping need not wait.
@@ -270,13 +294,13 @@ async function main(): Promise<void> {
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
-    await start(spawnService, stopChild);
+    const service = await start(spawnService, stopChild);
     const pool = await start(
       async () => new Pool({ connectionString: databaseUrl, max: 2 }),
       (p) => p.end(),
     );
     const subscriber = await start(startDemoSubscriber, (s) => s.close());
-    return { sim, port, pool, subscriber, clients, collector };
+    return { sim, port, pool, subscriber, clients, collector, service };
   })();
   let finishing: Promise<never> | undefined;
   const finish = () =>
@@ -296,7 +320,7 @@ async function main(): Promise<void> {
   }
 
   try {
-    const { sim, port, pool, subscriber, clients, collector } = await resources;
+    const { sim, port, pool, subscriber, clients, collector, service } = await resources;
     const existing = sim.world.listPosts().map((post) => post._id);
     const seen = { postIds: new Set<string>(), profileIds: new Set<string>() };
     sim.world.onEvent((event) => {
@@ -304,7 +328,7 @@ async function main(): Promise<void> {
       if (event.account?.profileId) seen.profileIds.add(event.account.profileId);
     });
     const baseUrl = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${baseUrl}/health/ready`, 60_000);
+    await waitForHttp(`${baseUrl}/health/ready`, 60_000, { child: service });
     console.log(`service    ${baseUrl}  (GET /posts, /accounts, /sync/status)`);
     console.log(`simulator  ${sim.url}  (Pozy API, key ${sim.apiKey})`);
     console.log(
@@ -458,7 +482,7 @@ async function main(): Promise<void> {
       for (const difference of differences.slice(0, 10)) console.log(`    ${difference}`);
     }
     // What an operator's Prometheus would see now: pozy-sync's own series (not Node's, not histogram buckets).
-    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    const metrics = await (await fetch(`${baseUrl}/metrics`, { headers: READ })).text();
     mkdirSync('.data', { recursive: true });
     writeFileSync(join('.data', 'demo-metrics.txt'), metrics);
     console.log('\nMetrics (GET /metrics; all of it in .data/demo-metrics.txt)');
@@ -476,7 +500,9 @@ async function main(): Promise<void> {
     if (collector) printTrace(collector, await waitForDeliveryTrace(collector));
     if (settings.keepRunning) {
       ranToEnd = true;
-      console.log(`\nStill running (DEMO_KEEP_RUNNING=1): try curl ${baseUrl}/posts?limit=5 ; Ctrl-C to stop.`);
+      console.log(
+        `\nStill running (DEMO_KEEP_RUNNING=1): try curl -H 'Authorization: Bearer ${READ_TOKEN}' '${baseUrl}/posts?limit=5' ; Ctrl-C to stop.`,
+      );
       // Until a signal: its handler stops everything.
       return;
     }

@@ -17,6 +17,7 @@ export const KNOWN_EXAMPLE_SECRETS: readonly string[] = Object.freeze([
   'sk_sim_demo',
   'whsec_demo',
   'demo-admin-token',
+  'demo-read-token-7c1e',
   // Its added workspaces' keys (sk_sim_client_<n>) and the key that seals them.
   'sk_sim_client_',
   'demo:KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=',
