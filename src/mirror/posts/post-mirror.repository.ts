@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { Insertable, Selectable, sql } from 'kysely';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { ChangeSignal } from '../../changes/change-signal';
-import { RecordedEntry, recordChanges } from '../../changes/record-changes';
-import { fanOutResult, notifySubscribers } from '../change-notifications';
-import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
-import { fromExcluded, wholeObjectJson } from '../whole-object';
+import { RecordedEntry } from '../../changes/record-changes';
+import { eventIdsOf, versionedChangesQuery } from '../history/record-versions';
+import { fanOut, GuardedTable, guardedUpsert, inserted, WrittenQuery, WrittenRow } from '../mirror-write';
+import { wholeObjectJson } from '../whole-object';
 import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 
@@ -47,12 +47,6 @@ export interface PostWriteResult {
   entries: RecordedEntry[];
 }
 
-type PostUpsert = ExpressionBuilder<DB & { excluded: DB['post'] }, 'post' | 'excluded'>;
-
-/** The posts as rows of the post table, from one JSON parameter whatever their number. */
-const postsFromJson = (rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>>) =>
-  sql<Selectable<DB['post']>>`jsonb_populate_recordset(NULL::${sql.table('post')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
-
 /** The whole mirrored post, bookkeeping (syncedAt, lastEventAt, which read) aside; the other columns derive from these. */
 const POST_STATE = [
   'status',
@@ -72,21 +66,27 @@ const POST_STATE = [
 /** Every column a read of Pozy gives: the state, and what derives from it for the filters. */
 const FROM_READ = [...POST_STATE, 'account_ids', 'platform_names', 'error_categories', 'has_media'] as const;
 
-// Any difference in the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
-const postDiffers = (eb: PostUpsert) => {
-  const state = POST_STATE;
-  const stored = [...state.map((column) => eb.ref(`post.${column}`)), eb('post.deleted_at', 'is', null)];
-  const read = [...state.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
-  return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
+/**
+ * The post's guarded upsert: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never
+ * bring back a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
+ * seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it. Any difference in
+ * the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
+ */
+const POSTS: GuardedTable<'post'> = {
+  table: 'post',
+  gone: 'deleted_at',
+  state: POST_STATE,
+  fromRead: FROM_READ,
+  guard: (eb) =>
+    eb.and([
+      eb(
+        eb.refTuple('excluded.pozy_updated_at', 'excluded.read_started_at'),
+        '>',
+        eb.tuple(eb.fn.coalesce('post.pozy_updated_at', sql<Date>`'-infinity'::timestamptz`), eb.ref('post.read_started_at')),
+      ),
+      eb.or([eb('post.deleted_at', 'is', null), eb('excluded.read_started_at', '>', eb.ref('post.read_started_at'))]),
+    ]),
 };
-
-/** A guarded write of posts, returning the rows it wrote. */
-type WrittenQuery =
-  | InsertQueryBuilder<DB, 'post', Selectable<DB['post']> & { inserted: boolean }>
-  | UpdateQueryBuilder<DB, 'post', 'post', Selectable<DB['post']> & { inserted: boolean }>;
-
-// Whether the statement inserted the row (rather than updating it).
-const inserted = sql<boolean>`${sql.ref('post.xmax')} = 0`.as('inserted');
 
 @Injectable()
 export class PostMirrorRepository {
@@ -110,72 +110,12 @@ export class PostMirrorRepository {
    * NotificationSignal once it commits.
    */
   async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
-    const rows = posts.map((post) => ({ ...postColumns(post), last_event_at: read.lastEventAt?.toISOString() ?? null }));
+    const rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>> = posts.map((post) => ({
+      ...postColumns(post),
+      last_event_at: read.lastEventAt?.toISOString() ?? null,
+    }));
     const db = trx ?? this.database.db;
-    // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
-    // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
-    // seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
-    const written = db
-      .insertInto('post')
-      .columns([
-        'workspace_id',
-        'id',
-        ...FROM_READ,
-        'last_event_at',
-        'synced_at',
-        'read_started_at',
-        'read_id',
-        'deleted_at',
-        'sequence',
-        'changed_by',
-      ])
-      .expression((eb) =>
-        eb
-          .selectFrom(postsFromJson(rows))
-          .select((eb) => [
-            eb.val(workspaceId).as('workspace_id'),
-            'input.id',
-            ...FROM_READ.map((name) => `input.${name}` as const),
-            'input.last_event_at',
-            eb.fn<Date>('now').as('synced_at'),
-            eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),
-            eb.lit(null).as('deleted_at'),
-            eb.lit(1).as('sequence'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('changed_by'),
-          ])
-          // One lock order for every writer, so two pages or a page and a job never deadlock.
-          .orderBy('input.id'),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['workspace_id', 'id'])
-          .doUpdateSet((eb) => {
-            const differs = postDiffers(eb);
-            return {
-              ...fromExcluded<Selectable<DB['post']>>()(FROM_READ),
-              last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
-              synced_at: eb.fn('now'),
-              read_started_at: eb.ref('excluded.read_started_at'),
-              read_id: eb.ref('excluded.read_id'),
-              deleted_at: eb.lit(null),
-              sequence: eb('post.sequence', '+', eb.case().when(differs).then(1).else(0).end()),
-              changed_by: eb.case().when(differs).then(eb.ref('excluded.read_id')).else(eb.ref('post.changed_by')).end(),
-            };
-          })
-          .where((eb) =>
-            eb.and([
-              eb(
-                eb.refTuple('excluded.pozy_updated_at', 'excluded.read_started_at'),
-                '>',
-                eb.tuple(eb.fn.coalesce('post.pozy_updated_at', sql<Date>`'-infinity'::timestamptz`), eb.ref('post.read_started_at')),
-              ),
-              eb.or([eb('post.deleted_at', 'is', null), eb('excluded.read_started_at', '>', eb.ref('post.read_started_at'))]),
-            ]),
-          ),
-      )
-      .returningAll()
-      .returning(inserted);
+    const written = guardedUpsert(db, POSTS, workspaceId, rows, read);
     const row = await this.fanOut(db, written, 'read');
     return trx ? this.result(row, false) : this.afterCommit(workspaceId, row);
   }
@@ -243,7 +183,7 @@ export class PostMirrorRepository {
           .where('excluded.read_started_at', '>=', (eb) => eb.ref('post.read_started_at')),
       )
       .returningAll()
-      .returning(inserted);
+      .returning(inserted('post'));
     return this.afterCommit(workspaceId, await this.fanOut(db, written, 'read'));
   }
 
@@ -307,46 +247,44 @@ export class PostMirrorRepository {
    * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
    * which no read of the post and no event of it led to.
    */
-  private fanOut(db: Db, written: WrittenQuery, by: 'read' | 'profiles') {
-    return db
-      .with('written', () => written)
-      .with('changes', (qc) =>
-        versionedChangesQuery(
-          qc
-            .selectFrom('written as w')
-            // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
-            // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
-            .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
-            // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-            .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
-            .select((eb) => [
-              'w.workspace_id',
-              eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
-              sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
-              'w.id as resource_id',
-              'w.sequence',
-              'w.pozy_updated_at',
-              'w.platform_names as platforms',
-              'profiles.ids as profile_ids',
-              wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
-              by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
-              'w.read_id',
-              (by === 'read'
-                ? eventIdsOf(db, {
-                    workspaceId: eb.ref('w.workspace_id'),
-                    resourceType: 'post',
-                    resourceId: eb.ref('w.id'),
-                    readAt: eb.ref('w.read_started_at'),
-                  })
-                : sql<unknown>`NULL::jsonb`
-              ).as('event_ids'),
-            ]),
-        ),
-      )
-      .with('recorded', () => recordChanges(db))
-      .with('versioned', () => recordVersions(db))
-      .with('notified', () => notifySubscribers(db))
-      .selectNoFrom([...fanOutResult(db), ...unmirroredAccounts(db)])
+  private fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
+    return fanOut(
+      db,
+      written,
+      versionedChangesQuery(
+        db
+          .withTables<{ written: WrittenRow<'post'> }>()
+          .selectFrom('written as w')
+          // Each account found by its key (a scan of the account table per post would cost a page of 500 posts a
+          // tenth of a second), once per post (the aggregate keeps it from being inlined into both uses below).
+          .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
+          // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+          .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
+          .select((eb) => [
+            'w.workspace_id',
+            eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
+            sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
+            'w.id as resource_id',
+            'w.sequence',
+            'w.pozy_updated_at',
+            'w.platform_names as platforms',
+            'profiles.ids as profile_ids',
+            wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
+            by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
+            'w.read_id',
+            (by === 'read'
+              ? eventIdsOf(db, {
+                  workspaceId: eb.ref('w.workspace_id'),
+                  resourceType: 'post',
+                  resourceId: eb.ref('w.id'),
+                  readAt: eb.ref('w.read_started_at'),
+                })
+              : sql<unknown>`NULL::jsonb`
+            ).as('event_ids'),
+          ]),
+      ),
+    )
+      .select(unmirroredAccounts(db))
       .executeTakeFirstOrThrow();
   }
 
