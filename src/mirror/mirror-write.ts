@@ -2,9 +2,6 @@ import { Expression, ExpressionBuilder, InsertQueryBuilder, Selectable, sql, Sql
 import type { Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import type { WorkspaceId } from '../common/workspace-id';
-import { recordChanges } from '../changes/record-changes';
-import { fanOutResult, notifySubscribers } from './change-notifications';
-import { recordVersions, VersionedChangeRow } from './history/record-versions';
 import { fromExcluded } from './whole-object';
 
 /** The mirrored tables: each row the whole resource as one read of Pozy answered it, under the same guard. */
@@ -134,18 +131,3 @@ export function guardedUpsert<T extends MirrorTable>(
 
 /** A row of a write's `written` CTE: the row as the write left it, and whether it inserted it. */
 export type WrittenRow<T extends MirrorTable> = Selectable<DB[T]> & { inserted: boolean };
-
-/**
- * `written` (the write, returning the rows it touched) with the feed entries, versions and notifications of what it
- * changed, in one statement: `changes` (one row per resource whose mirrored state changed, the resource as its
- * endpoint answers it, selected from `written`) feeds `recorded`, `versioned` and `notified`. Answers fanOutResult's
- * figures; a caller adds what else it reads of the CTEs with `.select(...)`.
- */
-export const fanOut = <T extends MirrorTable>(db: Db, written: WrittenQuery<T>, changes: Expression<VersionedChangeRow>) =>
-  db
-    .with('written', () => written)
-    .with('changes', () => changes)
-    .with('recorded', () => recordChanges(db))
-    .with('versioned', () => recordVersions(db))
-    .with('notified', () => notifySubscribers(db))
-    .selectNoFrom(fanOutResult(db));
