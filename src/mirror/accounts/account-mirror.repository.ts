@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Insertable, sql } from 'kysely';
+import { afterCommit, transaction } from '../../database/after-commit';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
@@ -54,9 +55,7 @@ export interface AccountsWritten {
   changed: number;
   /** Notifications queued, those of posts whose profiles the new accounts changed included. */
   notified: number;
-  /** Change-feed entries, likewise. */
-  recorded: number;
-  /** Those entries, for their spans (PostWriteResult.entries). */
+  /** The feed entries it appended, likewise, for their spans (PostWriteResult.entries). */
   entries: RecordedEntry[];
 }
 
@@ -74,7 +73,7 @@ export class AccountMirrorRepository {
    * with the notifications of what changed.
    */
   async writeProfile(workspaceId: WorkspaceId, profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
-    const { written, removed } = await this.database.db.transaction().execute(async (trx) => ({
+    const { written, removed } = await transaction(this.database.db, async (trx) => ({
       written: await this.writeAccounts(workspaceId, accounts, read, trx),
       removed: await this.markRemoved(
         workspaceId,
@@ -84,8 +83,6 @@ export class AccountMirrorRepository {
         trx,
       ),
     }));
-    this.signal.queued(written.notified + removed.notified);
-    this.changeSignal.recorded(written.recorded + removed.recorded);
     return {
       written: written.written,
       created: written.created,
@@ -124,7 +121,7 @@ export class AccountMirrorRepository {
 
   /**
    * Writes accounts of any profiles as one read listed them, removing none (a part of a list says nothing of what
-   * it leaves out), inside the caller's transaction: the caller tells the NotificationSignal once it commits.
+   * it leaves out), inside the caller's transaction (opened with `transaction`): the signals are raised once it commits.
    * Accounts have no version in Pozy: the read that started later wins.
    */
   async writeAccounts(workspaceId: WorkspaceId, accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
@@ -140,7 +137,6 @@ export class AccountMirrorRepository {
       created: row.created,
       changed: row.changed,
       notified: row.notified + posts.notified,
-      recorded: row.recorded + posts.changed,
       entries: [...row.entries, ...posts.entries],
     };
   }
@@ -176,9 +172,9 @@ export class AccountMirrorRepository {
    * changed, in one statement. What the feed, the history and subscribers see of a change: the account as
    * GET /accounts/:id answers it.
    */
-  private fanOut(db: Db, written: WrittenQuery<'account'>) {
+  private async fanOut(db: Db, written: WrittenQuery<'account'>) {
     const ctes = db.withTables<{ written: WrittenRow<'account'> }>();
-    return fanOut(
+    const row = await fanOut(
       db,
       written,
       versionedChangesQuery(
@@ -217,5 +213,10 @@ export class AccountMirrorRepository {
           .as('created_ids'),
       )
       .executeTakeFirstOrThrow();
+    afterCommit(db, () => {
+      this.signal.queued(row.notified);
+      this.changeSignal.recorded(row.recorded);
+    });
+    return row;
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { Insertable, Selectable, sql } from 'kysely';
+import { afterCommit, transaction } from '../../database/after-commit';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
@@ -107,8 +108,8 @@ export class PostMirrorRepository {
 
   /**
    * Writes the posts one read answered (a page of Pozy's list) in one statement, each under the same guard as a
-   * single post. With `trx`, it runs inside the caller's transaction, and the caller tells the
-   * NotificationSignal once it commits.
+   * single post. With `trx`, it runs inside the caller's transaction (opened with `transaction`, src/database/after-commit.ts),
+   * and the signals are raised once that commits.
    */
   async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
     const rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>> = posts.map((post) => ({
@@ -118,7 +119,7 @@ export class PostMirrorRepository {
     const db = trx ?? this.database.db;
     const written = guardedUpsert(db, POSTS, workspaceId, rows, read);
     const row = await this.fanOut(db, written, 'read');
-    return trx ? this.result(row, false) : this.afterCommit(workspaceId, row);
+    return trx ? this.result(row) : this.recheckProfiles(workspaceId, row);
   }
 
   /**
@@ -185,20 +186,20 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted('post'));
-    return this.afterCommit(workspaceId, await this.fanOut(db, written, 'read'));
+    return this.recheckProfiles(workspaceId, await this.fanOut(db, written, 'read'));
   }
 
   /**
    * Accounts the mirror just held for the first time (`accountIds`, written earlier in `trx`) can give posts that
    * target them a profile they did not have: a post's `profileIds` are its mirrored accounts' profiles. Each such
    * post has changed as GET /posts/:id answers it, so it gets a new `sequence`, a feed entry and its notifications,
-   * in the caller's transaction (which tells the signals once it commits). A post whose profiles stay the same (the
+   * in the caller's transaction (its signals raised once that commits). A post whose profiles stay the same (the
    * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
-   * committed, is not seen here: its own write rechecks once this transaction has committed (afterCommit).
+   * committed, is not seen here: its own write rechecks once this transaction has committed (recheckProfiles).
    */
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
-    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (afterCommit).
+    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (recheckProfiles).
     await lockAccounts(trx, workspaceId, accountIds, 'exclusive');
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
     const written = trx
@@ -239,7 +240,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(sql<boolean>`false`.as('inserted'));
-    return this.result(await this.fanOut(trx, written, 'profiles'), false);
+    return this.result(await this.fanOut(trx, written, 'profiles'));
   }
 
   /**
@@ -248,8 +249,8 @@ export class PostMirrorRepository {
    * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
    * which no read of the post and no event of it led to.
    */
-  private fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
-    return fanOut(
+  private async fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
+    const row = await fanOut(
       db,
       written,
       versionedChangesQuery(
@@ -287,13 +288,14 @@ export class PostMirrorRepository {
     )
       .select(unmirroredAccounts(db))
       .executeTakeFirstOrThrow();
-  }
-
-  private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>, committed: boolean): PostWriteResult {
-    if (committed) {
+    afterCommit(db, () => {
       this.signal.queued(row.notified);
       this.changeSignal.recorded(row.recorded);
-    }
+    });
+    return row;
+  }
+
+  private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): PostWriteResult {
     return {
       outcome: row.written > 0 ? 'written' : 'stale',
       created: row.created,
@@ -310,11 +312,11 @@ export class PostMirrorRepository {
    * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
    * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
    */
-  private async afterCommit(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
-    const result = this.result(row, true);
+  private async recheckProfiles(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
+    const result = this.result(row);
     if (row.unmirrored_posts.length === 0) return result;
     const recheckId = randomUUID();
-    const rechecked = await this.database.db.transaction().execute(async (trx) => {
+    const rechecked = await transaction(this.database.db, async (trx) => {
       await lockAccounts(trx, workspaceId, row.unmirrored_accounts, 'shared');
       const written = trx
         .updateTable('post')
@@ -345,7 +347,6 @@ export class PostMirrorRepository {
         .returning(sql<boolean>`false`.as('inserted'));
       return this.fanOut(trx, written, 'profiles');
     });
-    this.result(rechecked, true);
     return {
       ...result,
       changed: result.changed + rechecked.changed,
@@ -370,7 +371,7 @@ async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: reado
 
 /**
  * The write's changed posts that name accounts the mirror does not hold, and those accounts: their entries' profiles
- * may miss one (afterCommit).
+ * may miss one (recheckProfiles).
  */
 const unmirroredAccounts = (db: Db) => {
   const missing = db
