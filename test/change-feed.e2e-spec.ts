@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { plainToInstance } from 'class-transformer';
 import { ChangesService } from '../src/changes/changes.service';
+import { transaction as inTransaction } from '../src/database/after-commit';
 import { DatabaseService } from '../src/database/database.service';
 import { HEADERS_TIMEOUT_MS } from '../src/http/server-timeouts';
 import { AccountMirrorRepository } from '../src/mirror/accounts/account-mirror.repository';
@@ -192,7 +193,7 @@ describe('GET /changes on one replica', () => {
     let inserted!: (result: PostWriteResult) => void;
     const lateWritten = new Promise<PostWriteResult>((resolve) => (inserted = resolve));
     // The late change is inserted first, and its transaction stays open.
-    const transaction = database.db.transaction().execute(async (trx) => {
+    const transaction = inTransaction(database.db, async (trx) => {
       inserted(await repository().writeMany(DEFAULT_WORKSPACE, [dto(late._id)], read(), trx));
       await held;
     });
@@ -234,7 +235,7 @@ describe('GET /changes on one replica', () => {
     let accountWritten!: () => void;
     const written = new Promise<void>((resolve) => (accountWritten = resolve));
     // The account's first write stays uncommitted while the post is written: neither sees the other's row.
-    const accountTransaction = database.db.transaction().execute(async (trx) => {
+    const accountTransaction = inTransaction(database.db, async (trx) => {
       const accountRead = { readId: randomUUID(), startedAt: new Date(), lastEventAt: new Map<string, Date>() };
       await harness.service.app
         .get(AccountMirrorRepository)

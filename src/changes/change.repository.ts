@@ -43,7 +43,7 @@ export interface ChangePageRead {
   newest: string | null;
 }
 
-/** The change feed's table: entries are appended by the mirror writes (record-changes.ts) and owned here otherwise. */
+/** The change feed's table: entries are appended by the mirror writes (mirror/change-notifications.ts) and owned here otherwise. */
 @Injectable()
 export class ChangeRepository {
   constructor(private readonly database: DatabaseService) {}

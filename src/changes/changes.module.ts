@@ -11,7 +11,7 @@ import { ConsumersService } from './consumers.service';
 import { NotificationsModule } from '../notifications/notifications.module';
 
 /**
- * The change feed (GET /changes): the mirror writes append to it in their own statement (record-changes.ts), the
+ * The change feed (GET /changes): the mirror writes append to it in their own statement (mirror/change-notifications.ts), the
  * sequencer places committed entries, and readers follow it by cursor. The mirror modules import it for ChangeSignal;
  * retention for ChangeRepository's prune and ConsumersService's hold. Named consumers (POST /admin/consumers) are read
  * through GET /changes?consumer= and tell of their expiry by an operational webhook (notifications/).

@@ -1,17 +1,28 @@
-import { Selectable, SelectQueryBuilder, sql } from 'kysely';
+import { Expression, Selectable, SelectQueryBuilder, sql } from 'kysely';
 import type { Db } from '../database/database.service';
 import { isoText } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
-import { FeedChange, RecordedEntry } from '../changes/record-changes';
+import type { RecordedEntry } from '../changes/record-changes';
 import { activeTraceparent } from '../tracing/trace-context';
+import { recordVersions, VersionedChangeRow } from './history/record-versions';
+import type { MirrorTable, WrittenQuery } from './mirror-write';
 
 /**
- * The outbox and feed half of a mirror write, as Kysely pieces of the write's own statement: the write's CTEs
- * `written` (the rows the guarded write touched) and `changes` (one row per resource whose mirrored state changed)
- * feed a CTE `recorded` that appends each change to the change feed (GET /changes) and a CTE `notified` that inserts
- * one notification per matching active subscription, so both commit in the very statement that changed the mirror.
- * Built per write: a notification carries the `traceparent` of the span that wrote it.
+ * The feed, history and outbox half of a mirror write, as Kysely pieces of the write's own statement (fanOut): the
+ * write's CTEs `written` (the rows the guarded write touched) and `changes` (one row per resource whose mirrored state
+ * changed) feed a CTE `recorded` that appends each change to the change feed (GET /changes), a CTE `versioned` that
+ * keeps it as a version (history/record-versions.ts) and a CTE `notified` that inserts one notification per matching
+ * active subscription, so all three commit in the very statement that changed the mirror. Built per write: a
+ * notification carries the `traceparent` of the span that wrote it.
  */
+
+/**
+ * A row of a mirror write's `changes` CTE, as the feed keeps it: `resource` is the post or account exactly as
+ * GET /posts/:id or GET /accounts/:id answers it right after the change.
+ */
+export type FeedChange = Pick<Selectable<DB['change']>, 'workspace_id' | 'type' | 'resource_id' | 'sequence' | 'profile_ids' | 'platforms'> & {
+  resource: Selectable<DB['change']>['data'];
+};
 
 /** A row of a write's `changes` CTE: the change as the feed keeps it, and what notifications add to it. */
 export type ChangeRow = FeedChange & Pick<Selectable<DB['notification']>, 'resource_key' | 'pozy_updated_at'>;
@@ -21,6 +32,23 @@ type WrittenRow = Pick<Selectable<DB['post']>, 'changed_by' | 'read_id'> & { ins
 
 /** Checks, at compile time, that a `changes` CTE's query has the columns `recordChanges` and `notifySubscribers` read. */
 export const changesQuery = <D, T extends keyof D, O extends ChangeRow>(query: SelectQueryBuilder<D, T, O>) => query;
+
+/**
+ * The `recorded` CTE of a mirror write: every row of its `changes` CTE appended to the change feed, in the write's
+ * own statement, so a change and its feed entry commit together or not at all. The entry has no position yet: the
+ * sequencer gives it one once the write has committed. Each row answers what RecordedEntry reads of it.
+ */
+export const recordChanges = (db: Db) =>
+  db
+    .withTables<{ changes: FeedChange }>()
+    .insertInto('change')
+    .columns(['workspace_id', 'type', 'resource_id', 'sequence', 'profile_ids', 'platforms', 'data'])
+    .expression((eb) =>
+      eb
+        .selectFrom('changes as c')
+        .select(['c.workspace_id', 'c.type', 'c.resource_id', 'c.sequence', 'c.profile_ids', 'c.platforms', 'c.resource as data']),
+    )
+    .returning(['id', 'workspace_id', 'type', 'resource_id', 'sequence']);
 
 /**
  * The `notified` CTE: a notification for each active subscription that asks for each row of `changes`. Its body's
@@ -140,3 +168,18 @@ export const fanOutResult = (db: Db) => {
     entries,
   ] as const;
 };
+
+/**
+ * `written` (the write, returning the rows it touched) with the feed entries, versions and notifications of what it
+ * changed, in one statement: `changes` (one row per resource whose mirrored state changed, the resource as its
+ * endpoint answers it, selected from `written`) feeds `recorded`, `versioned` and `notified`. Answers fanOutResult's
+ * figures; a caller adds what else it reads of the CTEs with `.select(...)`.
+ */
+export const fanOut = <T extends MirrorTable>(db: Db, written: WrittenQuery<T>, changes: Expression<VersionedChangeRow>) =>
+  db
+    .with('written', () => written)
+    .with('changes', () => changes)
+    .with('recorded', () => recordChanges(db))
+    .with('versioned', () => recordVersions(db))
+    .with('notified', () => notifySubscribers(db))
+    .selectNoFrom(fanOutResult(db));

@@ -6,8 +6,6 @@ import { TableStatistics } from '../database/table-statistics';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { holds, PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
-import { ChangeSignal } from '../changes/change-signal';
-import { NotificationSignal } from '../notifications/notification-signal';
 import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
 import { PostsPage, POSTS_PAGE_LIMIT, PozyClient } from '../pozy/pozy-client.service';
@@ -118,8 +116,6 @@ export class SweepRunner {
     private readonly runs: SweepRunRepository,
     private readonly posts: PostMirrorRepository,
     private readonly accounts: AccountMirrorRepository,
-    private readonly signal: NotificationSignal,
-    private readonly changeSignal: ChangeSignal,
     private readonly metrics: MetricsService,
     private readonly statistics: TableStatistics,
     private readonly tracing: Tracing,
@@ -216,9 +212,7 @@ export class SweepRunner {
           count(counts, 'changed', written.changed - written.created);
           // Listed differently, yet not written: the mirror already holds a newer read.
           count(counts, 'unchanged', differing.length - written.changed);
-          return written.notified;
         }
-        return 0;
       },
       () => ({ ...progress, accountsDone: fresh.length, accounts: counts }),
     );
@@ -347,15 +341,14 @@ export class SweepRunner {
         if (x.run.dryRun) {
           count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
           count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
-          return 0;
+          return;
         }
-        if (differing.length === 0) return 0;
+        if (differing.length === 0) return;
         const written = await this.posts.writeMany(x.run.workspaceId, differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
         count(counts, 'created', written.created);
         count(counts, 'changed', written.changed - written.created);
         // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
         if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
-        return written.notified;
       },
       () => ({ ...progress, posts: counts }),
     );
@@ -463,22 +456,19 @@ export class SweepRunner {
   }
 
   /**
-   * One transaction: the mirror write (which answers how many notifications it queued) and the run's bookkeeping
-   * (what it saw, and its progress once the write has counted it), so that a crash never leaves a page written
-   * without its checkpoint or the other way round.
+   * One transaction: the mirror write (whose signals are raised once it commits) and the run's bookkeeping (what it
+   * saw, and its progress once the write has counted it), so that a crash never leaves a page written without its
+   * checkpoint or the other way round.
    */
   private async transaction(
     x: Execution,
     seen: { resource: SweepResource; ids: string[] },
-    write: (trx: Db) => Promise<number>,
+    write: (trx: Db) => Promise<void>,
     progress: () => RunProgress,
   ): Promise<void> {
-    const notified = await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress);
-    this.signal.queued(notified);
+    await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress);
     // Even a dry run writes what it saw (sweep_seen).
     void this.statistics.written(FILLED_TABLES);
-    // A page that changed nothing leaves the sequencer an empty pass: cheaper than counting its feed entries here.
-    this.changeSignal.recorded(1);
     x.checkStop();
   }
 

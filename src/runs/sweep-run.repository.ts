@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Expression, Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
+import { transaction } from '../database/after-commit';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { DEFAULT_WORKSPACE, type WorkspaceId } from '../common/workspace-id';
@@ -291,22 +292,21 @@ export class SweepRunRepository {
   }
 
   /**
-   * One transaction: `write` (a page's mirror write, answering how many notifications it queued), then what the run
-   * saw and its checkpoint, so that a crash never leaves a page written without its checkpoint or the other way
-   * round. `progress` is asked for once `write` has run (it counts what the write did). Answers `write`'s answer;
-   * throws LostRunError if `owner` no longer owns the run.
+   * One transaction: `write` (a page's mirror write, whose signals are raised once it commits: `afterCommit`), then
+   * what the run saw and its checkpoint, so that a crash never leaves a page written without its checkpoint or the
+   * other way round. `progress` is asked for once `write` has run (it counts what the write did). Throws LostRunError
+   * if `owner` no longer owns the run.
    */
   commitPage(
     run: { workspaceId: WorkspaceId; id: string; owner: string },
     seen: { resource: SweepResource; ids: string[] },
-    write: (trx: Db) => Promise<number>,
+    write: (trx: Db) => Promise<void>,
     progress: () => RunProgress,
-  ): Promise<number> {
-    return this.database.db.transaction().execute(async (trx) => {
-      const notified = await write(trx);
+  ): Promise<void> {
+    return transaction(this.database.db, async (trx) => {
+      await write(trx);
       await this.markSeen(run.workspaceId, run.id, seen.resource, seen.ids, trx);
       await this.advance(run.id, run.owner, progress(), trx);
-      return notified;
     });
   }
 

@@ -1,15 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { Insertable, sql } from 'kysely';
+import { afterCommit, transaction } from '../../database/after-commit';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyAccountDto } from '../../pozy/dto/pozy-account.dto';
 import { ChangeSignal } from '../../changes/change-signal';
 import { PostMirrorRepository } from '../posts/post-mirror.repository';
-import { RecordedEntry, recordChanges } from '../../changes/record-changes';
-import { fanOutResult, notifySubscribers } from '../change-notifications';
-import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
-import { fromExcluded, wholeObjectJson } from '../whole-object';
+import { RecordedEntry } from '../../changes/record-changes';
+import { fanOut } from '../change-notifications';
+import { eventIdsOf, versionedChangesQuery } from '../history/record-versions';
+import { GuardedTable, guardedUpsert, rowsFromJson, WrittenQuery, WrittenRow } from '../mirror-write';
+import { wholeObjectJson } from '../whole-object';
 import { accountColumns, AccountColumns, wholeAccount } from './account-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 
@@ -34,18 +36,16 @@ export interface ProfileWriteOutcome {
   entries: RecordedEntry[];
 }
 
-/** The accounts as rows of the account table, from one JSON parameter whatever their number. */
-const accountsFromJson = (rows: Array<AccountColumns & Pick<Insertable<DB['account']>, 'last_event_at'>>) =>
-  sql<Selectable<DB['account']>>`jsonb_populate_recordset(NULL::${sql.table('account')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
-
 /** The whole account as Pozy answered it, as the mirror holds it. */
 const ACCOUNT_STATE = ['profile_id', 'platform', 'username', 'display_name', 'is_active', 'needs_reconnection', 'enabled', 'extra'] as const;
 
-// The mirrored state, bookkeeping aside: a difference is a change to notify.
-const accountDiffers = (eb: ExpressionBuilder<DB & { excluded: DB['account'] }, 'account' | 'excluded'>) => {
-  const stored = [...ACCOUNT_STATE.map((column) => eb.ref(`account.${column}`)), eb('account.removed_at', 'is', null)];
-  const read = [...ACCOUNT_STATE.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
-  return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
+/** The account's guarded upsert: accounts have no version in Pozy, so the read that started later wins. */
+const ACCOUNTS: GuardedTable<'account'> = {
+  table: 'account',
+  gone: 'removed_at',
+  state: ACCOUNT_STATE,
+  fromRead: ACCOUNT_STATE,
+  guard: (eb) => eb('excluded.read_started_at', '>', eb.ref('account.read_started_at')),
 };
 
 /** What a write of accounts did: rows written, of which created and changed, and what it queued. */
@@ -55,22 +55,9 @@ export interface AccountsWritten {
   changed: number;
   /** Notifications queued, those of posts whose profiles the new accounts changed included. */
   notified: number;
-  /** Change-feed entries, likewise. */
-  recorded: number;
-  /** Those entries, for their spans (PostWriteResult.entries). */
+  /** The feed entries it appended, likewise, for their spans (PostWriteResult.entries). */
   entries: RecordedEntry[];
 }
-
-/** A row of a write's `written` CTE, as far as the answer reads it. */
-type WrittenRow = Pick<Selectable<DB['account']>, 'id'> & { inserted: boolean };
-
-/** A write of accounts, returning the rows it wrote and whether it inserted each. */
-type WrittenQuery =
-  | InsertQueryBuilder<DB, 'account', Selectable<DB['account']> & { inserted: boolean }>
-  | UpdateQueryBuilder<DB, 'account', 'account', Selectable<DB['account']> & { inserted: boolean }>;
-
-// Whether the statement inserted the row (rather than updating it).
-const inserted = sql<boolean>`${sql.ref('account.xmax')} = 0`.as('inserted');
 
 @Injectable()
 export class AccountMirrorRepository {
@@ -86,7 +73,7 @@ export class AccountMirrorRepository {
    * with the notifications of what changed.
    */
   async writeProfile(workspaceId: WorkspaceId, profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
-    const { written, removed } = await this.database.db.transaction().execute(async (trx) => ({
+    const { written, removed } = await transaction(this.database.db, async (trx) => ({
       written: await this.writeAccounts(workspaceId, accounts, read, trx),
       removed: await this.markRemoved(
         workspaceId,
@@ -96,8 +83,6 @@ export class AccountMirrorRepository {
         trx,
       ),
     }));
-    this.signal.queued(written.notified + removed.notified);
-    this.changeSignal.recorded(written.recorded + removed.recorded);
     return {
       written: written.written,
       created: written.created,
@@ -120,7 +105,7 @@ export class AccountMirrorRepository {
   async unchanged(workspaceId: WorkspaceId, accounts: PozyAccountDto[]): Promise<Set<string>> {
     const rows = await this.database.db
       .selectFrom('account as a')
-      .innerJoin(accountsFromJson(accounts.map(accountColumns)), 'input.id', 'a.id')
+      .innerJoin(rowsFromJson('account', accounts.map(accountColumns)), 'input.id', 'a.id')
       .select('a.id')
       .where((eb) =>
         eb.and([
@@ -136,63 +121,15 @@ export class AccountMirrorRepository {
 
   /**
    * Writes accounts of any profiles as one read listed them, removing none (a part of a list says nothing of what
-   * it leaves out), inside the caller's transaction: the caller tells the NotificationSignal once it commits.
+   * it leaves out), inside the caller's transaction (opened with `transaction`): the signals are raised once it commits.
    * Accounts have no version in Pozy: the read that started later wins.
    */
   async writeAccounts(workspaceId: WorkspaceId, accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
-    const rows = accounts.map((account) => ({ ...accountColumns(account), last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null }));
-    const written = trx
-      .insertInto('account')
-      .columns([
-        'workspace_id',
-        'id',
-        ...ACCOUNT_STATE,
-        'last_event_at',
-        'synced_at',
-        'read_started_at',
-        'read_id',
-        'removed_at',
-        'sequence',
-        'changed_by',
-      ])
-      .expression((eb) =>
-        eb
-          .selectFrom(accountsFromJson(rows))
-          .select((eb) => [
-            eb.val(workspaceId).as('workspace_id'),
-            'input.id',
-            ...ACCOUNT_STATE.map((name) => `input.${name}` as const),
-            'input.last_event_at',
-            eb.fn<Date>('now').as('synced_at'),
-            eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),
-            eb.lit(null).as('removed_at'),
-            eb.lit(1).as('sequence'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('changed_by'),
-          ])
-          // One lock order for every writer.
-          .orderBy('input.id'),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['workspace_id', 'id'])
-          .doUpdateSet((eb) => {
-            const differs = accountDiffers(eb);
-            return {
-              ...fromExcluded<Selectable<DB['account']>>()(ACCOUNT_STATE),
-              last_event_at: eb.fn('greatest', ['account.last_event_at', 'excluded.last_event_at']),
-              synced_at: eb.fn('now'),
-              read_started_at: eb.ref('excluded.read_started_at'),
-              read_id: eb.ref('excluded.read_id'),
-              removed_at: eb.lit(null),
-              sequence: eb('account.sequence', '+', eb.case().when(differs).then(1).else(0).end()),
-              changed_by: eb.case().when(differs).then(eb.ref('excluded.read_id')).else(eb.ref('account.changed_by')).end(),
-            };
-          })
-          .where('excluded.read_started_at', '>', (eb) => eb.ref('account.read_started_at')),
-      )
-      .returningAll()
-      .returning(inserted);
+    const rows: Array<AccountColumns & Pick<Insertable<DB['account']>, 'last_event_at'>> = accounts.map((account) => ({
+      ...accountColumns(account),
+      last_event_at: read.lastEventAt.get(account._id)?.toISOString() ?? null,
+    }));
+    const written = guardedUpsert(trx, ACCOUNTS, workspaceId, rows, read);
     const row = await this.fanOut(trx, written);
     const posts = await this.posts.refreshProfiles(workspaceId, row.created_ids, read.readId, trx);
     return {
@@ -200,7 +137,6 @@ export class AccountMirrorRepository {
       created: row.created,
       changed: row.changed,
       notified: row.notified + posts.notified,
-      recorded: row.recorded + posts.changed,
       entries: [...row.entries, ...posts.entries],
     };
   }
@@ -236,50 +172,51 @@ export class AccountMirrorRepository {
    * changed, in one statement. What the feed, the history and subscribers see of a change: the account as
    * GET /accounts/:id answers it.
    */
-  private fanOut(db: Db, written: WrittenQuery) {
-    return db
-      .with('written', () => written)
-      .with('changes', (qc) =>
-        versionedChangesQuery(
-          qc
-            .selectFrom('written as w')
-            // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-            .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
-            .select((eb) => [
-              'w.workspace_id',
-              eb.case().when('w.removed_at', 'is', null).then(sql.lit('account.changed')).else(sql.lit('account.removed')).end().as('type'),
-              sql<string>`'account:' || ${eb.ref('w.id')}`.as('resource_key'),
-              'w.id as resource_id',
-              'w.sequence',
-              sql<Date | null>`NULL::timestamptz`.as('pozy_updated_at'),
-              sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
-              sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
-              wholeObjectJson(wholeAccount('w')).as('resource'),
-              eb.ref('w.read_started_at').as('read_at'),
-              'w.read_id',
-              eventIdsOf(db, {
-                workspaceId: eb.ref('w.workspace_id'),
-                resourceType: 'profile',
-                resourceId: eb.ref('w.profile_id'),
-                accountId: eb.ref('w.id'),
-                readAt: eb.ref('w.read_started_at'),
-              }).as('event_ids'),
-            ]),
-        ),
-      )
-      .with('recorded', () => recordChanges(db))
-      .with('versioned', () => recordVersions(db))
-      .with('notified', () => notifySubscribers(db))
-      .selectNoFrom([
-        ...fanOutResult(db),
-        db
-          .withTables<{ written: WrittenRow }>()
+  private async fanOut(db: Db, written: WrittenQuery<'account'>) {
+    const ctes = db.withTables<{ written: WrittenRow<'account'> }>();
+    const row = await fanOut(
+      db,
+      written,
+      versionedChangesQuery(
+        ctes
+          .selectFrom('written as w')
+          // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+          .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
+          .select((eb) => [
+            'w.workspace_id',
+            eb.case().when('w.removed_at', 'is', null).then(sql.lit('account.changed')).else(sql.lit('account.removed')).end().as('type'),
+            sql<string>`'account:' || ${eb.ref('w.id')}`.as('resource_key'),
+            'w.id as resource_id',
+            'w.sequence',
+            sql<Date | null>`NULL::timestamptz`.as('pozy_updated_at'),
+            sql<string[]>`ARRAY[${eb.ref('w.platform')}]`.as('platforms'),
+            sql<string[]>`ARRAY[${eb.ref('w.profile_id')}]`.as('profile_ids'),
+            wholeObjectJson(wholeAccount('w')).as('resource'),
+            eb.ref('w.read_started_at').as('read_at'),
+            'w.read_id',
+            eventIdsOf(db, {
+              workspaceId: eb.ref('w.workspace_id'),
+              resourceType: 'profile',
+              resourceId: eb.ref('w.profile_id'),
+              accountId: eb.ref('w.id'),
+              readAt: eb.ref('w.read_started_at'),
+            }).as('event_ids'),
+          ]),
+      ),
+    )
+      .select(
+        ctes
           .selectFrom('written')
           .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['id']), sql<string[]>`'{}'`).as('ids'))
           .where('inserted', '=', true)
           .$asScalar()
           .as('created_ids'),
-      ])
+      )
       .executeTakeFirstOrThrow();
+    afterCommit(db, () => {
+      this.signal.queued(row.notified);
+      this.changeSignal.recorded(row.recorded);
+    });
+    return row;
   }
 }

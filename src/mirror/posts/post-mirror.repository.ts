@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { ExpressionBuilder, Insertable, InsertQueryBuilder, Selectable, sql, UpdateQueryBuilder } from 'kysely';
+import { Insertable, Selectable, sql } from 'kysely';
+import { afterCommit, transaction } from '../../database/after-commit';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
 import type { DB } from '../../generated/kysely/database';
 import { NotificationSignal } from '../../notifications/notification-signal';
 import { PozyPostDto } from '../../pozy/dto/pozy-post.dto';
 import { ChangeSignal } from '../../changes/change-signal';
-import { RecordedEntry, recordChanges } from '../../changes/record-changes';
-import { fanOutResult, notifySubscribers } from '../change-notifications';
-import { eventIdsOf, recordVersions, versionedChangesQuery } from '../history/record-versions';
-import { fromExcluded, wholeObjectJson } from '../whole-object';
+import { RecordedEntry } from '../../changes/record-changes';
+import { fanOut } from '../change-notifications';
+import { eventIdsOf, versionedChangesQuery } from '../history/record-versions';
+import { GuardedTable, guardedUpsert, inserted, WrittenQuery, WrittenRow } from '../mirror-write';
+import { wholeObjectJson } from '../whole-object';
 import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 
@@ -47,12 +49,6 @@ export interface PostWriteResult {
   entries: RecordedEntry[];
 }
 
-type PostUpsert = ExpressionBuilder<DB & { excluded: DB['post'] }, 'post' | 'excluded'>;
-
-/** The posts as rows of the post table, from one JSON parameter whatever their number. */
-const postsFromJson = (rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>>) =>
-  sql<Selectable<DB['post']>>`jsonb_populate_recordset(NULL::${sql.table('post')}, ${JSON.stringify(rows)}::jsonb)`.as('input');
-
 /** The whole mirrored post, bookkeeping (syncedAt, lastEventAt, which read) aside; the other columns derive from these. */
 const POST_STATE = [
   'status',
@@ -72,21 +68,27 @@ const POST_STATE = [
 /** Every column a read of Pozy gives: the state, and what derives from it for the filters. */
 const FROM_READ = [...POST_STATE, 'account_ids', 'platform_names', 'error_categories', 'has_media'] as const;
 
-// Any difference in the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
-const postDiffers = (eb: PostUpsert) => {
-  const state = POST_STATE;
-  const stored = [...state.map((column) => eb.ref(`post.${column}`)), eb('post.deleted_at', 'is', null)];
-  const read = [...state.map((column) => eb.ref(`excluded.${column}`)), sql.lit(true)];
-  return sql<boolean>`(${sql.join(stored)}) IS DISTINCT FROM (${sql.join(read)})`;
+/**
+ * The post's guarded upsert: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never
+ * bring back a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
+ * seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it. Any difference in
+ * the whole post is a change to notify: an edit of only mediaItems, or of one target's errorCategory.
+ */
+const POSTS: GuardedTable<'post'> = {
+  table: 'post',
+  gone: 'deleted_at',
+  state: POST_STATE,
+  fromRead: FROM_READ,
+  guard: (eb) =>
+    eb.and([
+      eb(
+        eb.refTuple('excluded.pozy_updated_at', 'excluded.read_started_at'),
+        '>',
+        eb.tuple(eb.fn.coalesce('post.pozy_updated_at', sql<Date>`'-infinity'::timestamptz`), eb.ref('post.read_started_at')),
+      ),
+      eb.or([eb('post.deleted_at', 'is', null), eb('excluded.read_started_at', '>', eb.ref('post.read_started_at'))]),
+    ]),
 };
-
-/** A guarded write of posts, returning the rows it wrote. */
-type WrittenQuery =
-  | InsertQueryBuilder<DB, 'post', Selectable<DB['post']> & { inserted: boolean }>
-  | UpdateQueryBuilder<DB, 'post', 'post', Selectable<DB['post']> & { inserted: boolean }>;
-
-// Whether the statement inserted the row (rather than updating it).
-const inserted = sql<boolean>`${sql.ref('post.xmax')} = 0`.as('inserted');
 
 @Injectable()
 export class PostMirrorRepository {
@@ -106,78 +108,18 @@ export class PostMirrorRepository {
 
   /**
    * Writes the posts one read answered (a page of Pozy's list) in one statement, each under the same guard as a
-   * single post. With `trx`, it runs inside the caller's transaction, and the caller tells the
-   * NotificationSignal once it commits.
+   * single post. With `trx`, it runs inside the caller's transaction (opened with `transaction`, src/database/after-commit.ts),
+   * and the signals are raised once that commits.
    */
   async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
-    const rows = posts.map((post) => ({ ...postColumns(post), last_event_at: read.lastEventAt?.toISOString() ?? null }));
+    const rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>> = posts.map((post) => ({
+      ...postColumns(post),
+      last_event_at: read.lastEventAt?.toISOString() ?? null,
+    }));
     const db = trx ?? this.database.db;
-    // The guard: replace the row only with a strictly newer (Pozy updatedAt, read start) pair, and never bring back
-    // a post that a later-started read found deleted. Two reads racing cannot roll the row back. A row only ever
-    // seen as deleted has no Pozy version: any read that found the post after the 404's read replaces it.
-    const written = db
-      .insertInto('post')
-      .columns([
-        'workspace_id',
-        'id',
-        ...FROM_READ,
-        'last_event_at',
-        'synced_at',
-        'read_started_at',
-        'read_id',
-        'deleted_at',
-        'sequence',
-        'changed_by',
-      ])
-      .expression((eb) =>
-        eb
-          .selectFrom(postsFromJson(rows))
-          .select((eb) => [
-            eb.val(workspaceId).as('workspace_id'),
-            'input.id',
-            ...FROM_READ.map((name) => `input.${name}` as const),
-            'input.last_event_at',
-            eb.fn<Date>('now').as('synced_at'),
-            eb.cast<Date>(eb.val(read.startedAt), 'timestamptz').as('read_started_at'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('read_id'),
-            eb.lit(null).as('deleted_at'),
-            eb.lit(1).as('sequence'),
-            eb.cast<string>(eb.val(read.readId), 'uuid').as('changed_by'),
-          ])
-          // One lock order for every writer, so two pages or a page and a job never deadlock.
-          .orderBy('input.id'),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['workspace_id', 'id'])
-          .doUpdateSet((eb) => {
-            const differs = postDiffers(eb);
-            return {
-              ...fromExcluded<Selectable<DB['post']>>()(FROM_READ),
-              last_event_at: eb.fn('greatest', ['post.last_event_at', 'excluded.last_event_at']),
-              synced_at: eb.fn('now'),
-              read_started_at: eb.ref('excluded.read_started_at'),
-              read_id: eb.ref('excluded.read_id'),
-              deleted_at: eb.lit(null),
-              sequence: eb('post.sequence', '+', eb.case().when(differs).then(1).else(0).end()),
-              changed_by: eb.case().when(differs).then(eb.ref('excluded.read_id')).else(eb.ref('post.changed_by')).end(),
-            };
-          })
-          .where((eb) =>
-            eb.and([
-              eb(
-                eb.refTuple('excluded.pozy_updated_at', 'excluded.read_started_at'),
-                '>',
-                eb.tuple(eb.fn.coalesce('post.pozy_updated_at', sql<Date>`'-infinity'::timestamptz`), eb.ref('post.read_started_at')),
-              ),
-              eb.or([eb('post.deleted_at', 'is', null), eb('excluded.read_started_at', '>', eb.ref('post.read_started_at'))]),
-            ]),
-          ),
-      )
-      .returningAll()
-      .returning(inserted);
+    const written = guardedUpsert(db, POSTS, workspaceId, rows, read);
     const row = await this.fanOut(db, written, 'read');
-    return trx ? this.result(row, false) : this.afterCommit(workspaceId, row);
+    return trx ? this.result(row) : this.recheckProfiles(workspaceId, row);
   }
 
   /**
@@ -243,21 +185,21 @@ export class PostMirrorRepository {
           .where('excluded.read_started_at', '>=', (eb) => eb.ref('post.read_started_at')),
       )
       .returningAll()
-      .returning(inserted);
-    return this.afterCommit(workspaceId, await this.fanOut(db, written, 'read'));
+      .returning(inserted('post'));
+    return this.recheckProfiles(workspaceId, await this.fanOut(db, written, 'read'));
   }
 
   /**
    * Accounts the mirror just held for the first time (`accountIds`, written earlier in `trx`) can give posts that
    * target them a profile they did not have: a post's `profileIds` are its mirrored accounts' profiles. Each such
    * post has changed as GET /posts/:id answers it, so it gets a new `sequence`, a feed entry and its notifications,
-   * in the caller's transaction (which tells the signals once it commits). A post whose profiles stay the same (the
+   * in the caller's transaction (its signals raised once that commits). A post whose profiles stay the same (the
    * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
-   * committed, is not seen here: its own write rechecks once this transaction has committed (afterCommit).
+   * committed, is not seen here: its own write rechecks once this transaction has committed (recheckProfiles).
    */
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
-    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (afterCommit).
+    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (recheckProfiles).
     await lockAccounts(trx, workspaceId, accountIds, 'exclusive');
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
     const written = trx
@@ -298,7 +240,7 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(sql<boolean>`false`.as('inserted'));
-    return this.result(await this.fanOut(trx, written, 'profiles'), false);
+    return this.result(await this.fanOut(trx, written, 'profiles'));
   }
 
   /**
@@ -307,54 +249,53 @@ export class PostMirrorRepository {
    * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
    * which no read of the post and no event of it led to.
    */
-  private fanOut(db: Db, written: WrittenQuery, by: 'read' | 'profiles') {
-    return db
-      .with('written', () => written)
-      .with('changes', (qc) =>
-        versionedChangesQuery(
-          qc
-            .selectFrom('written as w')
-            // Each account found by its key rather than a scan of the account table per post, once per post (the
-            // aggregate keeps it from being inlined into both uses below).
-            .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
-            // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
-            .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
-            .select((eb) => [
-              'w.workspace_id',
-              eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
-              sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
-              'w.id as resource_id',
-              'w.sequence',
-              'w.pozy_updated_at',
-              'w.platform_names as platforms',
-              'profiles.ids as profile_ids',
-              wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
-              by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
-              'w.read_id',
-              (by === 'read'
-                ? eventIdsOf(db, {
-                    workspaceId: eb.ref('w.workspace_id'),
-                    resourceType: 'post',
-                    resourceId: eb.ref('w.id'),
-                    readAt: eb.ref('w.read_started_at'),
-                  })
-                : sql<unknown>`NULL::jsonb`
-              ).as('event_ids'),
-            ]),
-        ),
-      )
-      .with('recorded', () => recordChanges(db))
-      .with('versioned', () => recordVersions(db))
-      .with('notified', () => notifySubscribers(db))
-      .selectNoFrom([...fanOutResult(db), ...unmirroredAccounts(db)])
+  private async fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
+    const row = await fanOut(
+      db,
+      written,
+      versionedChangesQuery(
+        db
+          .withTables<{ written: WrittenRow<'post'> }>()
+          .selectFrom('written as w')
+          // Each account found by its key rather than a scan of the account table per post, once per post (the
+          // aggregate keeps it from being inlined into both uses below).
+          .crossJoinLateral((eb) => profilesOf(db, eb.ref('w.workspace_id'), eb.ref('w.account_ids')).as('profiles'))
+          // The read that changed the row leaves its id in changed_by: a re-read of the same state does not.
+          .where('w.changed_by', '=', (eb) => eb.ref('w.read_id'))
+          .select((eb) => [
+            'w.workspace_id',
+            eb.case().when('w.deleted_at', 'is', null).then(sql.lit('post.changed')).else(sql.lit('post.deleted')).end().as('type'),
+            sql<string>`'post:' || ${eb.ref('w.id')}`.as('resource_key'),
+            'w.id as resource_id',
+            'w.sequence',
+            'w.pozy_updated_at',
+            'w.platform_names as platforms',
+            'profiles.ids as profile_ids',
+            wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
+            by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
+            'w.read_id',
+            (by === 'read'
+              ? eventIdsOf(db, {
+                  workspaceId: eb.ref('w.workspace_id'),
+                  resourceType: 'post',
+                  resourceId: eb.ref('w.id'),
+                  readAt: eb.ref('w.read_started_at'),
+                })
+              : sql<unknown>`NULL::jsonb`
+            ).as('event_ids'),
+          ]),
+      ),
+    )
+      .select(unmirroredAccounts(db))
       .executeTakeFirstOrThrow();
-  }
-
-  private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>, committed: boolean): PostWriteResult {
-    if (committed) {
+    afterCommit(db, () => {
       this.signal.queued(row.notified);
       this.changeSignal.recorded(row.recorded);
-    }
+    });
+    return row;
+  }
+
+  private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): PostWriteResult {
     return {
       outcome: row.written > 0 ? 'written' : 'stale',
       created: row.created,
@@ -371,11 +312,11 @@ export class PostMirrorRepository {
    * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
    * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
    */
-  private async afterCommit(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
-    const result = this.result(row, true);
+  private async recheckProfiles(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
+    const result = this.result(row);
     if (row.unmirrored_posts.length === 0) return result;
     const recheckId = randomUUID();
-    const rechecked = await this.database.db.transaction().execute(async (trx) => {
+    const rechecked = await transaction(this.database.db, async (trx) => {
       await lockAccounts(trx, workspaceId, row.unmirrored_accounts, 'shared');
       const written = trx
         .updateTable('post')
@@ -406,7 +347,6 @@ export class PostMirrorRepository {
         .returning(sql<boolean>`false`.as('inserted'));
       return this.fanOut(trx, written, 'profiles');
     });
-    this.result(rechecked, true);
     return {
       ...result,
       changed: result.changed + rechecked.changed,
@@ -431,7 +371,7 @@ async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: reado
 
 /**
  * The write's changed posts that name accounts the mirror does not hold, and those accounts: their entries' profiles
- * may miss one (afterCommit).
+ * may miss one (recheckProfiles).
  */
 const unmirroredAccounts = (db: Db) => {
   const missing = db
