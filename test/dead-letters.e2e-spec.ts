@@ -31,8 +31,9 @@ describe('the delivery dead-letter queue', () => {
   beforeAll(async () => {
     db = await createTestDatabase('dead_letters');
     // Timeouts after 300 ms, no retry within a job, and dead-lettered once failing for over 1 s (60 s in production).
+    // The status is read fresh each time (STATUS_CACHE_MS=0): a reading shared from before the letter would not count it.
     harness = await startHarness(db.url, {
-      env: { POZY_TIMEOUT_MS: '300', POZY_MAX_RETRIES: '0', DEAD_LETTER_AFTER_MS: '1000' },
+      env: { POZY_TIMEOUT_MS: '300', POZY_MAX_RETRIES: '0', DEAD_LETTER_AFTER_MS: '1000', STATUS_CACHE_MS: '0' },
     });
   });
 
