@@ -19,6 +19,19 @@ const A_LATENCY_MS = 20;
  */
 const DEADLINE_MS = 240_000;
 
+/** A service with no workspace of its own, whose workspaces are added through the API, reading as soon as asked. */
+const serviceEnvironment = (sim: PozySimulator): Record<string, string | undefined> => ({
+  POZY_API_KEY: undefined,
+  POZY_WEBHOOK_SECRET: undefined,
+  POZY_API_URL: sim.url,
+  POZY_RATE_LIMIT_PER_MINUTE: '100000',
+  ADMIN_TOKEN: ADMIN,
+  SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+  RECONCILE_CLOCK_SKEW_MS: '0',
+  READ_LAG_GRACE_MS: '0',
+  RECONCILE_COALESCE_WINDOW_MS: '0',
+});
+
 const percentile = (values: number[], p: number) =>
   [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 
@@ -64,17 +77,7 @@ describe('a burst in one workspace beside single events in another', () => {
     sim = await PozySimulator.start({ apiKey: 'sk_sim_unused', seed: 21, timeScale: 10_000, rateLimitPerMinute: 1_000_000 });
     a = sim.addWorkspace({ apiKey: 'sk_fair_a', rateLimitPerMinute: 1_000_000, faults: { apiLatencyMs: A_LATENCY_MS } });
     b = sim.addWorkspace({ apiKey: 'sk_fair_b', rateLimitPerMinute: 1_000_000, seedExisting: { posts: 50, accounts: 4 } });
-    service = await startService(db.url, {
-      POZY_API_KEY: undefined,
-      POZY_WEBHOOK_SECRET: undefined,
-      POZY_API_URL: sim.url,
-      POZY_RATE_LIMIT_PER_MINUTE: '100000',
-      ADMIN_TOKEN: ADMIN,
-      SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
-      RECONCILE_CLOCK_SKEW_MS: '0',
-      READ_LAG_GRACE_MS: '0',
-      RECONCILE_COALESCE_WINDOW_MS: '0',
-    });
+    service = await startService(db.url, serviceEnvironment(sim));
     expect((await add({ id: 'alpha', apiKey: 'sk_fair_a', manageWebhook: false, webhookSecret: SECRET_A })).status).toBe(201);
     expect((await add({ id: 'beta', apiKey: 'sk_fair_b', manageWebhook: false, webhookSecret: SECRET_B })).status).toBe(201);
   }, 60_000);
@@ -162,18 +165,7 @@ describe('an import of 100,000 posts in one workspace beside single events in an
     sim = await PozySimulator.start({ apiKey: 'sk_sim_unused', seed: 22, timeScale: 10_000, rateLimitPerMinute: 1_000_000 });
     sim.addWorkspace({ apiKey: 'sk_fair_c', rateLimitPerMinute: 1_000_000, seedExisting: { posts: IMPORTED, accounts: 20 } });
     b = sim.addWorkspace({ apiKey: 'sk_fair_b', rateLimitPerMinute: 1_000_000, seedExisting: { posts: 50, accounts: 4 } });
-    service = await startService(db.url, {
-      POZY_API_KEY: undefined,
-      POZY_WEBHOOK_SECRET: undefined,
-      POZY_API_URL: sim.url,
-      POZY_RATE_LIMIT_PER_MINUTE: '100000',
-      ADMIN_TOKEN: ADMIN,
-      SECRETS_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
-      RECONCILE_CLOCK_SKEW_MS: '0',
-      READ_LAG_GRACE_MS: '0',
-      RECONCILE_COALESCE_WINDOW_MS: '0',
-      INITIAL_IMPORT: 'auto',
-    });
+    service = await startService(db.url, { ...serviceEnvironment(sim), INITIAL_IMPORT: 'auto' });
     const add = (body: Record<string, unknown>) =>
       fetch(`${service.baseUrl}/admin/workspaces`, {
         method: 'POST',
