@@ -331,12 +331,17 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
   it('answers sync status with what the mirror holds', async () => {
     await settled(harness);
     type Status = { queue: { pendingReads: number; jobs: number }; mirror: { posts: number }; events: { received: number } };
-    // The status is a reading shared for STATUS_CACHE_MS: one taken just before the mirror settled may still be answered.
-    const body = await waitFor('a status read after the mirror settled', async () => {
-      const status = (await getJson<Status>(harness, '/sync/status')).body;
-      return status.queue.pendingReads === 0 && status.queue.jobs === 0 ? status : undefined;
-    });
     const counts = (await harness.service.pool.query('SELECT count(*) FILTER (WHERE deleted_at IS NULL)::int AS posts FROM post')).rows[0];
+    // The status is a reading shared for STATUS_CACHE_MS: one taken before the mirror settled may still be answered,
+    // so wait for one that holds what the mirror holds now (a status that never agrees fails on the deadline).
+    const body = await waitFor(
+      'a status read after the mirror settled',
+      async () => {
+        const status = (await getJson<Status>(harness, '/sync/status')).body;
+        return status.queue.pendingReads === 0 && status.queue.jobs === 0 && status.mirror.posts === counts.posts ? status : undefined;
+      },
+      60_000,
+    );
 
     expect(body.queue).toMatchObject({ pendingReads: 0, jobs: 0 });
     expect(body.mirror.posts).toBe(counts.posts);
