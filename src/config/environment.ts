@@ -1,4 +1,4 @@
-import { plainToInstance, Transform } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import {
   IsIn,
   IsInt,
@@ -10,7 +10,6 @@ import {
   Max,
   Min,
   Validate,
-  validateSync,
   ValidationArguments,
   ValidationError,
   ValidatorConstraint,
@@ -18,6 +17,7 @@ import {
 } from 'class-validator';
 import { validateCronExpression } from 'cron';
 import { readAllowedHosts } from './allowed-hosts';
+import type { Environment } from './variables';
 import { isKnownExample, isKnownKey } from './known-examples';
 
 /** Nest's levels, least to most verbose; each includes those before it. */
@@ -240,526 +240,98 @@ const toInt = () =>
     value === undefined || value === '' ? undefined : typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
   );
 
-/** The process environment as the service accepts it; every field is one variable of docs/configuration.md's table. */
-export class EnvironmentVariables {
-  @IsOptional()
-  @IsIn(['development', 'production', 'test'])
-  @emptyAsUnset()
-  NODE_ENV?: string;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(65535)
-  PORT = 3000;
-
-  @IsIn(ROLES)
-  ROLE: RoleName = 'all';
-
-  @IsIn(LOG_LEVELS)
-  LOG_LEVEL: LogLevelName = 'log';
-
-  @IsIn(LOG_FORMATS)
-  LOG_FORMAT: LogFormat = 'auto';
-
-  @IsString()
-  @IsNotEmpty()
-  HOST = '0.0.0.0';
-
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
-  DATABASE_URL?: string;
-
-  /** A streaming replica of DATABASE_URL's server: the query endpoints read from it unless asked for consistency=strong. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^postgres(ql)?:\/\/\S+$/, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
-  DATABASE_READ_URL?: string;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(65535)
-  EMBEDDED_DATABASE_PORT = 54329;
-
-  /** `allow`: with NODE_ENV=production and no DATABASE_URL, keep production data in the embedded PostgreSQL anyway. */
-  @IsOptional()
-  @emptyAsUnset()
-  @IsIn(['allow'], { message: 'EMBEDDED_DATABASE must be "allow" or unset' })
-  EMBEDDED_DATABASE?: 'allow';
-
-  /** A publication of the mirror's tables for logical replication (Debezium, Sequin: docs/cdc.md); unset: none. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, {
-    message:
-      'LOGICAL_PUBLICATION must be a PostgreSQL identifier: lowercase letters, digits and underscores, not starting with a digit, at most 63 characters',
-  })
-  LOGICAL_PUBLICATION?: string;
-
-  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
-  POZY_API_URL = 'https://api.pozy.ai';
-
-  /** The `default` workspace's key. Unset: the service starts with no workspace and waits for POST /admin/workspaces. */
-  @IsOptional()
-  @emptyAsUnset()
-  @IsString()
-  POZY_API_KEY?: string;
-
-  /**
-   * The service's externally reachable base URL: with it, POST /admin/workspaces makes each workspace's webhook
-   * subscription in Pozy (PUBLIC_URL/webhooks/pozy/<id>) and keeps it healthy.
-   */
-  @IsOptional()
-  @emptyAsUnset()
-  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true }, { message: 'PUBLIC_URL must be an http(s) URL' })
-  PUBLIC_URL?: string;
-
-  /** Imports of new workspaces that run at once across every replica; the rest wait, in the order they were added. */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(64)
-  IMPORT_CONCURRENCY = 4;
-
-  /** How often a worker checks each managed webhook subscription in Pozy (isActive, failureCount). */
-  @toInt()
-  @IsInt()
-  @Min(1_000)
-  WEBHOOK_HEALTH_CHECK_MS = 60_000;
-
-  /** One secret, or two comma-separated while the secret is rotated in Pozy: a delivery signed with either is accepted. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Validate(WebhookSecrets)
-  POZY_WEBHOOK_SECRET?: string;
-
-  /** Keys that encrypt subscription secrets at rest (AES-256-GCM), `id:base64` comma-separated, the newest first. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Validate(EncryptionKeys)
-  SECRETS_ENCRYPTION_KEY?: string;
-
-  @toInt()
-  @IsInt()
-  @Min(100)
-  @Max(120_000)
-  POZY_TIMEOUT_MS = 10_000;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
-  POZY_RATE_LIMIT_PER_MINUTE = 600;
-
-  @toInt()
-  @IsInt()
-  @Min(1_000)
-  @Max(3_600_000)
-  POZY_RATE_LIMIT_WINDOW_MS = 60_000;
-
-  @Matches(/^(\d{1,2}(\.\d+)?%|0(\.\d+)?)$/, {
-    message: 'POZY_RATE_LIMIT_RESERVE must be a percentage from 0% to 90% (e.g. 20%) or a fraction from 0 to 0.9',
-  })
-  @Validate(AtMostNinetyPercent)
-  POZY_RATE_LIMIT_RESERVE = '20%';
-
-  @IsIn(['auto', 'off'], { message: 'INITIAL_IMPORT must be auto or off' })
-  INITIAL_IMPORT: 'auto' | 'off' = 'auto';
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(10)
-  POZY_MAX_RETRIES = 4;
-
-  /** The longest pause a 429 (or headers saying the window is spent) may impose on every replica. */
-  @toInt()
-  @IsInt()
-  @Min(1_000)
-  @Max(3_600_000)
-  POZY_MAX_PAUSE_MS = 120_000;
-
-  /** Pozy's answers are read up to this many bytes; a larger one is cut off, unread, and fails its request. */
-  @toInt()
-  @IsInt()
-  @Min(65_536)
-  @Max(268_435_456)
-  POZY_MAX_RESPONSE_BYTES = 16_777_216;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(600_000)
-  RECONCILE_CLOCK_SKEW_MS = 5_000;
-
-  /** An event timestamped further ahead of this server's clock is refused: it would stick as the resource's latest. */
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(86_400_000)
-  EVENT_MAX_FUTURE_MS = 600_000;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(600_000)
-  READ_LAG_GRACE_MS = 10_000;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(86_400_000)
-  DEAD_LETTER_AFTER_MS = 60_000;
-
-  @IsOptional()
-  @emptyAsUnset()
-  @Validate(AdminToken)
-  ADMIN_TOKEN?: string;
-
-  /** Comma-separated read tokens; two at once let a team rotate. Unset or `none`: the query endpoints are open. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Validate(TokenList)
-  API_TOKENS?: string;
-
-  /** `true`: the status page and /sync/status answer without a token too, without resource ids or error texts. */
-  @IsIn(['true', 'false'], { message: 'STATUS_PUBLIC must be true or false' })
-  STATUS_PUBLIC: 'true' | 'false' = 'true';
-
-  /** One reading of the status figures answers every caller for this long; 0: only callers while it is read share it. */
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(60_000)
-  STATUS_CACHE_MS = 1_000;
-
-  @Validate(CronExpression)
-  BACKFILL_CRON = '* * * * *';
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(86_400_000)
-  BACKFILL_OVERLAP_MS = 600_000;
-
-  @Validate(CronExpression)
-  SWEEP_CRON = 'off';
-
-  @toInt()
-  @IsInt()
-  @Min(7, {
-    message:
-      "EVENT_RETENTION_DAYS must be at least 7: Pozy's guide asks to keep event ids at least a few days, so that its redeliveries stay deduplicated",
-  })
-  @Max(3650)
-  EVENT_RETENTION_DAYS = 30;
-
-  /** How long the change feed (GET /changes) keeps a change: a consumer away longer resynchronises. */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(3650)
-  CHANGE_RETENTION_DAYS = 7;
-
-  /**
-   * Posts' and accounts' versions (GET /posts/:id/history, ?asOf=) superseded longer ago than this many days are
-   * pruned; each one's newest version is kept. About 1.5 GB a million changes of a typical post.
-   */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(3650)
-  HISTORY_RETENTION_DAYS = 30;
-
-  /**
-   * How far behind a named consumer (POST /admin/consumers) may fall, in days, while retention holds the change feed's
-   * entries for it; past it the consumer is expired and retention prunes as usual.
-   */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(3650)
-  CONSUMER_MAX_LAG_DAYS = 7;
-
-  @Validate(CronExpression)
-  RETENTION_CRON = '17 * * * *';
-
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(100_000)
-  RETENTION_BATCH_SIZE = 1_000;
-
-  @IsString()
-  @IsNotEmpty()
-  SPOOL_DIR = '.data/spool';
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  DATABASE_POOL_SIZE = 20;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  DATABASE_READ_POOL_SIZE = 10;
-
-  /** Connections of the query endpoints on the primary, apart from DATABASE_POOL_SIZE: reads can never take the receiver's. */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  DATABASE_QUERY_POOL_SIZE = 5;
-
-  /** Every statement of the query endpoints (on the primary and on the read replica) is cut after this long. */
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(600_000)
-  QUERY_STATEMENT_TIMEOUT_MS = 5_000;
-
-  /** Long polls of GET /changes waiting at once in this process; past it, 503. */
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
-  CHANGES_MAX_WAITERS = 1_000;
-
-  @toInt()
-  @IsInt()
-  @Min(100)
-  @Max(4_500)
-  ACK_TIMEOUT_MS = 2_000;
-
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(86_400_000)
-  SPOOL_RETRY_FIRST_MS = 10_000;
-
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(86_400_000)
-  SPOOL_RETRY_SECOND_MS = 1_200_000;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(60_000)
-  RECONCILE_COALESCE_WINDOW_MS = 1_000;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  WORKER_CONCURRENCY = 10;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(600_000)
-  SHUTDOWN_GRACE_MS = 10_000;
-
-  @toInt()
-  @IsInt()
-  @Min(0)
-  @Max(60_000)
-  SHUTDOWN_DRAIN_MS = 1_000;
-  @toInt()
-  @IsInt()
-  @Min(100)
-  @Max(120_000)
-  NOTIFY_TIMEOUT_MS = 10_000;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  NOTIFY_CONCURRENCY = 8;
-
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(3_600_000)
-  NOTIFY_RETRY_BASE_MS = 1_000;
-
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(86_400_000)
-  NOTIFY_RETRY_MAX_MS = 300_000;
-
-  @toInt()
-  @IsInt()
-  @Min(1_000)
-  @Max(604_800_000)
-  NOTIFY_PAUSE_AFTER_MS = 900_000;
-
-  @toInt()
-  @IsInt()
-  @Min(1)
-  @Max(10_000)
-  NOTIFY_REPLAY_PER_SECOND = 10;
-
-  /** Internal subscribers a team allows: host names (as written in the URL), IP addresses, CIDRs. Unset: none. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Validate(AllowedHostList)
-  NOTIFY_ALLOWED_HOSTS?: string;
-
-  /** The freshness objective's bound: a read owed longer than this is a breach (ops.objective.breached). */
-  @toInt()
-  @IsInt()
-  @Min(100)
-  @Max(3_600_000)
-  FRESHNESS_OBJECTIVE_MS = 5_000;
-
-  /**
-   * The notification objective's bound: a change notification owed to a healthy subscriber (at its first attempt)
-   * longer than this after its write is a breach (ops.objective.breached).
-   */
-  @toInt()
-  @IsInt()
-  @Min(100)
-  @Max(3_600_000)
-  NOTIFICATION_OBJECTIVE_MS = 2_000;
-
-  /** OTLP/HTTP base URL of a trace collector (`/v1/traces` is appended); unset with the next one: no traces, no exporter. */
-  @IsOptional()
-  @emptyAsUnset()
-  @IsUrl(
-    { require_tld: false, protocols: ['http', 'https'], require_protocol: true },
-    { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL' },
-  )
-  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
-
-  /** The traces endpoint itself, as written (it wins over OTEL_EXPORTER_OTLP_ENDPOINT). */
-  @IsOptional()
-  @emptyAsUnset()
-  @IsUrl(
-    { require_tld: false, protocols: ['http', 'https'], require_protocol: true },
-    { message: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http(s) URL' },
-  )
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
-
-  @IsIn(OTLP_PROTOCOLS, { message: `OTEL_EXPORTER_OTLP_PROTOCOL must be one of ${OTLP_PROTOCOLS.join(', ')} (gRPC is not supported)` })
-  OTEL_EXPORTER_OTLP_PROTOCOL: OtlpProtocol = 'http/protobuf';
-
-  /** `key=value` pairs, comma-separated, sent with every export (a collector's API key, say); values may be URL-encoded. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, { message: 'OTEL_EXPORTER_OTLP_HEADERS must be comma-separated key=value pairs' })
-  OTEL_EXPORTER_OTLP_HEADERS?: string;
-
-  @IsString()
-  @IsNotEmpty()
-  OTEL_SERVICE_NAME = 'pozy-sync';
-
-  /** `key=value` pairs, comma-separated, added to every span's resource (deployment.environment=prod, say). */
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, { message: 'OTEL_RESOURCE_ATTRIBUTES must be comma-separated key=value pairs' })
-  OTEL_RESOURCE_ATTRIBUTES?: string;
-
-  @IsIn(TRACE_SAMPLERS, { message: `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}` })
-  OTEL_TRACES_SAMPLER: TraceSamplerName = 'parentbased_always_on';
-
-  /** The ratio of the *traceidratio samplers, 0 to 1. */
-  @IsOptional()
-  @emptyAsUnset()
-  @Matches(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1' })
-  OTEL_TRACES_SAMPLER_ARG?: string;
-
-  /** Spans are exported in batches at most this long after they end. */
-  @toInt()
-  @IsInt()
-  @Min(10)
-  @Max(600_000)
-  OTEL_BSP_SCHEDULE_DELAY = 5_000;
+/**
+ * What one variable accepts: its validators (applied as decorators of a field of EnvironmentVariables, in the order
+ * they would be written), its default, and how docs/configuration.md says what it accepts. `T` is its validated value.
+ */
+export interface Kind<T> {
+  readonly decorators: readonly PropertyDecorator[];
+  /** undefined: the variable is optional (unset or empty, it stays undefined). */
+  readonly default: T | undefined;
+  readonly accepts: string;
 }
 
-/** The only names validateEnvironment reads; src/config/app-config.spec.ts fails when a field above is missing. */
-export const VARIABLES = [
-  'NODE_ENV',
-  'PORT',
-  'HOST',
-  'LOG_LEVEL',
-  'LOG_FORMAT',
-  'ROLE',
-  'DATABASE_URL',
-  'DATABASE_READ_URL',
-  'EMBEDDED_DATABASE_PORT',
-  'EMBEDDED_DATABASE',
-  'LOGICAL_PUBLICATION',
-  'POZY_API_URL',
-  'POZY_API_KEY',
-  'PUBLIC_URL',
-  'IMPORT_CONCURRENCY',
-  'WEBHOOK_HEALTH_CHECK_MS',
-  'POZY_WEBHOOK_SECRET',
-  'SECRETS_ENCRYPTION_KEY',
-  'POZY_TIMEOUT_MS',
-  'POZY_RATE_LIMIT_PER_MINUTE',
-  'POZY_RATE_LIMIT_WINDOW_MS',
-  'POZY_RATE_LIMIT_RESERVE',
-  'INITIAL_IMPORT',
-  'POZY_MAX_RETRIES',
-  'POZY_MAX_PAUSE_MS',
-  'POZY_MAX_RESPONSE_BYTES',
-  'RECONCILE_CLOCK_SKEW_MS',
-  'EVENT_MAX_FUTURE_MS',
-  'READ_LAG_GRACE_MS',
-  'DEAD_LETTER_AFTER_MS',
-  'ADMIN_TOKEN',
-  'API_TOKENS',
-  'STATUS_PUBLIC',
-  'STATUS_CACHE_MS',
-  'BACKFILL_CRON',
-  'BACKFILL_OVERLAP_MS',
-  'SWEEP_CRON',
-  'EVENT_RETENTION_DAYS',
-  'CHANGE_RETENTION_DAYS',
-  'HISTORY_RETENTION_DAYS',
-  'CONSUMER_MAX_LAG_DAYS',
-  'RETENTION_CRON',
-  'RETENTION_BATCH_SIZE',
-  'SPOOL_DIR',
-  'DATABASE_POOL_SIZE',
-  'DATABASE_READ_POOL_SIZE',
-  'DATABASE_QUERY_POOL_SIZE',
-  'QUERY_STATEMENT_TIMEOUT_MS',
-  'CHANGES_MAX_WAITERS',
-  'ACK_TIMEOUT_MS',
-  'SPOOL_RETRY_FIRST_MS',
-  'SPOOL_RETRY_SECOND_MS',
-  'RECONCILE_COALESCE_WINDOW_MS',
-  'WORKER_CONCURRENCY',
-  'SHUTDOWN_GRACE_MS',
-  'SHUTDOWN_DRAIN_MS',
-  'NOTIFY_TIMEOUT_MS',
-  'NOTIFY_CONCURRENCY',
-  'NOTIFY_RETRY_BASE_MS',
-  'NOTIFY_RETRY_MAX_MS',
-  'NOTIFY_PAUSE_AFTER_MS',
-  'NOTIFY_REPLAY_PER_SECOND',
-  'NOTIFY_ALLOWED_HOSTS',
-  'FRESHNESS_OBJECTIVE_MS',
-  'NOTIFICATION_OBJECTIVE_MS',
-  'OTEL_EXPORTER_OTLP_ENDPOINT',
-  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-  'OTEL_EXPORTER_OTLP_PROTOCOL',
-  'OTEL_EXPORTER_OTLP_HEADERS',
-  'OTEL_SERVICE_NAME',
-  'OTEL_RESOURCE_ATTRIBUTES',
-  'OTEL_TRACES_SAMPLER',
-  'OTEL_TRACES_SAMPLER_ARG',
-  'OTEL_BSP_SCHEDULE_DELAY',
-] as const satisfies readonly (keyof EnvironmentVariables)[];
+/** A kind with no default: empty counts as unset, and unset is valid. */
+function optional<T>(decorators: PropertyDecorator[], accepts: string): Kind<T | undefined> {
+  return { decorators: [IsOptional(), emptyAsUnset(), ...decorators], default: undefined, accepts };
+}
+
+const code = (value: string | number) => `\`${value}\``;
+const HTTP_URL = { require_tld: false, protocols: ['http', 'https'], require_protocol: true };
+
+/** An integer from `min` to `max` (no upper bound when `max` is omitted). */
+export function integer(value: number, min: number, max?: number, options?: { minMessage: string }): Kind<number> {
+  const bounds = [Min(min, options && { message: options.minMessage }), ...(max === undefined ? [] : [Max(max)])];
+  return {
+    decorators: [toInt(), IsInt(), ...bounds],
+    default: value,
+    accepts: max === undefined ? `integer, at least ${code(min)}` : `integer, ${code(min)} to ${code(max)}`,
+  };
+}
+
+/** One of `values`, `value` when unset. */
+export function oneOf<const V extends readonly string[]>(values: V, value: V[number], message?: string): Kind<V[number]> {
+  return { decorators: [IsIn(values, message === undefined ? undefined : { message })], default: value, accepts: values.map(code).join(', ') };
+}
+
+export function optionalOneOf<const V extends readonly string[]>(values: V, message?: string): Kind<V[number] | undefined> {
+  return optional([IsIn(values, message === undefined ? undefined : { message })], values.map(code).join(', '));
+}
+
+/** Any text but empty. */
+export function text(value: string): Kind<string> {
+  return { decorators: [IsString(), IsNotEmpty()], default: value, accepts: 'text, not empty' };
+}
+
+export function optionalText(): Kind<string | undefined> {
+  return optional([IsString()], 'text');
+}
+
+/** Text matching `pattern`; `message` says what it must be (it names the variable). */
+export function optionalMatching(pattern: RegExp, message: string, accepts: string): Kind<string | undefined> {
+  return optional([Matches(pattern, { message })], accepts);
+}
+
+export const POSTGRES_URL = /^postgres(ql)?:\/\/\S+$/;
+/** The OTEL_* lists' `key=value, ...` format. */
+export const KEY_VALUE_PAIRS = /^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/;
+
+/** An http(s) URL, `value` when unset. */
+export function httpUrl(value: string): Kind<string> {
+  return { decorators: [IsUrl(HTTP_URL)], default: value, accepts: 'http(s) URL' };
+}
+
+export function optionalHttpUrl(message: string): Kind<string | undefined> {
+  return optional([IsUrl(HTTP_URL, { message })], 'http(s) URL');
+}
+
+/** A cron expression (5 or 6 fields) or `off`. */
+export function cron(value: string): Kind<string> {
+  return { decorators: [Validate(CronExpression)], default: value, accepts: 'cron expression (5 or 6 fields), or `off`' };
+}
+
+/** POZY_RATE_LIMIT_RESERVE's share of Pozy's limit. */
+export function reserve(value: string): Kind<string> {
+  return {
+    decorators: [
+      Matches(/^(\d{1,2}(\.\d+)?%|0(\.\d+)?)$/, {
+        message: 'POZY_RATE_LIMIT_RESERVE must be a percentage from 0% to 90% (e.g. 20%) or a fraction from 0 to 0.9',
+      }),
+      Validate(AtMostNinetyPercent),
+    ],
+    default: value,
+    accepts: '`0%` to `90%`, or `0` to `0.9`',
+  };
+}
+
+export const webhookSecrets = (): Kind<string | undefined> =>
+  optional([Validate(WebhookSecrets)], `one secret, or ${MAX_WEBHOOK_SECRETS} comma-separated`);
+export const encryptionKeys = (): Kind<string | undefined> =>
+  optional([Validate(EncryptionKeys)], '`<key id>:<base64 of 32 bytes>`, comma-separated');
+export const adminToken = (): Kind<string | undefined> => optional([Validate(AdminToken)], `token, at least ${MIN_TOKEN_LENGTH} characters`);
+export const tokenList = (): Kind<string | undefined> =>
+  optional([Validate(TokenList)], `tokens of at least ${MIN_TOKEN_LENGTH} characters, comma-separated, or \`${OPEN_READS}\``);
+export const allowedHosts = (): Kind<string | undefined> => optional([Validate(AllowedHostList)], 'host names, IP addresses, CIDRs, comma-separated');
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -768,7 +340,8 @@ export class ConfigError extends Error {
   }
 }
 
-function describe(errors: ValidationError[]): string[] {
+/** class-validator's errors as the startup messages, each starting with the variable's name. */
+export function describe(errors: ValidationError[]): string[] {
   return errors.flatMap((e) =>
     Object.values(e.constraints ?? {}).map((message) => (message.startsWith(e.property) ? message : `${e.property}: ${message}`)),
   );
@@ -788,7 +361,7 @@ function passwordsOf(url: string | undefined): string[] {
 }
 
 /** The variables holding a secret the repository publishes (KNOWN_EXAMPLE_SECRETS), by name and entry, never by value. */
-function knownExampleProblems(env: EnvironmentVariables): string[] {
+function knownExampleProblems(env: Environment): string[] {
   const entries = (name: string, value: string | undefined) =>
     (value?.split(',') ?? []).map((entry, i, all) => ({ entry, what: all.length > 1 ? `${name} entry ${i + 1}` : name }));
   const problems = [
@@ -812,16 +385,13 @@ function knownExampleProblems(env: EnvironmentVariables): string[] {
 }
 
 /** API_TOKENS as a list: none when unset or `none`. */
-export function readTokensOf(env: Pick<EnvironmentVariables, 'API_TOKENS'>): string[] {
-  return env.API_TOKENS === undefined || env.API_TOKENS === OPEN_READS ? [] : env.API_TOKENS.split(',');
+export function readTokensOf(value: string | undefined): string[] {
+  return value === undefined || value === OPEN_READS ? [] : value.split(',');
 }
 
-/** Validates the raw environment; throws a ConfigError naming every bad variable. */
-export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
-  // Only our own keys: the rest of the environment is none of our business (and may hold secrets).
-  const relevant = Object.fromEntries(VARIABLES.filter((key) => env[key] !== undefined).map((key) => [key, env[key]]));
-  const parsed = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
-  const problems = describe(validateSync(parsed, { forbidUnknownValues: true, stopAtFirstError: true }));
+/** The rules that hold between variables, each naming what to set; run once every variable is valid on its own. */
+export function combinationProblems(parsed: Environment): string[] {
+  const problems: string[] = [];
   // Without POZY_API_KEY there is no environment workspace to receive for; each added one has its own secret.
   if (parsed.NODE_ENV === 'production' && parsed.POZY_API_KEY && !parsed.POZY_WEBHOOK_SECRET) {
     problems.push('POZY_WEBHOOK_SECRET is required when NODE_ENV=production and POZY_API_KEY is set (unsigned webhooks would be accepted)');
@@ -842,7 +412,7 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
       `API_TOKENS is required when NODE_ENV=production (unset, the query endpoints are open to anyone who reaches the port); set read tokens, or API_TOKENS=${OPEN_READS} to leave them open`,
     );
   }
-  const readTokens = readTokensOf(parsed);
+  const readTokens = readTokensOf(parsed.API_TOKENS);
   if (parsed.ADMIN_TOKEN && readTokens.includes(parsed.ADMIN_TOKEN)) {
     problems.push('API_TOKENS must not hold ADMIN_TOKEN: every client given that read token could also use the admin endpoints');
   }
@@ -851,6 +421,5 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
       'STATUS_PUBLIC=false needs API_TOKENS: without them every read is open, the status included; set API_TOKENS, or STATUS_PUBLIC=true',
     );
   }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return parsed;
+  return problems;
 }
