@@ -1,3 +1,4 @@
+import { errorBody } from './common/api-error';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyInstance, LogController } from 'fastify';
@@ -74,7 +75,8 @@ export async function createApp(config: AppConfig, options: { logDestination?: D
     // ROLE=worker: probes and scrapes only; webhooks and the API belong to the api replicas.
     fastify.addHook('onRequest', (request, reply, done) => {
       if (/^\/(health\/(live|ready)|metrics)$/.test(request.url.split('?')[0])) return done();
-      void reply.code(404).send({ statusCode: 404, error: 'not_found', message: 'ROLE=worker serves only /health/live, /health/ready and /metrics' });
+      const body = errorBody('not_found', 'ROLE=worker serves only /health/live, /health/ready and /metrics');
+      void reply.code(body.statusCode).send(body);
     });
   }
   try {

@@ -149,7 +149,7 @@ describe("backfill from Pozy's delivery logs", () => {
     const overloaded = jest
       .spyOn(ingester, 'store')
       .mockImplementation((event) =>
-        event.recoveredBy ? Promise.reject(new ApiError(503, 'overloaded', 'Too many webhooks waiting for the database; retry later')) : store(event),
+        event.recoveredBy ? Promise.reject(new ApiError('overloaded', 'Too many webhooks waiting for the database; retry later')) : store(event),
       );
     let failed: Run;
     try {

@@ -7,6 +7,7 @@ import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA } f
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { OpenAPIObject, OperationObject, ReferenceObject, ResponseObject } from '@nestjs/swagger';
 import { AdminTokenGuard } from '../src/common/admin-token.guard';
+import { ERROR_CODES, ErrorCode } from '../src/common/error-codes';
 import { ReadTokenGuard, StatusAccessGuard } from '../src/common/read-access';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { RunningService, startService } from './support/service';
@@ -307,6 +308,25 @@ describe('OpenAPI document and Swagger UI', () => {
       required: ['statusCode', 'error', 'message'],
       properties: { statusCode: { type: 'integer' }, error: { type: 'string' }, message: { type: 'string' }, details: expect.any(Object) },
     });
+  });
+
+  it('names in each error answer the codes of the registry (src/common/error-codes.ts) that answer with its status', () => {
+    const problems: string[] = [];
+    for (const route of documentedRoutes(document)) {
+      const op = operation(document, route);
+      for (const status of Object.keys(op.responses).filter((s) => /^[45]\d\d$/.test(s))) {
+        const description = (op.responses[status] as ResponseObject).description;
+        // Each code opens a sentence of its own: "`code`: what it means here."
+        const codes = [...description.matchAll(/(?:^|\. )`([a-z_]+)`: /g)].map((m) => m[1]);
+        if (codes.length === 0) problems.push(`${key(route)} ${status}: names no code`);
+        for (const code of codes) {
+          const registered = ERROR_CODES[code as ErrorCode] as { status: number } | undefined;
+          if (registered?.status !== Number(status))
+            problems.push(`${key(route)} ${status}: \`${code}\` is ${registered ? registered.status : 'not in ERROR_CODES'}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('documents the webhook: its raw JSON envelope, its delivery headers, and its refusals', () => {

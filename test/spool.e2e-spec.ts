@@ -161,6 +161,11 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     expect(letter.lastError).toMatch(/refused by PostgreSQL/);
     const replay = await fetch(`${service.baseUrl}/admin/dead-letters/${letter.id}/replay`, { method: 'POST', headers: ADMIN });
     expect(replay.status).toBe(422);
+    expect(await replay.json()).toMatchObject({
+      statusCode: 422,
+      error: 'unstorable_event',
+      message: expect.stringMatching(/^PostgreSQL refuses this event/),
+    });
     expect(await stored([bad.id])).toEqual([]);
   });
 

@@ -23,7 +23,7 @@ export class AdminController {
   @HttpCode(202)
   @ApiOperation({ summary: 'Read this post from Pozy now.' })
   @ApiAcceptedResponse({ type: ResyncAcceptedResponse, description: 'The read is queued, due now.' })
-  @ApiErrorResponse(404, '`unknown_to_pozy`: Pozy does not know the post, and the mirror never held it; nothing is queued.')
+  @ApiErrorResponse({ unknown_to_pozy: 'Pozy does not know the post, and the mirror never held it; nothing is queued' })
   @ApiInvalidRequestResponse('`id` is not a Pozy id (24 lower-case hexadecimal digits)')
   async resyncPost(@Param() params: ResourceIdParams): Promise<Accepted> {
     return { accepted: true, reconcile: await this.resync.request('post', params.id) };

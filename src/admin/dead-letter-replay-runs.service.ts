@@ -70,7 +70,7 @@ export class DeadLetterReplayRuns implements BeforeApplicationShutdown {
   /** Starts a run of the queue unless one is under way; resolves once it is recorded, with how many letters it takes. */
   async start(queue: ReplayQueue): Promise<ReplayStart> {
     for (;;) {
-      if (this.stopping) throw new ApiError(503, 'shutting_down', 'This replica is shutting down; retry (another replica will answer)');
+      if (this.stopping) throw new ApiError('shutting_down', 'This replica is shutting down; retry (another replica will answer)');
       const here = this.current.get(queue);
       if (!here) break;
       if (!here.ended) return { started: false, runningRunId: here.runId };
@@ -136,7 +136,7 @@ export class DeadLetterReplayRuns implements BeforeApplicationShutdown {
         this.config.ackTimeoutMs,
       );
     } catch (error) {
-      throw new ApiError(503, 'database_unavailable', `The database does not answer: ${(error as Error).message}`);
+      throw new ApiError('database_unavailable', `The database does not answer: ${(error as Error).message}`);
     }
     this.launch(run, upTo, null);
     return { started: true, run };

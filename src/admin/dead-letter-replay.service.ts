@@ -47,7 +47,7 @@ export class DeadLetterReplayService {
   async replayOne(id: string): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {
     if (this.spool.getDead(id)) return { replayed: true, stored: (await this.replaySpooled([id])).stored };
     const letter = await this.deadLetters.get(id);
-    if (!letter) throw new ApiError(404, 'not_found', `No dead letter ${id}`);
+    if (!letter) throw new ApiError('not_found', `No dead letter ${id}`);
     if (letter.kind === 'notification') {
       const { notificationId } = letter.payload;
       await this.notifications.replayOne(notificationId);
@@ -86,8 +86,8 @@ export class DeadLetterReplayService {
     try {
       return await this.spool.replay(ids);
     } catch (error) {
-      if (isEventDataError(error)) throw new ApiError(422, 'invalid_event', `PostgreSQL refuses this event: ${(error as Error).message}`);
-      throw new ApiError(503, 'database_unavailable', `The database still does not acknowledge: ${(error as Error).message}`);
+      if (isEventDataError(error)) throw new ApiError('unstorable_event', `PostgreSQL refuses this event: ${(error as Error).message}`);
+      throw new ApiError('database_unavailable', `The database still does not acknowledge: ${(error as Error).message}`);
     }
   }
 

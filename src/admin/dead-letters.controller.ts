@@ -57,13 +57,13 @@ export class DeadLettersController {
   })
   @ApiAcceptedResponse({ type: DeadLetterReplayAllResponse })
   @ApiInvalidRequestResponse('`queue` is missing or not `delivery`/`ack`, or `dryRun` is not a boolean')
-  @ApiErrorResponse(409, '`replay_running`: a replay of this queue is running (`delivery`: on some replica; `ack`: here); `details.runId` names it.')
-  @ApiErrorResponse(503, '`database_unavailable` (`queue=ack`): the database does not answer. `shutting_down`: this replica is closing.')
+  @ApiErrorResponse({ replay_running: 'a replay of this queue is running (`delivery`: on some replica; `ack`: here); `details.runId` names it' })
+  @ApiErrorResponse({ database_unavailable: '`queue=ack`, and the database does not answer', shutting_down: 'this replica is closing' })
   async replayAll(@Query() query: DeadLetterReplayAllQuery): Promise<{ runId?: string; queue: string; count: number; replayed?: false }> {
     if (query.dryRun === true) return { queue: query.queue, count: await this.replays.count(query.queue), replayed: false };
     const result = await this.runs.start(query.queue);
     if (!result.started) {
-      throw new ApiError(409, 'replay_running', `A replay of the ${query.queue} dead-letter queue is running`, { runId: result.runningRunId });
+      throw new ApiError('replay_running', `A replay of the ${query.queue} dead-letter queue is running`, { runId: result.runningRunId });
     }
     return { runId: result.run.id, queue: result.run.queue, count: result.run.total };
   }
@@ -76,7 +76,7 @@ export class DeadLettersController {
   @ApiNotFoundErrorResponse('no replay run has this id')
   async run(@Param() params: ReplayRunIdParams): Promise<ReplayRun> {
     const run = await this.replayRuns.get(params.runId);
-    if (!run) throw new ApiError(404, 'not_found', `No replay run ${params.runId}`);
+    if (!run) throw new ApiError('not_found', `No replay run ${params.runId}`);
     return run;
   }
 
@@ -92,12 +92,10 @@ export class DeadLettersController {
   @ApiAcceptedResponse({ type: DeadLetterReplayResponse })
   @ApiInvalidRequestResponse('`id` is not a UUID')
   @ApiNotFoundErrorResponse('no dead letter has this id')
-  @ApiErrorResponse(
-    409,
-    '`superseded`, `already_pending`, `subscription_deleted`, `not_replayable`: a notification letter that cannot be sent again.',
-  )
-  @ApiErrorResponse(422, '`invalid_event`: PostgreSQL refuses the spooled event.')
-  @ApiErrorResponse(503, '`database_unavailable`: an ack letter, and the database still does not acknowledge.')
+  // A notification letter that cannot be sent again.
+  @ApiErrorResponse({ superseded: true, already_pending: true, subscription_deleted: true, not_replayable: true })
+  @ApiErrorResponse({ unstorable_event: 'an ack letter whose event PostgreSQL refuses' })
+  @ApiErrorResponse({ database_unavailable: 'an ack letter, and the database still does not acknowledge' })
   replayOne(@Param() params: DeadLetterIdParams): Promise<{ replayed: true; reconcile?: string; notification?: string; stored?: number }> {
     return this.replays.replayOne(params.id);
   }

@@ -25,7 +25,7 @@ export class ResyncService {
    */
   async request(type: ResourceType, id: string, workspace: WorkspaceId = DEFAULT_WORKSPACE): Promise<string> {
     if (type === 'post' && (await this.unknownToPozy(workspace, id))) {
-      throw new ApiError(404, 'unknown_to_pozy', `Pozy does not know post ${id}, and the mirror never held it`);
+      throw new ApiError('unknown_to_pozy', `Pozy does not know post ${id}, and the mirror never held it`);
     }
     const key = resourceJobKey(type, id);
     this.reconcileSignal.requested(await this.requests.requestForcedRead(workspace, key, type, id));

@@ -20,7 +20,7 @@ export class TimelineController {
   })
   @ApiOkResponse({ type: TimelineResponse })
   @ApiInvalidRequestResponse('`id` is not a Pozy id, `limit` out of 1..500, or `cursor` not one this service returned')
-  @ApiErrorResponse(404, '`unknown_workspace`: no such workspace is mirrored here.')
+  @ApiErrorResponse({ unknown_workspace: 'no such workspace is mirrored here' })
   post(@Param() params: ResourceIdParams, @Query() query: TimelineQuery): Promise<TimelineResponse> {
     return this.timelines.page({ type: 'post', id: params.id }, query);
   }
@@ -29,7 +29,7 @@ export class TimelineController {
   @ApiOperation({ summary: "A profile's story: its events and account reads, and its accounts' feed entries, notifications and dead letters." })
   @ApiOkResponse({ type: TimelineResponse })
   @ApiInvalidRequestResponse('`id` is not a Pozy id, `limit` out of 1..500, or `cursor` not one this service returned')
-  @ApiErrorResponse(404, '`unknown_workspace`: no such workspace is mirrored here.')
+  @ApiErrorResponse({ unknown_workspace: 'no such workspace is mirrored here' })
   profile(@Param() params: ResourceIdParams, @Query() query: TimelineQuery): Promise<TimelineResponse> {
     return this.timelines.page({ type: 'profile', id: params.id }, query);
   }

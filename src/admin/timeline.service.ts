@@ -21,8 +21,7 @@ export class TimelineService {
 
   async page(subject: TimelineSubject, query: TimelineQuery): Promise<TimelineResponse> {
     const workspaceId = query.workspace ?? DEFAULT_WORKSPACE;
-    if (!this.workspaces.get(workspaceId))
-      throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
+    if (!this.workspaces.get(workspaceId)) throw new ApiError('unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
     const limit = query.limit ?? DEFAULT_LIMIT;
     // The history's retention prunes only versions read before its window: a read since then that has none changed nothing.
     const versionsKeptSince = new Date(Date.now() - this.config.retention.historyRetentionDays * DAY_MS);
@@ -53,5 +52,5 @@ function decodePosition(cursor: string | undefined): TimelinePosition | null {
   } catch {
     // fall through
   }
-  throw new ApiError(400, 'invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
+  throw new ApiError('invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
 }

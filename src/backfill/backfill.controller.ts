@@ -24,11 +24,11 @@ export class BackfillController {
   @HttpCode(202)
   @ApiOperation({ summary: "Start a backfill from Pozy's delivery logs now." })
   @ApiAcceptedResponse({ type: BackfillStartedResponse })
-  @ApiErrorResponse(409, '`backfill_running`: a backfill is already running on some replica; `details.runId` names it.')
+  @ApiErrorResponse({ backfill_running: 'a backfill is already running on some replica; `details.runId` names it' })
   async start(): Promise<{ runId: string }> {
     const result = await this.backfill.start('admin');
     if (!result.started) {
-      throw new ApiError(409, 'backfill_running', 'A backfill is already running', { runId: result.runningRunId });
+      throw new ApiError('backfill_running', 'A backfill is already running', { runId: result.runningRunId });
     }
     return { runId: result.runId };
   }
@@ -41,7 +41,7 @@ export class BackfillController {
   @ApiNotFoundErrorResponse('no backfill run has this id')
   async get(@Param() params: RunIdParams): Promise<BackfillRun> {
     const run = await this.runs.get(params.runId);
-    if (!run) throw new ApiError(404, 'not_found', `No backfill run ${params.runId}`);
+    if (!run) throw new ApiError('not_found', `No backfill run ${params.runId}`);
     return run;
   }
 }

@@ -31,7 +31,7 @@ export function expiredCursor(after: string, oldest: string | null): ApiError | 
 
 /** `410 cursor_expired`, the same body whatever expired it (retention, or a named consumer past CONSUMER_MAX_LAG_DAYS). */
 export function cursorExpired(why: string, oldestCursor: string): ApiError {
-  return new ApiError(410, 'cursor_expired', `${why}; the oldest cursor available is ${oldestCursor}. ${RESYNC}`, { oldestCursor, resync: RESYNC });
+  return new ApiError('cursor_expired', `${why}; the oldest cursor available is ${oldestCursor}. ${RESYNC}`, { oldestCursor, resync: RESYNC });
 }
 
 /** The answer to a read of `limit` entries after `after` that looked `scan` positions ahead. */

@@ -40,16 +40,16 @@ export class ChangesController {
   @ApiInvalidRequestResponse(
     'A parameter (with `consumer`: `after` and the filters are refused, `partition` is required past one partition and below their number)',
   )
-  @ApiErrorResponse(
-    403,
-    '`consumer_not_allowed`: the token reads other consumers; `consumer_token`: a token limited to consumers reads only with `consumer`.',
-  )
-  @ApiErrorResponse(404, '`not_found`: no consumer of this name (or none the token may read).')
-  @ApiErrorResponse(
-    410,
-    '`cursor_expired`: `after` is older than the changes kept (CHANGE_RETENTION_DAYS), or the consumer expired (CONSUMER_MAX_LAG_DAYS); `details` gives `oldestCursor` and how to resynchronise.',
-  )
-  @ApiErrorResponse(503, `\`too_many_waiters\`: this replica already holds CHANGES_MAX_WAITERS long polls (\`wait\`). ${QUERY_REFUSALS}`)
+  @ApiErrorResponse({
+    consumer_not_allowed: 'the token reads other consumers',
+    consumer_token: 'a token limited to consumers reads only with `consumer`',
+  })
+  @ApiErrorResponse({ not_found: 'no consumer of this name (or none the token may read)' })
+  @ApiErrorResponse({
+    cursor_expired:
+      '`after` is older than the changes kept (CHANGE_RETENTION_DAYS), or the consumer expired (CONSUMER_MAX_LAG_DAYS); `details` gives `oldestCursor` and how to resynchronise',
+  })
+  @ApiErrorResponse({ too_many_waiters: 'this replica already holds CHANGES_MAX_WAITERS long polls (`wait`)', ...QUERY_REFUSALS })
   @ConsumerRoute()
   list(
     @Query() query: ListChangesQuery,
@@ -59,10 +59,10 @@ export class ChangesController {
   ): Promise<ChangePage | ConsumerPage> {
     if (query.consumer !== undefined) return this.consumers.read(query, db, scope, consumers);
     if (query.partition !== undefined)
-      throw new ApiError(400, 'invalid_request', 'Invalid request: partition: partition is only read with consumer', [
+      throw new ApiError('invalid_request', 'Invalid request: partition: partition is only read with consumer', [
         { field: 'partition', problems: ['partition is only read with consumer'] },
       ]);
-    if (consumers !== undefined) throw new ApiError(403, 'consumer_token', `This token reads only with consumer= (${consumers.join(', ')})`);
+    if (consumers !== undefined) throw new ApiError('consumer_token', `This token reads only with consumer= (${consumers.join(', ')})`);
     return this.changes.list(query, db, scope.narrow(query.workspace));
   }
 
@@ -77,11 +77,11 @@ export class ChangesController {
   })
   @ApiOkResponse({ type: CommitAnswerResponse })
   @ApiInvalidRequestResponse('`consumer`, `partition`, `cursor` (also `cursor_beyond_head`: past the newest position; `malformed_json`)')
-  @ApiErrorResponse(403, '`consumer_not_allowed`: the token reads other consumers.')
-  @ApiErrorResponse(404, '`not_found`: no consumer of this name (or none the token may read).')
-  @ApiErrorResponse(409, '`cursor_behind_committed`: before the committed position; `details.committed` gives it.')
-  @ApiErrorResponse(410, '`cursor_expired`: the partition expired and the cursor is older than the changes kept.')
-  @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
+  @ApiErrorResponse({ consumer_not_allowed: 'the token reads other consumers' })
+  @ApiErrorResponse({ not_found: 'no consumer of this name (or none the token may read)' })
+  @ApiErrorResponse({ cursor_behind_committed: 'before the committed position; `details.committed` gives it' })
+  @ApiErrorResponse({ cursor_expired: 'the partition expired and the cursor is older than the changes kept' })
+  @ApiErrorResponse({ payload_too_large: 'a body over 1 MiB' })
   @ConsumerRoute()
   commit(
     @Body() body: CommitConsumerDto,

@@ -88,7 +88,6 @@ export class ChangesService implements BeforeApplicationShutdown, OnModuleDestro
     if (waitMs === 0) return this.read(db, after ?? (await this.start(db)), limit, scan, filter);
     if (this.longPolls >= this.config.changesMaxWaiters) {
       throw new ApiError(
-        503,
         'too_many_waiters',
         `This replica already holds ${this.config.changesMaxWaiters} long polls (CHANGES_MAX_WAITERS); try again shortly, or without wait`,
         undefined,

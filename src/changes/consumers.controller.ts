@@ -24,9 +24,9 @@ export class ConsumersController {
   })
   @ApiCreatedResponse({ type: ConsumerResponse })
   @ApiInvalidRequestResponse('`name`, `types`, `workspaces`, `profileIds`, `platforms`, `partitions`, or an unknown field (also `malformed_json`)')
-  @ApiErrorResponse(409, '`consumer_exists`: a consumer of this name exists.')
-  @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
-  @ApiErrorResponse(415, '`unsupported_media_type`: a body that is not `application/json`.')
+  @ApiErrorResponse({ consumer_exists: 'a consumer of this name exists' })
+  @ApiErrorResponse({ payload_too_large: 'a body over 1 MiB' })
+  @ApiErrorResponse({ unsupported_media_type: 'a body that is not `application/json`' })
   create(@Body() body: CreateConsumerDto): Promise<ConsumerView> {
     return this.consumers.create(body);
   }

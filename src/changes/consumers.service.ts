@@ -71,9 +71,9 @@ export interface CommitAnswer extends ConsumerPartitionView {
 }
 
 const invalid = (field: string, problem: string) =>
-  new ApiError(400, 'invalid_request', `Invalid request: ${field}: ${problem}`, [{ field, problems: [problem] }]);
+  new ApiError('invalid_request', `Invalid request: ${field}: ${problem}`, [{ field, problems: [problem] }]);
 
-const notFound = (name: string) => new ApiError(404, 'not_found', `No consumer ${name}`);
+const notFound = (name: string) => new ApiError('not_found', `No consumer ${name}`);
 
 /**
  * Named consumers of the change feed: the server keeps each partition's committed position, reads from it
@@ -144,7 +144,7 @@ export class ConsumersService {
     };
     const { newest } = await this.changes.bounds(this.database.db);
     const created = await this.consumers.create(definition, newest ?? '0');
-    if (!created) throw new ApiError(409, 'consumer_exists', `A consumer named ${body.name} exists already`);
+    if (!created) throw new ApiError('consumer_exists', `A consumer named ${body.name} exists already`);
     this.logger.log(`Consumer ${created.name} made (${created.partitions} partition(s), from position ${newest ?? '0'})`);
     return (await this.views([created]))[0];
   }
@@ -194,14 +194,9 @@ export class ConsumersService {
     const { oldest, newest } = await this.changes.bounds(this.database.db);
     const head = newest ?? '0';
     if (BigInt(body.cursor) > BigInt(head)) {
-      throw new ApiError(
-        400,
-        'cursor_beyond_head',
-        `Cursor ${body.cursor} is beyond the feed's head ${head}: commit a cursor GET /changes answered`,
-        {
-          head,
-        },
-      );
+      throw new ApiError('cursor_beyond_head', `Cursor ${body.cursor} is beyond the feed's head ${head}: commit a cursor GET /changes answered`, {
+        head,
+      });
     }
     const before = consumer.partitionStates[partition];
     const oldestCursor = oldestAvailable(oldest) ?? '0';
@@ -212,7 +207,6 @@ export class ConsumersService {
     if (outcome.kind === 'not_found') throw notFound(consumer.name);
     if (outcome.kind === 'behind') {
       throw new ApiError(
-        409,
         'cursor_behind_committed',
         `Cursor ${body.cursor} is before partition ${partition}'s committed position ${outcome.state.cursor}: a commit never moves back`,
         { committed: outcome.state.cursor },
@@ -288,7 +282,7 @@ export class ConsumersService {
   /** The consumer, if the reader may read it: a token for some consumers reads only those, one for some workspaces only consumers within them. */
   private async readable(name: string, scope: WorkspaceScope, allowed: readonly string[] | undefined): Promise<StoredConsumer> {
     if (allowed !== undefined && !allowed.includes(name)) {
-      throw new ApiError(403, 'consumer_not_allowed', `This token reads only the consumers ${allowed.join(', ')}, not ${name}`);
+      throw new ApiError('consumer_not_allowed', `This token reads only the consumers ${allowed.join(', ')}, not ${name}`);
     }
     const consumer = await this.consumers.find(name);
     // One outside the reader's workspaces is answered as one that does not exist.

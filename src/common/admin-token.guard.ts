@@ -12,11 +12,11 @@ export class AdminTokenGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     const token = this.config.adminToken;
-    if (!token) throw new ApiError(403, 'admin_disabled', 'Admin endpoints are disabled: set ADMIN_TOKEN to enable them');
+    if (!token) throw new ApiError('admin_disabled', 'Admin endpoints are disabled: set ADMIN_TOKEN to enable them');
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const presented = bearerToken(request);
-    if (!presented) throw new ApiError(401, 'missing_token', 'Authorization: Bearer <ADMIN_TOKEN> is required');
-    if (!matchesAnyToken(presented, [token])) throw new ApiError(403, 'invalid_token', 'The admin token is not valid');
+    if (!presented) throw new ApiError('missing_token', 'Authorization: Bearer <ADMIN_TOKEN> is required');
+    if (!matchesAnyToken(presented, [token])) throw new ApiError('invalid_token', 'The admin token is not valid');
     keepOpenWhileItWorks(request);
     return true;
   }

@@ -37,7 +37,7 @@ describe('AllExceptionsFilter', () => {
   it('answers a client error with its status and JSON body, and logs nothing', () => {
     const { host: h, sent } = host();
 
-    new AllExceptionsFilter().catch(new ApiError(401, 'invalid_signature', 'X-Pozy-Signature does not match the body'), h);
+    new AllExceptionsFilter().catch(new ApiError('invalid_signature', 'X-Pozy-Signature does not match the body'), h);
 
     expect(sent).toEqual({
       status: 401,
@@ -49,7 +49,7 @@ describe('AllExceptionsFilter', () => {
   it('answers JSON on a route whose own answer is another type (GET /metrics: text/plain)', () => {
     const { host: h, sent, headers } = host('req-8', { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
 
-    new AllExceptionsFilter().catch(new ApiError(503, 'status_timeout', 'Reading the status figures took too long'), h);
+    new AllExceptionsFilter().catch(new ApiError('status_timeout', 'Reading the status figures took too long'), h);
 
     expect(sent.status).toBe(503);
     expect(headers['content-type']).toBe('application/json; charset=utf-8');
@@ -58,7 +58,7 @@ describe('AllExceptionsFilter', () => {
   it('sends Retry-After with an error that says when to come back (a 503 of too much load)', () => {
     const { host: h, sent, headers } = host();
 
-    new AllExceptionsFilter().catch(new ApiError(503, 'overloaded', 'retry later', undefined, 2), h);
+    new AllExceptionsFilter().catch(new ApiError('overloaded', 'retry later', undefined, 2), h);
 
     expect(sent).toEqual({ status: 503, body: { statusCode: 503, error: 'overloaded', message: 'retry later', details: undefined } });
     expect(headers['Retry-After']).toBe('2');

@@ -1,15 +1,20 @@
-/** An error the client caused and can correct: it becomes a 4xx JSON answer naming the problem. */
+import { ErrorCode, statusOf } from './error-codes';
+
+/** An error answered as JSON naming the problem: its code (error-codes.ts) brings its HTTP status. */
 export class ApiError extends Error {
+  /** The code's status, from ERROR_CODES. */
+  readonly status: number;
+
   constructor(
-    readonly status: number,
     /** Stable, machine-readable name of the problem, e.g. `invalid_signature`. */
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
     /** Sent as `Retry-After` (seconds): when the client may try again, on a 429 or a 503. */
     readonly retryAfterS?: number,
   ) {
     super(message);
+    this.status = statusOf(code);
     this.name = 'ApiError';
   }
 }
@@ -21,3 +26,6 @@ export interface ErrorBody {
   message: string;
   details?: unknown;
 }
+
+/** The body of an answer with one of the registry's codes, its status from the registry. */
+export const errorBody = (code: ErrorCode, message: string): ErrorBody => ({ statusCode: statusOf(code), error: code, message });

@@ -18,7 +18,7 @@ describe('toErrorResponse: what a thrown error answers', () => {
   it('answers an ApiError with its status, its code as `error`, its message and its details', () => {
     const details = [{ field: 'limit', problems: ['limit must not be greater than 500'] }];
 
-    expect(toErrorResponse(new ApiError(400, 'invalid_query', 'limit is too large', details))).toEqual({
+    expect(toErrorResponse(new ApiError('invalid_query', 'limit is too large', details))).toEqual({
       status: 400,
       body: { statusCode: 400, error: 'invalid_query', message: 'limit is too large', details },
       unexpected: false,
@@ -26,7 +26,7 @@ describe('toErrorResponse: what a thrown error answers', () => {
   });
 
   it('keeps an ApiError 5xx the service chose (e.g. 503 overloaded) expected: nothing to log as a bug', () => {
-    const { status, body, unexpected } = toErrorResponse(new ApiError(503, 'overloaded', 'retry later'));
+    const { status, body, unexpected } = toErrorResponse(new ApiError('overloaded', 'retry later'));
 
     expect({ status, error: body.error, unexpected }).toEqual({ status: 503, error: 'overloaded', unexpected: false });
   });
@@ -119,17 +119,17 @@ describe('validateInstance: the 400 a failed validation throws', () => {
     ]);
   });
 
-  it('answers with another status when asked', () => {
+  it("answers with the status of the code asked for (the registry's)", () => {
     const query = plainToInstance(Query, { name: 'x', window: { minutes: -1 } });
 
     let thrown: unknown;
     try {
-      validateInstance(query, { code: 'invalid_body', what: 'body', status: 422 });
+      validateInstance(query, { code: 'unstorable_event', what: 'body' });
     } catch (error) {
       thrown = error;
     }
 
-    expect(thrown).toMatchObject({ status: 422, code: 'invalid_body' });
+    expect(thrown).toMatchObject({ status: 422, code: 'unstorable_event' });
   });
 });
 

@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
-import { ApiError, ErrorBody } from './api-error';
+import { ApiError, ErrorBody, errorBody } from './api-error';
+import { statusOf } from './error-codes';
 import { isNoConnection } from './database-errors';
 
 const snake = (text: string) =>
@@ -36,15 +37,15 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
   // Every connection busy, wherever it was wanted: the request may succeed shortly, and the service is not broken.
   if (isNoConnection(error)) {
     return {
-      status: 503,
-      body: { statusCode: 503, error: 'overloaded', message: 'No database connection came free in time; retry shortly' },
+      status: statusOf('overloaded'),
+      body: errorBody('overloaded', 'No database connection came free in time; retry shortly'),
       unexpected: false,
       retryAfterS: 1,
     };
   }
   return {
-    status: 500,
-    body: { statusCode: 500, error: 'internal_error', message: 'Internal server error' },
+    status: statusOf('internal_error'),
+    body: errorBody('internal_error', 'Internal server error'),
     unexpected: true,
   };
 }

@@ -38,7 +38,7 @@ class FakeIssued extends IssuedReadTokens {
 
   match(presented: string): IssuedToken | undefined {
     this.asked += 1;
-    if (this.stale) throw new ApiError(503, 'tokens_unavailable', 'stale');
+    if (this.stale) throw new ApiError('tokens_unavailable', 'stale');
     return this.live.get(presented);
   }
 }

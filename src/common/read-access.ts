@@ -47,9 +47,11 @@ export abstract class IssuedReadTokens {
 export const TOKENS_STALE_AFTER_MS = 10_000;
 
 /** That 503, for the OpenAPI descriptions of the read endpoints' 503s. */
-export const TOKENS_UNAVAILABLE =
-  '`tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` ' +
-  `could not be read from the database for ${TOKENS_STALE_AFTER_MS / 1000} s.`;
+export const TOKENS_UNAVAILABLE = {
+  tokens_unavailable:
+    'a token not in the environment came while the tokens made with `POST /admin/tokens` ' +
+    `could not be read from the database for ${TOKENS_STALE_AFTER_MS / 1000} s; with \`Retry-After\``,
+} as const;
 
 /** Who is reading: what of the status they may see, and which workspaces they may read. */
 interface Reader {
@@ -88,14 +90,14 @@ function readerOf(config: AppConfig, issued: IssuedReadTokens, request: FastifyR
   const presented = bearerToken(request);
   if (!presented) {
     if (anonymous === 'public') return ANONYMOUS_STATUS;
-    throw new ApiError(401, 'missing_token', `Authorization: Bearer <token> is required: ${accepted(config, issued).oneOf}`);
+    throw new ApiError('missing_token', `Authorization: Bearer <token> is required: ${accepted(config, issued).oneOf}`);
   }
   const tokens = config.adminToken ? [...config.readTokens, config.adminToken] : config.readTokens;
   if (matchesAnyToken(presented, tokens)) return EVERYTHING;
   const token = issued.match(presented);
   // A wrong token is refused even where anonymous requests pass: its client should learn it was rotated away. A
   // deleted token is a wrong one: the same answer.
-  if (!token) throw new ApiError(403, 'invalid_token', `The token is ${accepted(config, issued).notOneOf}`);
+  if (!token) throw new ApiError('invalid_token', `The token is ${accepted(config, issued).notOneOf}`);
   return { detail: token.scope.all ? 'full' : 'public', scope: token.scope, ...(token.consumers ? { consumers: token.consumers } : {}) };
 }
 
@@ -120,7 +122,6 @@ export class ReadTokenGuard implements CanActivate {
     const reader = readerOf(this.config, this.issued, request, 'refuse');
     if (reader.consumers !== undefined && this.reflector.get<boolean | undefined>(CONSUMER_ROUTE, context.getHandler()) !== true) {
       throw new ApiError(
-        403,
         'consumer_token',
         `This token reads only GET /changes?consumer= for the consumers ${reader.consumers.join(', ')}, and commits them (POST /changes/commit)`,
       );

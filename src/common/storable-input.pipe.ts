@@ -17,6 +17,6 @@ export class StorableInputPipe implements PipeTransform {
     const found = findUnstorable(value, metadata.data ?? '', MAX_INPUT_DEPTH);
     if (!found) return value;
     const problem = `${found.field} ${found.problem}`;
-    throw new ApiError(400, 'invalid_request', `Invalid request: ${found.field}: ${problem}`, [{ field: found.field, problems: [problem] }]);
+    throw new ApiError('invalid_request', `Invalid request: ${found.field}: ${problem}`, [{ field: found.field, problems: [problem] }]);
   }
 }

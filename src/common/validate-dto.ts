@@ -1,5 +1,6 @@
 import { validateSync, ValidationError, ValidatorOptions } from 'class-validator';
 import { ApiError } from './api-error';
+import { ErrorCode } from './error-codes';
 
 export interface FieldProblem {
   field: string;
@@ -15,11 +16,10 @@ function flatten(errors: ValidationError[], prefix = ''): FieldProblem[] {
 }
 
 export interface ValidationOptions {
-  /** The error code of the 4xx answer, e.g. `invalid_event`. */
-  code: string;
+  /** The error code of the 4xx answer, e.g. `invalid_event` (its status comes with it). */
+  code: ErrorCode;
   /** What is being validated, for the message: "Invalid <what>: ...". */
   what: string;
-  status?: number;
   validator?: ValidatorOptions;
 }
 
@@ -55,5 +55,5 @@ export function validateInstance<T extends object>(instance: T, options: Validat
 export function validationFailed(errors: ValidationError[], options: ValidationOptions): ApiError {
   const problems = flatten(errors);
   const summary = problems.map((p) => `${p.field}: ${p.problems.join(', ')}`).join('; ');
-  return new ApiError(options.status ?? 400, options.code, `Invalid ${options.what}: ${summary}`, problems);
+  return new ApiError(options.code, `Invalid ${options.what}: ${summary}`, problems);
 }

@@ -65,7 +65,6 @@ export class QueryPool implements OnApplicationShutdown {
 export function queryRefusal(error: unknown): ApiError | undefined {
   if (isStatementTimeout(error)) {
     return new ApiError(
-      503,
       'query_timeout',
       'The query ran longer than QUERY_STATEMENT_TIMEOUT_MS allows and was stopped: narrow it (rarer words, no phrase of common words) or try again later',
       undefined,
@@ -74,7 +73,6 @@ export function queryRefusal(error: unknown): ApiError | undefined {
   }
   if (isNoConnection(error)) {
     return new ApiError(
-      503,
       'overloaded',
       `No database connection for queries came free within ${QUERY_CONNECTION_WAIT_MS} ms (DATABASE_QUERY_POOL_SIZE, or the server's own limit); try again shortly`,
       undefined,

@@ -74,13 +74,13 @@ describe('ReplicaReadInterceptor', () => {
   });
 
   it('lets other failures through, with the header on a 404 read from the replica but not on a 400', async () => {
-    const notFound = new ApiError(404, 'not_found', 'Post x is not in the mirror');
+    const notFound = new ApiError('not_found', 'Post x is not in the mirror');
     const missing = await intercept({}, async () => Promise.reject(notFound));
     expect(missing.outcome).toEqual({ error: notFound });
     expect(missing.dbs).toEqual([replicaDb]);
     expect(missing.headers).toEqual({ 'X-Replica-Lag-Ms': '42' });
 
-    const bad = new ApiError(400, 'invalid_request', 'Invalid request: consistency: ...');
+    const bad = new ApiError('invalid_request', 'Invalid request: consistency: ...');
     const refused = await intercept({ consistency: 'always' }, async () => Promise.reject(bad));
     expect(refused.outcome).toEqual({ error: bad });
     expect(refused.headers).toEqual({});

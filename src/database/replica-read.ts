@@ -12,7 +12,7 @@ import { ApiExtension } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { catchError, Observable, tap, throwError } from 'rxjs';
 import { ApiError } from '../common/api-error';
-import { ApiErrorResponse } from '../common/error-body.dto';
+import { ApiErrorResponse, ErrorCodesAnswered } from '../common/error-body.dto';
 import { TOKENS_UNAVAILABLE } from '../common/read-access';
 import { REPLICA_LAG_HEADER, REPLICA_READ_EXTENSION } from '../common/read-consistency';
 import type { Db } from './database.service';
@@ -67,13 +67,14 @@ export class ReplicaReadInterceptor implements NestInterceptor {
  * parameter passed to the query code, and `consistency` in the query DTO (`ConsistencyQuery` or `@ConsistencyParam()`).
  */
 export const ReplicaRead = (): MethodDecorator & ClassDecorator =>
-  applyDecorators(UseInterceptors(ReplicaReadInterceptor), ApiExtension(REPLICA_READ_EXTENSION, true), ApiErrorResponse(503, QUERY_REFUSALS));
+  applyDecorators(UseInterceptors(ReplicaReadInterceptor), ApiExtension(REPLICA_READ_EXTENSION, true), ApiErrorResponse(QUERY_REFUSALS));
 
 /** The 503s of every query endpoint (query-pool.ts), with `Retry-After`. */
-export const QUERY_REFUSALS =
-  '`query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); ' +
-  "`overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). " +
-  `${TOKENS_UNAVAILABLE} Each with \`Retry-After\`.`;
+export const QUERY_REFUSALS: ErrorCodesAnswered = {
+  query_timeout: 'a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`',
+  overloaded: "no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`",
+  ...TOKENS_UNAVAILABLE,
+};
 
 /** The `Db` this request reads through (the replica's or the primary's), chosen by `@ReplicaRead()`. */
 export const ReadDb = createParamDecorator((_data: unknown, context: ExecutionContext): Db => {

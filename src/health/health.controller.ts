@@ -38,7 +38,7 @@ export class HealthController {
   @HealthCheck({ swaggerDocumentation: false })
   @ApiOperation({ summary: 'Readiness: not draining, the database answers, migrations are applied, and (unless ROLE=api) the worker runs.' })
   @ApiOkResponse({ type: HealthCheckResponse })
-  @ApiErrorResponse(503, '`not_ready`: `details` has each check (`draining`, `database`, `migrations`, `worker`) with its status.')
+  @ApiErrorResponse({ not_ready: '`details` has each check (`draining`, `database`, `migrations`, `worker`) with its status' })
   async ready(): Promise<HealthCheckResult> {
     try {
       return await this.health.check([
@@ -66,7 +66,7 @@ export class HealthController {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       const result = error.getResponse() as HealthCheckResult;
       const failing = Object.keys(result.error ?? {});
-      throw new ApiError(503, 'not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}`, result.details);
+      throw new ApiError('not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}`, result.details);
     }
   }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { BackfillRun, BackfillRunRepository } from '../backfill/backfill-run.repository';
 import { ApiError } from '../common/api-error';
+import type { ErrorCodesAnswered } from '../common/error-body.dto';
 import { SharedComputation } from '../common/shared-computation';
 import { AppConfig } from '../config/app-config';
 import { DeadLetterRepository, ListedDeadLetter } from '../dead-letters/dead-letter.repository';
@@ -23,9 +24,11 @@ const RETRY_AFTER_S = 2;
 const READING_DEADLINE_MS = 5_000;
 
 /** The 503s of the three endpoints that show the figures, for their OpenAPI description. */
-export const STATUS_UNAVAILABLE =
-  `\`status_timeout\`: a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked); ` +
-  `\`overloaded\`: no database connection came free in time. ${TOKENS_UNAVAILABLE} Each with \`Retry-After\`.`;
+export const STATUS_UNAVAILABLE: ErrorCodesAnswered = {
+  status_timeout: `a statement reading the figures ran past ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy, or a table locked); with \`Retry-After\``,
+  overloaded: 'no database connection came free in time; with `Retry-After`',
+  ...TOKENS_UNAVAILABLE,
+};
 
 /** Workspaces the status names as furthest behind. */
 const FURTHEST_BEHIND = 5;
@@ -77,7 +80,6 @@ export class StatusSnapshots {
     return withDeadline(this.shared.get(), READING_DEADLINE_MS).catch((error: unknown) => {
       if (!(error instanceof AckTimeoutError)) throw error;
       throw new ApiError(
-        503,
         'status_timeout',
         `Reading the status figures took longer than ${READING_DEADLINE_MS} ms (the database does not answer); retry shortly`,
         undefined,
@@ -104,7 +106,6 @@ export class StatusSnapshots {
     } catch (error) {
       if (isStatementTimeout(error)) {
         throw new ApiError(
-          503,
           'status_timeout',
           `Reading the status figures took longer than ${STATUS_STATEMENT_TIMEOUT_MS} ms (the database is busy or a table is locked); retry shortly`,
           undefined,
@@ -114,7 +115,6 @@ export class StatusSnapshots {
       // Every connection busy (an import, a burst of webhooks): the figures wait, the receiver does not.
       if (isNoConnection(error)) {
         throw new ApiError(
-          503,
           'overloaded',
           'Every database connection stayed busy; the status figures are read again shortly',
           undefined,

@@ -22,8 +22,8 @@ export class SyncStatusController {
       'With one of API_TOKENS, ADMIN_TOKEN or a token made for every workspace (or while reads are open), all of it.',
   })
   @ApiOkResponse({ type: SyncStatusResponse })
-  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  @ApiErrorResponse(503, STATUS_UNAVAILABLE)
+  @ApiErrorResponse({ internal_error: 'the database did not answer' })
+  @ApiErrorResponse(STATUS_UNAVAILABLE)
   status(@StatusDetail() detail: ReadDetail): Promise<SyncStatus> {
     return this.syncStatus.status(detail);
   }

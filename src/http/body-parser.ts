@@ -20,7 +20,7 @@ export function decodeJsonBody(body: Buffer): string {
 }
 
 function invalidEncoding(problem: string): ApiError {
-  return new ApiError(400, 'invalid_encoding', `JSON must be UTF-8: ${problem}`, [{ field: 'body', problems: [problem] }]);
+  return new ApiError('invalid_encoding', `JSON must be UTF-8: ${problem}`, [{ field: 'body', problems: [problem] }]);
 }
 
 /**
@@ -46,7 +46,7 @@ export function registerJsonParser(fastify: FastifyInstance, rawRoutes: readonly
         return done(error as Error);
       }
       void parseJson(request, text, (error, value) =>
-        error ? done(new ApiError(400, 'malformed_json', `The body is not valid JSON: ${error.message}`)) : done(null, value),
+        error ? done(new ApiError('malformed_json', `The body is not valid JSON: ${error.message}`)) : done(null, value),
       );
     },
   );

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { ErrorBody } from '../common/api-error';
+import { errorBody, type ErrorBody } from '../common/api-error';
 
 /**
  * Fastify's own refusals, which never reach Nest's exception filter, answered in the service's one error shape
@@ -15,7 +15,7 @@ export function answerFrameworkError(error: FastifyError, _request: FastifyReque
   const status = error.statusCode ?? 400;
   const body: ErrorBody =
     error.code === 'FST_ERR_BAD_URL'
-      ? { statusCode: 400, error: 'invalid_url', message: 'The URL is not valid: a %-escape in its path does not decode to UTF-8' }
+      ? errorBody('invalid_url', 'The URL is not valid: a %-escape in its path does not decode to UTF-8')
       : { statusCode: status, error: snake(status), message: error.message };
   void reply.code(body.statusCode).send(body);
 }
@@ -44,8 +44,4 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
 }
 
 /** While the server closes: 503 in the service's shape (Fastify's own `return503OnClosing` answers in its shape). */
-export const SHUTTING_DOWN: ErrorBody = {
-  statusCode: 503,
-  error: 'shutting_down',
-  message: 'This replica is shutting down; retry (another replica will answer)',
-};
+export const SHUTTING_DOWN: ErrorBody = errorBody('shutting_down', 'This replica is shutting down; retry (another replica will answer)');

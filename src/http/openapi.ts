@@ -23,19 +23,18 @@ export const DOCS_JSON_PATH = '/docs-json';
 export const ApiAdminAuth = (): MethodDecorator & ClassDecorator =>
   applyDecorators(
     ApiBearerAuth(ADMIN_SECURITY),
-    ApiErrorResponse(401, '`missing_token`: no `Authorization: Bearer <ADMIN_TOKEN>` header.'),
-    ApiErrorResponse(403, '`invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set.'),
+    ApiErrorResponse({ missing_token: 'no `Authorization: Bearer <ADMIN_TOKEN>` header' }),
+    ApiErrorResponse({ invalid_token: 'the token is not ADMIN_TOKEN', admin_disabled: 'ADMIN_TOKEN is not set' }),
   );
 
 /** On a route guarded by ReadTokenGuard (common/read-access.ts): the read scheme, and its 401 and 403. */
 export const ApiReadAuth = (): MethodDecorator & ClassDecorator =>
   applyDecorators(
     ApiBearerAuth(READ_SECURITY),
-    ApiErrorResponse(
-      401,
-      '`missing_token`: API_TOKENS is set, or a token made with `POST /admin/tokens` is live, and no `Authorization: Bearer <token>` header came.',
-    ),
-    ApiErrorResponse(403, '`invalid_token`: the token is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`.'),
+    ApiErrorResponse({
+      missing_token: 'API_TOKENS is set, or a token made with `POST /admin/tokens` is live, and no `Authorization: Bearer <token>` header came',
+    }),
+    ApiErrorResponse({ invalid_token: 'the token is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`' }),
   );
 
 /** On a status route (StatusAccessGuard): the read scheme or none, since STATUS_PUBLIC=true lets anonymous requests in. */
@@ -44,11 +43,10 @@ export const ApiStatusAuth = (): MethodDecorator & ClassDecorator =>
     ApiBearerAuth(READ_SECURITY),
     // An empty requirement: OpenAPI's way to say that no token is also accepted.
     ApiSecurity({}),
-    ApiErrorResponse(401, '`missing_token`: STATUS_PUBLIC=false and no `Authorization: Bearer <token>` header came.'),
-    ApiErrorResponse(
-      403,
-      '`invalid_token`: a token came that is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`.',
-    ),
+    ApiErrorResponse({ missing_token: 'STATUS_PUBLIC=false and no `Authorization: Bearer <token>` header came' }),
+    ApiErrorResponse({
+      invalid_token: 'a token came that is not one of API_TOKENS, nor ADMIN_TOKEN, nor a live token made with `POST /admin/tokens`',
+    }),
   );
 
 /** The version in package.json (one directory above src/ and dist/ alike). */

@@ -18,11 +18,11 @@ export class MetricsController {
       'text/plain': { schema: { type: 'string', example: '# TYPE pozy_sync_reconcile_pending gauge\npozy_sync_reconcile_pending 0\n' } },
     },
   })
-  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  @ApiErrorResponse(
-    503,
-    '`status_timeout`: a statement reading the database gauges ran past its time limit (the database is busy, or a table locked); `overloaded`: every database connection stayed busy. Both with `Retry-After`.',
-  )
+  @ApiErrorResponse({ internal_error: 'the database did not answer' })
+  @ApiErrorResponse({
+    status_timeout: 'a statement reading the database gauges ran past its time limit (the database is busy, or a table locked)',
+    overloaded: 'every database connection stayed busy. Both with `Retry-After`',
+  })
   render(): Promise<string> {
     return this.metrics.render();
   }

@@ -28,7 +28,7 @@ export function decodeCursor(cursor: string | undefined): RowKey | null {
   } catch {
     // fall through
   }
-  throw new ApiError(400, 'invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
+  throw new ApiError('invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
 }
 
 /** One page: `limit` rows, and a cursor when one more row was found. */

@@ -32,23 +32,23 @@ export class NotificationReplayService {
 
   async replayOne(id: string): Promise<{ replayed: true; id: string }> {
     const notification = await this.history.get(id);
-    if (!notification) throw new ApiError(404, 'not_found', `No notification ${id}`);
-    if (notification.state === 'pending') throw new ApiError(409, 'already_pending', `Notification ${id} is already waiting to be sent`);
-    if (notification.state === 'cancelled') throw new ApiError(409, 'subscription_deleted', `The subscription of notification ${id} was deleted`);
+    if (!notification) throw new ApiError('not_found', `No notification ${id}`);
+    if (notification.state === 'pending') throw new ApiError('already_pending', `Notification ${id} is already waiting to be sent`);
+    if (notification.state === 'cancelled') throw new ApiError('subscription_deleted', `The subscription of notification ${id} was deleted`);
     const newer = await this.history.newerThan(id);
     if (newer) {
-      throw new ApiError(409, 'superseded', `A newer version of ${notification.resourceKey} exists for this subscriber (${newer}); replay that one`, {
+      throw new ApiError('superseded', `A newer version of ${notification.resourceKey} exists for this subscriber (${newer}); replay that one`, {
         newer,
       });
     }
     const replayed = await this.history.replay([id], this.config.notify.replayPerSecond);
-    if (replayed.length === 0) throw new ApiError(409, 'not_replayable', `Notification ${id} changed meanwhile; look at it again`);
+    if (replayed.length === 0) throw new ApiError('not_replayable', `Notification ${id} changed meanwhile; look at it again`);
     this.signal.queued(1);
     return { replayed: true, id };
   }
 
   async replayBulk(subscriptionId: string, since: string, source: ReplaySource, dryRun: boolean): Promise<BulkReplayResult> {
-    if (!(await this.subscriptions.get(subscriptionId))) throw new ApiError(404, 'not_found', `No subscription ${subscriptionId}`);
+    if (!(await this.subscriptions.get(subscriptionId))) throw new ApiError('not_found', `No subscription ${subscriptionId}`);
     const ids = await this.history.replayable(subscriptionId, parseInstant(since)!, source);
     const count = dryRun ? ids.length : (await this.history.replay(ids, this.config.notify.replayPerSecond)).length;
     this.signal.queued(dryRun ? 0 : count);

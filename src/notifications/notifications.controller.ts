@@ -36,7 +36,7 @@ export class NotificationsController {
   @ApiNotFoundErrorResponse('no notification has this id')
   async get(@Param() params: NotificationIdParams): Promise<NotificationDetail> {
     const notification = await this.history.get(params.id);
-    if (!notification) throw new ApiError(404, 'not_found', `No notification ${params.id}`);
+    if (!notification) throw new ApiError('not_found', `No notification ${params.id}`);
     return notification;
   }
 
@@ -47,10 +47,12 @@ export class NotificationsController {
   @ApiAcceptedResponse({ type: NotificationReplayResponse, description: 'Queued to be sent again.' })
   @ApiInvalidRequestResponse('`id` is not a notification id (`msg_` and 32 hex digits)')
   @ApiNotFoundErrorResponse('no notification has this id')
-  @ApiErrorResponse(
-    409,
-    '`superseded`: a newer version of its resource exists for that subscriber (`details.newer`); `already_pending`; `subscription_deleted`; `not_replayable`.',
-  )
+  @ApiErrorResponse({
+    superseded: 'a newer version of its resource exists for that subscriber (`details.newer`)',
+    already_pending: true,
+    subscription_deleted: true,
+    not_replayable: true,
+  })
   replay(@Param() params: NotificationIdParams): Promise<{ replayed: true; id: string }> {
     return this.replays.replayOne(params.id);
   }

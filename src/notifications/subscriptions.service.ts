@@ -41,7 +41,7 @@ export class SubscriptionsService {
     const secret = dto.secret ?? newSecret();
     const hours = dto.overlapHours ?? DEFAULT_OVERLAP_HOURS;
     const subscription = await this.repository.rotate(id, secret, Math.round(hours * 3_600_000));
-    if (!subscription) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    if (!subscription) throw new ApiError('not_found', `No subscription ${id}`);
     const until = subscription.previousSecretUntil;
     this.logger.log(
       `Subscription ${id}: signing secret rotated; ${until ? `the previous one signs too until ${until.toISOString()}` : 'the previous one no longer signs'}`,
@@ -55,19 +55,19 @@ export class SubscriptionsService {
 
   async get(id: string): Promise<Subscription> {
     const subscription = await this.repository.get(id);
-    if (!subscription) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    if (!subscription) throw new ApiError('not_found', `No subscription ${id}`);
     return subscription;
   }
 
   async update(id: string, dto: UpdateSubscriptionDto): Promise<Subscription> {
     if (dto.url !== undefined) await this.checkUrl(dto.url);
-    if (!(await this.repository.update(id, dto))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    if (!(await this.repository.update(id, dto))) throw new ApiError('not_found', `No subscription ${id}`);
     return this.get(id);
   }
 
   async delete(id: string): Promise<{ id: string; deleted: true; cancelled: number }> {
     const cancelled = await this.repository.delete(id);
-    if (cancelled === undefined) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    if (cancelled === undefined) throw new ApiError('not_found', `No subscription ${id}`);
     this.logger.log(`Subscription ${id} deleted; ${cancelled} pending notification(s) cancelled`);
     return { id, deleted: true, cancelled };
   }
@@ -75,12 +75,12 @@ export class SubscriptionsService {
   /** A 400 in the validation's own shape, naming `url`, when the URL points inside or carries credentials. */
   private async checkUrl(url: string): Promise<void> {
     const why = await this.guard.refusalOf(url);
-    if (why) throw new ApiError(400, 'invalid_request', `Invalid request: url: ${why}`, [{ field: 'url', problems: [why] }]);
+    if (why) throw new ApiError('invalid_request', `Invalid request: url: ${why}`, [{ field: 'url', problems: [why] }]);
   }
 
   async resume(id: string): Promise<Subscription> {
     const before = await this.repository.get(id);
-    if (!before || !(await this.repository.resume(id))) throw new ApiError(404, 'not_found', `No subscription ${id}`);
+    if (!before || !(await this.repository.resume(id))) throw new ApiError('not_found', `No subscription ${id}`);
     this.logger.log(`Subscription ${id} resumed`);
     this.signal.queued(1);
     const { pausedAt } = before.health;

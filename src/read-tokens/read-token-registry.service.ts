@@ -68,7 +68,6 @@ export class ReadTokenRegistry extends IssuedReadTokens implements OnApplication
   match(presented: string): IssuedToken | undefined {
     if (Date.now() - this.confirmedAt > TOKENS_STALE_AFTER_MS) {
       throw new ApiError(
-        503,
         'tokens_unavailable',
         'The tokens made with POST /admin/tokens could not be read from the database lately, so none is trusted; retry shortly',
         undefined,

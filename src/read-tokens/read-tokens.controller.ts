@@ -25,8 +25,8 @@ export class ReadTokensController {
   })
   @ApiCreatedResponse({ type: CreatedReadTokenResponse, description: 'Made. The token is never shown again.' })
   @ApiInvalidRequestResponse('`name`, `workspaces`, or an unknown field (also `malformed_json`: not JSON; `invalid_encoding`: not UTF-8)')
-  @ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.')
-  @ApiErrorResponse(415, '`unsupported_media_type`: a body that is not `application/json`.')
+  @ApiErrorResponse({ payload_too_large: 'a body over 1 MiB' })
+  @ApiErrorResponse({ unsupported_media_type: 'a body that is not `application/json`' })
   create(@Body() body: CreateReadTokenDto): Promise<Omit<ReadTokenSummary, 'lastUsedAt'> & { token: string }> {
     return this.tokens.create(body.name, body.workspaces, body.consumers);
   }

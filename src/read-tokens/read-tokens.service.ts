@@ -29,7 +29,7 @@ function decodeCursor(cursor: string | undefined): ReadTokenPosition | null {
     // fall through
   }
   const problem = 'cursor is not one this service returned (use nextCursor as given)';
-  throw new ApiError(400, 'invalid_request', `Invalid request: cursor: ${problem}`, [{ field: 'cursor', problems: [problem] }]);
+  throw new ApiError('invalid_request', `Invalid request: cursor: ${problem}`, [{ field: 'cursor', problems: [problem] }]);
 }
 
 /** Read tokens made through the admin API: made, listed, deleted; the registry honours them on every replica. */
@@ -66,7 +66,7 @@ export class ReadTokensService {
 
   /** Refused on this replica before this answers, on the others within about a second. */
   async delete(id: string): Promise<{ id: string; deleted: true; readsOpen: boolean }> {
-    if (!(await this.tokens.delete(id))) throw new ApiError(404, 'not_found', `No live read token ${id}`);
+    if (!(await this.tokens.delete(id))) throw new ApiError('not_found', `No live read token ${id}`);
     await this.registry.changed({ deleted: id });
     this.logger.log(`Read token ${id} deleted`);
     return { id, deleted: true, readsOpen: readsOpen(this.config, this.registry) };

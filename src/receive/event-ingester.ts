@@ -50,7 +50,7 @@ export class EventIngester {
   /** Resolves once the event is safe (in the database or the spool); rejects if it is neither. */
   store(event: NewPozyEvent): Promise<StoreOutcome> {
     if (this.queue.length >= MAX_WAITING) {
-      return Promise.reject(new ApiError(503, 'overloaded', 'Too many webhooks waiting for the database; retry later'));
+      return Promise.reject(new ApiError('overloaded', 'Too many webhooks waiting for the database; retry later'));
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ event, resolve, reject });

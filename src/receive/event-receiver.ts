@@ -141,7 +141,7 @@ export class EventReceiver {
         // validateEvent refuses what PostgreSQL is known to refuse; should it still refuse something, the sender's
         // payload, not our database, is at fault.
         if (isEventDataError(error)) {
-          throw new ApiError(400, 'invalid_event', `PostgreSQL cannot store this event: ${(error as Error).message}`);
+          throw new ApiError('invalid_event', `PostgreSQL cannot store this event: ${(error as Error).message}`);
         }
         throw error;
       });
@@ -161,7 +161,7 @@ export class EventReceiver {
 const MAX_EVENT_DEPTH = 100;
 
 function invalidEvent(what: string, field: string, problem: string): ApiError {
-  return new ApiError(400, 'invalid_event', `Invalid ${what}: ${field}: ${problem}`, [{ field, problems: [problem] }]);
+  return new ApiError('invalid_event', `Invalid ${what}: ${field}: ${problem}`, [{ field, problems: [problem] }]);
 }
 
 function resourceOf(envelope: PozyEventEnvelopeDto): ResourceRef | null {

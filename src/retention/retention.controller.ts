@@ -19,10 +19,10 @@ export class RetentionController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Prune rows older than the retention periods now; answers the rows deleted per table.' })
   @ApiOkResponse({ type: PruneResponse })
-  @ApiErrorResponse(409, '`retention_running`: a prune is already running on some replica.')
+  @ApiErrorResponse({ retention_running: 'a prune is already running on some replica' })
   async prune(): Promise<PruneResult> {
     const result = await this.retention.pruneExclusive();
-    if (!result) throw new ApiError(409, 'retention_running', 'A retention prune is already running');
+    if (!result) throw new ApiError('retention_running', 'A retention prune is already running');
     return result;
   }
 }

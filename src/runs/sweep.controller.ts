@@ -26,13 +26,13 @@ export class SweepController {
   @ApiOperation({ summary: 'Start the full sweep: list every account and post from Pozy and reconcile the mirror with them.' })
   @ApiAcceptedResponse({ type: SweepStartedResponse, description: 'Started; follow it with `GET /admin/sweep/{runId}`.' })
   @ApiInvalidRequestResponse('`dryRun` is not a boolean, or an unknown query parameter, or a body (`dryRun` goes in the query)')
-  @ApiErrorResponse(409, '`sweep_running`: a sweep or the import is running on some replica; `details.runId` names it.')
+  @ApiErrorResponse({ sweep_running: 'a sweep or the import is running on some replica; `details.runId` names it' })
   async start(@Query() query: SweepQuery, @Body() body: unknown): Promise<SweepStartedResponse> {
     // A `{"dryRun": true}` body would otherwise start a sweep that writes.
-    if (body !== undefined) throw new ApiError(400, 'invalid_request', 'POST /admin/sweep takes no body: pass dryRun in the query (?dryRun=true)');
+    if (body !== undefined) throw new ApiError('invalid_request', 'POST /admin/sweep takes no body: pass dryRun in the query (?dryRun=true)');
     const result = await this.sweeps.start('admin', query.dryRun === true);
     if (!result.started) {
-      throw new ApiError(409, 'sweep_running', 'A sweep or the import is already running', { runId: result.runningRunId });
+      throw new ApiError('sweep_running', 'A sweep or the import is already running', { runId: result.runningRunId });
     }
     return { runId: result.runId };
   }
@@ -44,7 +44,7 @@ export class SweepController {
   @ApiNotFoundErrorResponse('no sweep or import run has this id')
   async get(@Param() params: SweepRunIdParams): Promise<SweepRunResponse> {
     const run = await this.runs.get(params.runId);
-    if (!run) throw new ApiError(404, 'not_found', `No sweep run ${params.runId}`);
+    if (!run) throw new ApiError('not_found', `No sweep run ${params.runId}`);
     return runView(run);
   }
 }

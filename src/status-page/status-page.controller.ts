@@ -28,8 +28,8 @@ export class StatusPageController {
     description: `A server-rendered HTML page with an inline style and script (allowed by a per-response CSP nonce); it reloads every 15 s.`,
     content: { 'text/html': { schema: { type: 'string', example: '<!doctype html><html lang="en">…</html>' } } },
   })
-  @ApiErrorResponse(500, '`internal_error`: the database did not answer.')
-  @ApiErrorResponse(503, STATUS_UNAVAILABLE)
+  @ApiErrorResponse({ internal_error: 'the database did not answer' })
+  @ApiErrorResponse(STATUS_UNAVAILABLE)
   async render(@StatusDetail() detail: ReadDetail, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     // A fresh nonce per response: an injected script could not guess it.
     const nonce = randomBytes(16).toString('base64');

@@ -29,7 +29,7 @@ export class WebhooksController {
   @Post('pozy/:workspace')
   @ReceiveDocs()
   @ApiParam({ name: 'workspace', description: 'The workspace the delivery is for (`default`: the path above).', example: DEFAULT_WORKSPACE })
-  @ApiErrorResponse(404, '`unknown_workspace`: no such workspace is mirrored here; nothing is stored.')
+  @ApiErrorResponse({ unknown_workspace: 'no such workspace is mirrored here; nothing is stored' })
   receiveFor(@Param('workspace') workspace: string, @Body() rawBody: Buffer | undefined, @Headers() headers: RawHeaders): Promise<WebhookReceipt> {
     return this.webhooks.receive(workspace, bodyBytes(rawBody), headers, POZY_WORKSPACE_WEBHOOK_PATH);
   }
@@ -77,19 +77,22 @@ function ReceiveDocs() {
       schema: { type: 'string', maxLength: 200 },
     }),
     ApiOkResponse({ type: WebhookReceiptResponse, description: 'Stored (or a duplicate, or safe in the local spool).' }),
-    ApiErrorResponse(
-      400,
-      '`invalid_encoding`: the body is not UTF-8, or starts with a byte order mark (`details` says at which byte). `malformed_json`: not JSON. `invalid_event`: not an object, or lacks `id`, `event`, an ISO 8601 `timestamp` with a zone, `post.id` (post events) or ' +
+    ApiErrorResponse({
+      invalid_encoding: 'the body is not UTF-8, or starts with a byte order mark (`details` says at which byte)',
+      malformed_json: 'not JSON',
+      invalid_event:
+        'not an object, or lacks `id`, `event`, an ISO 8601 `timestamp` with a zone, `post.id` (post events) or ' +
         '`account.accountId`/`profileId` (account events); a `timestamp` more than EVENT_MAX_FUTURE_MS ahead, or older than EVENT_RETENTION_DAYS less one day; text PostgreSQL cannot store ' +
-        '(\\u0000, an unpaired surrogate), a number past its `numeric`, or nesting deeper than 100 (`details` names the field). `invalid_headers`: X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer. ' +
-        "`event_id_mismatch`: X-Pozy-Event-Id differs from the body's `id`.",
-    ),
-    ApiErrorResponse(
-      401,
-      '`missing_signature`, `invalid_signature`: the secret is set and X-Pozy-Signature is absent or does not match the raw body.',
-    ),
-    ApiErrorResponse(413, '`payload_too_large`: a body over 1 MiB.'),
-    ApiErrorResponse(415, '`unsupported_media_type`: not `application/json`.'),
-    ApiErrorResponse(503, '`overloaded`: too many webhooks waiting for the database; retry later.'),
+        '(\\u0000, an unpaired surrogate), a number past its `numeric`, or nesting deeper than 100 (`details` names the field)',
+      invalid_headers: 'X-Pozy-Event-Id missing or X-Pozy-Attempt not a positive integer',
+      event_id_mismatch: "X-Pozy-Event-Id differs from the body's `id`",
+    }),
+    ApiErrorResponse({
+      missing_signature: 'the secret is set and X-Pozy-Signature is absent',
+      invalid_signature: 'the secret is set and X-Pozy-Signature does not match the raw body',
+    }),
+    ApiErrorResponse({ payload_too_large: 'a body over 1 MiB' }),
+    ApiErrorResponse({ unsupported_media_type: 'not `application/json`' }),
+    ApiErrorResponse({ overloaded: 'too many webhooks waiting for the database; retry later' }),
   );
 }

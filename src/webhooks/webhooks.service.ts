@@ -82,7 +82,7 @@ export class WebhooksService implements OnModuleInit {
   /** `traced`: inside the receive span, whose steps are spans too and whose context is stored with the event. */
   private async accept(workspaceId: WorkspaceId, rawBody: Buffer, headers: RawHeaders, traced: boolean): Promise<WebhookReceipt> {
     const workspace = this.workspaces.receiving(workspaceId);
-    if (!workspace) throw new ApiError(404, 'unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
+    if (!workspace) throw new ApiError('unknown_workspace', `No workspace ${JSON.stringify(workspaceId)} is mirrored here`);
     if (traced) {
       await this.tracing.span('webhook.verify_signature', {}, async () => this.authenticate(workspace.secrets, rawBody, headers['x-pozy-signature']));
     } else {
@@ -96,10 +96,10 @@ export class WebhooksService implements OnModuleInit {
     // After the signature: a body that is not UTF-8 is still 401 unless signed with the secret.
     const text = decodeJsonBody(rawBody);
     const body = parseJson(text);
-    if (!isJsonObject(body)) throw new ApiError(400, 'invalid_event', 'The event must be a JSON object');
+    if (!isJsonObject(body)) throw new ApiError('invalid_event', 'The event must be a JSON object');
     const envelope = this.receiver.validate(body, text, 'event');
     if (delivery.eventId !== envelope.id) {
-      throw new ApiError(400, 'event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
+      throw new ApiError('event_id_mismatch', `X-Pozy-Event-Id header (${delivery.eventId}) does not equal the body's id (${envelope.id})`);
     }
 
     const stored = { deliveryId: delivery.deliveryId ?? null, attempt: delivery.attempt ? Number(delivery.attempt) : null };
@@ -121,11 +121,11 @@ export class WebhooksService implements OnModuleInit {
   private authenticate(secrets: readonly string[], rawBody: Buffer, signature: string | string[] | undefined): void {
     if (secrets.length === 0) return;
     if (signature === undefined || signature === '') {
-      throw new ApiError(401, 'missing_signature', 'X-Pozy-Signature header is required');
+      throw new ApiError('missing_signature', 'X-Pozy-Signature header is required');
     }
     const match = Array.isArray(signature) ? -1 : matchingPozySecret(secrets, rawBody, signature);
     if (match < 0) {
-      throw new ApiError(401, 'invalid_signature', 'X-Pozy-Signature does not match the body (HMAC-SHA256 with the webhook secret)');
+      throw new ApiError('invalid_signature', 'X-Pozy-Signature does not match the body (HMAC-SHA256 with the webhook secret)');
     }
     this.signatureMatches.inc({ secret: SECRET_POSITIONS[match] });
   }
@@ -140,6 +140,6 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new ApiError(400, 'malformed_json', `The body is not valid JSON: ${(error as Error).message}`);
+    throw new ApiError('malformed_json', `The body is not valid JSON: ${(error as Error).message}`);
   }
 }

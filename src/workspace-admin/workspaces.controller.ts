@@ -49,9 +49,9 @@ export class WorkspacesController {
     description: 'Added. `webhook.secret` appears only here, only when generated for a webhook you set up in Pozy yourself.',
   })
   @ApiInvalidRequestResponse('`id` not a slug, `apiUrl` not http(s), a key Pozy refuses (`apiKey`), an unknown field')
-  @ApiErrorResponse(409, '`workspace_exists`: the id is taken. `encryption_key_required`: SECRETS_ENCRYPTION_KEY is not set.')
-  @ApiErrorResponse(502, '`pozy_unreachable`, `pozy_error`: Pozy could not be reached or answered unexpectedly; nothing was stored.')
-  @ApiErrorResponse(503, '`pozy_rate_limited`: Pozy rate limited the key; nothing was stored.')
+  @ApiErrorResponse({ workspace_exists: 'the id is taken', encryption_key_required: 'SECRETS_ENCRYPTION_KEY is not set' })
+  @ApiErrorResponse({ pozy_unreachable: true, pozy_error: true })
+  @ApiErrorResponse({ pozy_rate_limited: 'Pozy rate limited the key; nothing was stored' })
   create(@Body() body: CreateWorkspaceDto): Promise<WorkspaceView> {
     return this.workspaces.create(body);
   }
@@ -79,7 +79,7 @@ export class WorkspacesController {
   @ApiOkResponse({ type: WorkspaceResponse })
   @ApiInvalidRequestResponse('a field out of range, a key Pozy refuses (`apiKey`), an unknown field')
   @ApiNotFoundErrorResponse('no workspace has this id')
-  @ApiErrorResponse(409, '`environment_workspace`: `default` is defined by the environment. `workspace_removed`: being removed or detached.')
+  @ApiErrorResponse({ environment_workspace: '`default` is defined by the environment', workspace_removed: 'being removed or detached' })
   update(@Param() params: WorkspaceIdParams, @Body() body: UpdateWorkspaceDto): Promise<WorkspaceView> {
     return this.workspaces.update(params.id, body);
   }
@@ -92,7 +92,7 @@ export class WorkspacesController {
   })
   @ApiAcceptedResponse({ type: WorkspaceRemovalResponse, description: '`removing` (then gone) or `detached`.' })
   @ApiNotFoundErrorResponse('no workspace has this id')
-  @ApiErrorResponse(409, '`environment_workspace`: `default` is defined by the environment (POZY_API_KEY).')
+  @ApiErrorResponse({ environment_workspace: '`default` is defined by the environment (POZY_API_KEY)' })
   remove(@Param() params: WorkspaceIdParams, @Query() query: RemoveWorkspaceQuery): Promise<{ runId: string; state: string }> {
     return this.workspaces.remove(params.id, query.keepData === true);
   }
@@ -101,7 +101,7 @@ export class WorkspacesController {
   @HttpCode(202)
   @ApiOperation({ summary: "Read one of the workspace's posts from Pozy now." })
   @ApiAcceptedResponse({ type: WorkspaceResyncResponse })
-  @ApiErrorResponse(404, '`not_found`: no such workspace. `unknown_to_pozy`: Pozy does not know the post, and the mirror never held it.')
+  @ApiErrorResponse({ not_found: 'no such workspace', unknown_to_pozy: 'Pozy does not know the post, and the mirror never held it' })
   async resyncPost(@Param() params: WorkspacePostParams): Promise<{ accepted: true; reconcile: string }> {
     this.workspaces.activeOne(params.id);
     return { accepted: true, reconcile: await this.resync.request('post', params.postId, params.id) };
@@ -121,12 +121,11 @@ export class WorkspacesController {
   @HttpCode(202)
   @ApiOperation({ summary: "Start a backfill of the workspace from Pozy's delivery logs now." })
   @ApiAcceptedResponse({ type: WorkspaceRunStartedResponse })
-  @ApiErrorResponse(409, '`backfill_running`: one is running; `workspace_not_active`: paused or being removed.')
+  @ApiErrorResponse({ backfill_running: 'one is running', workspace_not_active: 'paused or being removed' })
   async startBackfill(@Param() params: WorkspaceIdParams): Promise<{ runId: string }> {
     this.workspaces.activeOne(params.id);
     const result = await this.backfill.start('admin', params.id);
-    if (!result.started)
-      throw new ApiError(409, 'backfill_running', 'A backfill of this workspace is already running', { runId: result.runningRunId });
+    if (!result.started) throw new ApiError('backfill_running', 'A backfill of this workspace is already running', { runId: result.runningRunId });
     return { runId: result.runId };
   }
 
@@ -134,13 +133,13 @@ export class WorkspacesController {
   @HttpCode(202)
   @ApiOperation({ summary: 'Start a full sweep of the workspace now (`dryRun`: count only).' })
   @ApiAcceptedResponse({ type: WorkspaceRunStartedResponse })
-  @ApiErrorResponse(409, '`sweep_running`: a sweep or the import of this workspace is running; `workspace_not_active`: paused or being removed.')
+  @ApiErrorResponse({ sweep_running: 'a sweep or the import of this workspace is running', workspace_not_active: 'paused or being removed' })
   async startSweep(@Param() params: WorkspaceIdParams, @Query() query: SweepQuery, @Body() body: unknown): Promise<{ runId: string }> {
-    if (body !== undefined) throw new ApiError(400, 'invalid_request', 'This takes no body: pass dryRun in the query (?dryRun=true)');
+    if (body !== undefined) throw new ApiError('invalid_request', 'This takes no body: pass dryRun in the query (?dryRun=true)');
     this.workspaces.activeOne(params.id);
     const result = await this.sweeps.start('admin', query.dryRun === true, params.id);
     if (!result.started)
-      throw new ApiError(409, 'sweep_running', 'A sweep or the import of this workspace is already running', { runId: result.runningRunId });
+      throw new ApiError('sweep_running', 'A sweep or the import of this workspace is already running', { runId: result.runningRunId });
     return { runId: result.runId };
   }
 }

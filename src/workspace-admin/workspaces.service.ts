@@ -72,14 +72,13 @@ export class WorkspacesService {
   async create(body: CreateWorkspaceDto): Promise<WorkspaceView> {
     if (this.config.secretsEncryptionKeys.length === 0) {
       throw new ApiError(
-        409,
         'encryption_key_required',
         'SECRETS_ENCRYPTION_KEY is not set: a workspace\'s API key and webhook secret are stored only encrypted. Set it (docs/security.md, "Secrets") and restart',
       );
     }
     if (this.registry.get(body.id) || (await this.repository.get(body.id))) {
       const why = body.id === DEFAULT_WORKSPACE && this.registry.environmentDefinesDefault ? ' (the environment defines it: POZY_API_KEY)' : '';
-      throw new ApiError(409, 'workspace_exists', `Workspace ${JSON.stringify(body.id)} exists already${why}`, { field: 'id' });
+      throw new ApiError('workspace_exists', `Workspace ${JSON.stringify(body.id)} exists already${why}`, { field: 'id' });
     }
     const apiUrl = (body.apiUrl ?? this.config.pozy.apiUrl).replace(/\/+$/, '');
     const rateLimitPerMinute = body.rateLimitPerMinute ?? this.config.pozy.rateLimitPerMinute;
@@ -87,7 +86,6 @@ export class WorkspacesService {
     const managed = this.webhooks.manages(body.manageWebhook);
     if (managed && body.webhookSecret !== undefined) {
       throw new ApiError(
-        400,
         'invalid_request',
         'webhookSecret: a managed webhook gets a secret pozy-sync generates; give manageWebhook false to set your own',
         [{ field: 'webhookSecret', problems: ['not with a managed webhook'] }],
@@ -166,13 +164,12 @@ export class WorkspacesService {
     const workspace = this.known(id);
     if (workspace.source === 'environment') {
       throw new ApiError(
-        409,
         'environment_workspace',
         'The default workspace is defined by the environment (POZY_API_KEY, POZY_WEBHOOK_SECRET): change it there',
       );
     }
     if (workspace.state === 'removing' || workspace.state === 'detached') {
-      throw new ApiError(409, 'workspace_removed', `Workspace ${id} is ${workspace.state}`);
+      throw new ApiError('workspace_removed', `Workspace ${id} is ${workspace.state}`);
     }
     const stored = workspace.stored!;
     const change: WorkspaceChange = {};
@@ -186,7 +183,7 @@ export class WorkspacesService {
     let answeredSecret: string | undefined;
     if (body.rotateWebhookSecret || body.webhookSecret !== undefined) {
       if (stored.manageWebhook && body.webhookSecret !== undefined) {
-        throw new ApiError(400, 'invalid_request', 'webhookSecret: a managed webhook gets a secret pozy-sync generates (rotateWebhookSecret: true)', [
+        throw new ApiError('invalid_request', 'webhookSecret: a managed webhook gets a secret pozy-sync generates (rotateWebhookSecret: true)', [
           { field: 'webhookSecret', problems: ['not with a managed webhook'] },
         ]);
       }
@@ -209,7 +206,7 @@ export class WorkspacesService {
       }
     }
     const updated = await this.repository.update(id, change, ['active', 'paused']);
-    if (!updated) throw new ApiError(404, 'not_found', `No workspace ${id}`);
+    if (!updated) throw new ApiError('not_found', `No workspace ${id}`);
     await this.registry.refresh();
     const view = this.view(this.registry.get(id)!);
     if (answeredSecret) view.webhook.secret = answeredSecret;
@@ -219,11 +216,7 @@ export class WorkspacesService {
   async remove(id: string, keepData: boolean): Promise<{ runId: string; state: string }> {
     const workspace = this.known(id);
     if (workspace.source === 'environment') {
-      throw new ApiError(
-        409,
-        'environment_workspace',
-        'The default workspace is defined by the environment (POZY_API_KEY): unset it there to remove it',
-      );
+      throw new ApiError('environment_workspace', 'The default workspace is defined by the environment (POZY_API_KEY): unset it there to remove it');
     }
     if (workspace.state === 'removing' || workspace.state === 'detached') {
       return { runId: workspace.stored?.removalRunId ?? '', state: workspace.state };
@@ -236,13 +229,13 @@ export class WorkspacesService {
   activeOne(id: string): MirroredWorkspace {
     const workspace = this.known(id);
     if (workspace.state !== 'active')
-      throw new ApiError(409, 'workspace_not_active', `Workspace ${id} is ${workspace.state}: nothing is read from Pozy for it`);
+      throw new ApiError('workspace_not_active', `Workspace ${id} is ${workspace.state}: nothing is read from Pozy for it`);
     return workspace;
   }
 
   private known(id: string): MirroredWorkspace {
     const workspace = this.registry.get(id);
-    if (!workspace) throw new ApiError(404, 'not_found', `No workspace ${JSON.stringify(id)} is mirrored here`);
+    if (!workspace) throw new ApiError('not_found', `No workspace ${JSON.stringify(id)} is mirrored here`);
     return workspace;
   }
 
@@ -253,13 +246,13 @@ export class WorkspacesService {
     try {
       client = this.clients.forWorkspace({ id: probeId, apiKey, apiUrl, rateLimitPerMinute });
     } catch (error) {
-      throw new ApiError(400, 'invalid_request', `apiUrl: ${(error as Error).message}`, [{ field: 'apiUrl', problems: [(error as Error).message] }]);
+      throw new ApiError('invalid_request', `apiUrl: ${(error as Error).message}`, [{ field: 'apiUrl', problems: [(error as Error).message] }]);
     }
     try {
       const check = await client.checkKey();
       if (!check.accepted) {
         const problem = `Pozy at ${apiUrl} refused the key: HTTP ${check.status} ${check.answer}`;
-        throw new ApiError(400, 'invalid_request', `apiKey: ${problem}`, [{ field: 'apiKey', problems: [problem] }]);
+        throw new ApiError('invalid_request', `apiKey: ${problem}`, [{ field: 'apiKey', problems: [problem] }]);
       }
     } catch (error) {
       throw pozyFailure(error, 'checking the API key');
@@ -310,7 +303,6 @@ function pozyFailure(error: unknown, doing: string): unknown {
   if (error instanceof ApiError) return error;
   if (error instanceof PozyRateLimitedError) {
     return new ApiError(
-      503,
       'pozy_rate_limited',
       `Pozy rate limited the key while ${doing}; nothing was stored: retry later`,
       undefined,
@@ -318,11 +310,10 @@ function pozyFailure(error: unknown, doing: string): unknown {
     );
   }
   if (error instanceof PozyUnavailableError) {
-    return new ApiError(502, 'pozy_unreachable', `Pozy could not be reached while ${doing} (${error.message}); nothing was stored: retry later`);
+    return new ApiError('pozy_unreachable', `Pozy could not be reached while ${doing} (${error.message}); nothing was stored: retry later`);
   }
   if (error instanceof PozyProtocolError) {
     return new ApiError(
-      502,
       'pozy_error',
       `Pozy answered something unexpected while ${doing} (${error.message}); nothing was stored. Is apiUrl Pozy's API?`,
     );
@@ -343,5 +334,5 @@ function decodeCursor(cursor: string | undefined): { createdAt: Date; id: string
     // Refused below.
   }
   const problem = 'cursor is not one this service returned (use nextCursor as given)';
-  throw new ApiError(400, 'invalid_request', `Invalid request: cursor: ${problem}`, [{ field: 'cursor', problems: [problem] }]);
+  throw new ApiError('invalid_request', `Invalid request: cursor: ${problem}`, [{ field: 'cursor', problems: [problem] }]);
 }

@@ -3069,7 +3069,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `status_timeout`: a statement reading the figures ran past 2000 ms (the database is busy, or a table locked); `overloaded`: no database connection came free in time. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `status_timeout`: a statement reading the figures ran past 2000 ms (the database is busy, or a table locked); with `Retry-After`. `overloaded`: no database connection came free in time; with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3153,7 +3153,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -3250,7 +3250,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -3347,7 +3347,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -3386,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3444,7 +3444,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3504,7 +3504,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3554,7 +3554,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3629,7 +3629,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3685,7 +3685,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3745,7 +3745,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3794,7 +3794,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3812,7 +3812,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `superseded`, `already_pending`, `subscription_deleted`, `not_replayable`: a notification letter that cannot be sent again. */
+            /** @description `superseded`: a newer version of the resource has reached the subscriber since. `already_pending`: a notification of this resource is already waiting to be sent. `subscription_deleted`: the letter's subscription was deleted. `not_replayable`: the notification changed meanwhile; look at it again. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3821,7 +3821,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_event`: PostgreSQL refuses the spooled event. */
+            /** @description `unstorable_event`: an ack letter whose event PostgreSQL refuses. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3881,7 +3881,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3899,7 +3899,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `database_unavailable` (`queue=ack`): the database does not answer. `shutting_down`: this replica is closing. */
+            /** @description `database_unavailable`: `queue=ack`, and the database does not answer. `shutting_down`: this replica is closing. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3948,7 +3948,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4010,7 +4010,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4059,7 +4059,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4118,7 +4118,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4136,7 +4136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `superseded`: a newer version of its resource exists for that subscriber (`details.newer`); `already_pending`; `subscription_deleted`; `not_replayable`. */
+            /** @description `superseded`: a newer version of its resource exists for that subscriber (`details.newer`). `already_pending`: a notification of this resource is already waiting to be sent. `subscription_deleted`: the letter's subscription was deleted. `not_replayable`: the notification changed meanwhile; look at it again. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4192,7 +4192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4238,7 +4238,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4294,7 +4294,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4353,7 +4353,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4412,7 +4412,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4449,7 +4449,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4495,7 +4495,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4546,7 +4546,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4595,7 +4595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4653,7 +4653,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4715,7 +4715,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4780,7 +4780,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4839,7 +4839,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4902,7 +4902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4961,7 +4961,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5019,7 +5019,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5079,7 +5079,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5130,7 +5130,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5197,7 +5197,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5257,7 +5257,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5308,7 +5308,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5326,7 +5326,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `pozy_unreachable`, `pozy_error`: Pozy could not be reached or answered unexpectedly; nothing was stored. */
+            /** @description `pozy_unreachable`: Pozy could not be reached; nothing was stored. `pozy_error`: Pozy answered unexpectedly; nothing was stored. */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5374,7 +5374,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5426,7 +5426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5496,7 +5496,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5553,7 +5553,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5562,7 +5562,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `backfill_running`: one is running; `workspace_not_active`: paused or being removed. */
+            /** @description `backfill_running`: one is running. `workspace_not_active`: paused or being removed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5603,7 +5603,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5653,7 +5653,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5704,7 +5704,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `invalid_token`: the token is not ADMIN_TOKEN; `admin_disabled`: ADMIN_TOKEN is not set. */
+            /** @description `invalid_token`: the token is not ADMIN_TOKEN. `admin_disabled`: ADMIN_TOKEN is not set. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5713,7 +5713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `sweep_running`: a sweep or the import of this workspace is running; `workspace_not_active`: paused or being removed. */
+            /** @description `sweep_running`: a sweep or the import of this workspace is running. `workspace_not_active`: paused or being removed. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5784,7 +5784,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `consumer_not_allowed`: the token reads other consumers; `consumer_token`: a token limited to consumers reads only with `consumer`. */
+            /** @description `consumer_not_allowed`: the token reads other consumers. `consumer_token`: a token limited to consumers reads only with `consumer`. */
             403: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -5817,7 +5817,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `too_many_waiters`: this replica already holds CHANGES_MAX_WAITERS long polls (`wait`). `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `too_many_waiters`: this replica already holds CHANGES_MAX_WAITERS long polls (`wait`). `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -5928,7 +5928,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -5994,7 +5994,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -6081,7 +6081,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `status_timeout`: a statement reading the database gauges ran past its time limit (the database is busy, or a table locked); `overloaded`: every database connection stayed busy. Both with `Retry-After`. */
+            /** @description `status_timeout`: a statement reading the database gauges ran past its time limit (the database is busy, or a table locked). `overloaded`: every database connection stayed busy. Both with `Retry-After`. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6187,7 +6187,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -6284,7 +6284,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -6381,7 +6381,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit). `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `query_timeout`: a statement ran past QUERY_STATEMENT_TIMEOUT_MS and was stopped (narrow the query, or retry later); with `Retry-After`. `overloaded`: no database connection for queries came free in time (DATABASE_QUERY_POOL_SIZE, or the server's own limit); with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     /** @description Present when the answer was read from the read replica (DATABASE_READ_URL, `consistency=eventual`): how far its replay was behind the primary, in ms (0: it had everything the primary had at its last sample, taken every 200 ms). Absent when read from the primary. */
@@ -6438,7 +6438,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `status_timeout`: a statement reading the figures ran past 2000 ms (the database is busy, or a table locked); `overloaded`: no database connection came free in time. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s. Each with `Retry-After`. */
+            /** @description `status_timeout`: a statement reading the figures ran past 2000 ms (the database is busy, or a table locked); with `Retry-After`. `overloaded`: no database connection came free in time; with `Retry-After`. `tokens_unavailable`: a token not in the environment came while the tokens made with `POST /admin/tokens` could not be read from the database for 10 s; with `Retry-After`. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6490,7 +6490,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `missing_signature`, `invalid_signature`: the secret is set and X-Pozy-Signature is absent or does not match the raw body. */
+            /** @description `missing_signature`: the secret is set and X-Pozy-Signature is absent. `invalid_signature`: the secret is set and X-Pozy-Signature does not match the raw body. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6572,7 +6572,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `missing_signature`, `invalid_signature`: the secret is set and X-Pozy-Signature is absent or does not match the raw body. */
+            /** @description `missing_signature`: the secret is set and X-Pozy-Signature is absent. `invalid_signature`: the secret is set and X-Pozy-Signature does not match the raw body. */
             401: {
                 headers: {
                     [name: string]: unknown;

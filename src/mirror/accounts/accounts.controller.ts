@@ -27,7 +27,7 @@ export class AccountsController {
   @Get()
   @ApiOperation({ summary: 'List mirrored accounts, filtered and searched, a page at a time (ordered by id).' })
   @ApiOkResponse({ type: AccountPageResponse })
-  @ApiErrorResponse(400, BAD_QUERY)
+  @ApiErrorResponse(BAD_QUERY)
   @AnswersJsonText()
   async list(@Query() query: ListAccountsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const { data, nextCursor } = await this.accounts.list(query, db, scope.narrow(query.workspace));
@@ -41,10 +41,9 @@ export class AccountsController {
   @ApiOkResponse({ type: MirroredAccountResponse })
   @ApiInvalidRequestResponse('`fields`, `asOf` or `consistency`')
   @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read), or with `asOf`, held no version of it then')
-  @ApiErrorResponse(
-    409,
-    '`ambiguous_id`: more than one of the workspaces read holds an account of this id (`details` names them); pick one with `workspace`.',
-  )
+  @ApiErrorResponse({
+    ambiguous_id: 'more than one of the workspaces read holds an account of this id (`details` names them); pick one with `workspace`',
+  })
   @AnswersJsonText()
   async get(@Param('id') id: string, @Query() query: AccountFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const account =
@@ -53,7 +52,6 @@ export class AccountsController {
         : await this.versions.asOf('account', id, parseInstant(query.asOf)!, query.fields, db, scope.narrow(query.workspace));
     if (!account)
       throw new ApiError(
-        404,
         'not_found',
         query.asOf === undefined ? `Account ${id} is not in the mirror` : `The mirror held no version of account ${id} at ${query.asOf}`,
       );
@@ -64,9 +62,9 @@ export class AccountsController {
   @ApiOperation({ summary: 'Every version of an account the mirror held (kept for HISTORY_RETENTION_DAYS), newest first, a page at a time.' })
   @ApiParam({ name: 'id', description: 'The Pozy account id.', example: '66a9ffee00112233445566bb' })
   @ApiOkResponse({ type: AccountHistoryResponse })
-  @ApiErrorResponse(400, BAD_QUERY)
+  @ApiErrorResponse(BAD_QUERY)
   @ApiNotFoundErrorResponse('the mirror never saw this account (in the workspaces the token may read)')
-  @ApiErrorResponse(409, '`ambiguous_id`: more than one of the workspaces read holds an account of this id; pick one with `workspace`.')
+  @ApiErrorResponse({ ambiguous_id: 'more than one of the workspaces read holds an account of this id; pick one with `workspace`' })
   history(@Param('id') id: string, @Query() query: HistoryQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<AccountHistoryResponse> {
     return this.versions.page('account', id, query, db, scope.narrow(query.workspace)) as Promise<AccountHistoryResponse>;
   }

@@ -111,8 +111,8 @@ export function inFieldOrder(data: Record<string, unknown>, order: FieldOrder, f
   return Object.fromEntries(names.map((name) => [name, data[name]]));
 }
 
-const notFound = (type: HistoryResource, id: string) => new ApiError(404, 'not_found', `${WHAT[type]} ${id} is not in the mirror`);
-const invalidCursor = () => new ApiError(400, 'invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
+const notFound = (type: HistoryResource, id: string) => new ApiError('not_found', `${WHAT[type]} ${id} is not in the mirror`);
+const invalidCursor = () => new ApiError('invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
 
 /** A history page's cursor: the workspace read and the last sequence answered. */
 interface VersionCursor {

@@ -74,7 +74,7 @@ export function decodePostCursor(cursor: string | undefined, sort: PostSort): Po
   }
   const made = typeof body.sort === 'string' ? body.sort : 'id:asc';
   if (made !== sortName(sort)) {
-    throw new ApiError(400, 'invalid_query', `cursor was made for sort=${made}: pass the same sort with it`, [
+    throw new ApiError('invalid_query', `cursor was made for sort=${made}: pass the same sort with it`, [
       { field: 'cursor', problems: [`made for sort=${made}`] },
     ]);
   }
@@ -86,4 +86,4 @@ export function decodePostCursor(cursor: string | undefined, sort: PostSort): Po
   return { after: body.after, ...workspace, value };
 }
 
-const invalidCursor = () => new ApiError(400, 'invalid_query', 'cursor is not one this service returned (use nextCursor as given)');
+const invalidCursor = () => new ApiError('invalid_query', 'cursor is not one this service returned (use nextCursor as given)');

@@ -27,7 +27,7 @@ export class PostsController {
   @Get()
   @ApiOperation({ summary: 'List mirrored posts, filtered, searched and ordered, a page at a time.' })
   @ApiOkResponse({ type: PostPageResponse })
-  @ApiErrorResponse(400, BAD_QUERY)
+  @ApiErrorResponse(BAD_QUERY)
   @AnswersJsonText()
   async list(@Query() query: ListPostsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const { data, nextCursor } = await this.posts.list(query, db, scope.narrow(query.workspace));
@@ -41,10 +41,9 @@ export class PostsController {
   @ApiOkResponse({ type: MirroredPostResponse })
   @ApiInvalidRequestResponse('`fields`, `asOf` or `consistency`')
   @ApiNotFoundErrorResponse('the mirror never saw this post (in the workspaces the token may read), or with `asOf`, held no version of it then')
-  @ApiErrorResponse(
-    409,
-    '`ambiguous_id`: more than one of the workspaces read holds a post of this id (`details` names them); pick one with `workspace`.',
-  )
+  @ApiErrorResponse({
+    ambiguous_id: 'more than one of the workspaces read holds a post of this id (`details` names them); pick one with `workspace`',
+  })
   @AnswersJsonText()
   async get(@Param('id') id: string, @Query() query: PostFieldsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
     const post =
@@ -53,7 +52,6 @@ export class PostsController {
         : await this.versions.asOf('post', id, parseInstant(query.asOf)!, query.fields, db, scope.narrow(query.workspace));
     if (!post)
       throw new ApiError(
-        404,
         'not_found',
         query.asOf === undefined ? `Post ${id} is not in the mirror` : `The mirror held no version of post ${id} at ${query.asOf}`,
       );
@@ -64,9 +62,9 @@ export class PostsController {
   @ApiOperation({ summary: 'Every version of a post the mirror held (kept for HISTORY_RETENTION_DAYS), newest first, a page at a time.' })
   @ApiParam({ name: 'id', description: 'The Pozy post id.', example: '66aa01f3c2b1e4d5f6a7b8c9' })
   @ApiOkResponse({ type: PostHistoryResponse })
-  @ApiErrorResponse(400, BAD_QUERY)
+  @ApiErrorResponse(BAD_QUERY)
   @ApiNotFoundErrorResponse('the mirror never saw this post (in the workspaces the token may read)')
-  @ApiErrorResponse(409, '`ambiguous_id`: more than one of the workspaces read holds a post of this id; pick one with `workspace`.')
+  @ApiErrorResponse({ ambiguous_id: 'more than one of the workspaces read holds a post of this id; pick one with `workspace`' })
   history(@Param('id') id: string, @Query() query: HistoryQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<PostHistoryResponse> {
     return this.versions.page('post', id, query, db, scope.narrow(query.workspace)) as Promise<PostHistoryResponse>;
   }

@@ -307,13 +307,7 @@ export class PozyBudget implements OnApplicationShutdown {
       }
       // Every replica writing the row at once: the operator may simply ask again.
       if (conflict >= MAX_CONFLICTS) {
-        throw new ApiError(
-          503,
-          'budget_contended',
-          `The shared Pozy budget was written by others ${MAX_CONFLICTS} times in a row; retry`,
-          undefined,
-          1,
-        );
+        throw new ApiError('budget_contended', `The shared Pozy budget was written by others ${MAX_CONFLICTS} times in a row; retry`, undefined, 1);
       }
     }
   }
