@@ -11,7 +11,8 @@
  * Before the load it prints what the post table takes on disk after VACUUM ANALYZE: heap, indexes, TOAST, in total and
  * per post.
  *
- *   BENCH_QUERY_POSTS (default 500000), BENCH_DURATION_S (default 10), BENCH_QUERY_CONNECTIONS (default 20)
+ *   BENCH_QUERY_POSTS (default 500000), BENCH_DURATION_S (default 10), BENCH_QUERY_CONNECTIONS (default 20),
+ *   BENCH_CPU_PROF_DIR (the measured service writes a CPU profile there, node --cpu-prof)
  */
 /* eslint-disable no-console -- a command-line report */
 import { join } from 'node:path';
@@ -148,7 +149,7 @@ interface Storage {
 }
 
 /** BENCH_QUERY_POSTS posts over 200 accounts on 20 profiles, in one statement each; then what the post table takes. */
-async function seed(databaseUrl: string): Promise<Storage> {
+export async function seed(databaseUrl: string): Promise<Storage> {
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -213,9 +214,9 @@ async function measure(name: string, url: string, path: string): Promise<Measure
   };
 }
 
-async function serve<T>(script: string, env: Record<string, string>, run: (url: string) => Promise<T>): Promise<T> {
+async function serve<T>(script: string, env: Record<string, string>, run: (url: string) => Promise<T>, nodeArgs: string[] = []): Promise<T> {
   const port = await freePort();
-  const child = startProcess(script, { ...env, PORT: String(port) });
+  const child = startProcess(script, { ...env, PORT: String(port) }, nodeArgs);
   try {
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/health/ready`, 60_000);
@@ -252,23 +253,30 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
     );
     console.log('done');
     process.stdout.write('  pozy-sync... ');
-    await serve(BUILT_SERVICE, service, async (url) => {
-      rows.push(await measure('pozy-sync GET /posts?limit=50', url, '/posts?limit=50'));
-      rows.push(await measure('pozy-sync, status + platform', url, '/posts?limit=50&status=published&platform=linkedin'));
-      const cursor = await secondPageCursor(url);
-      rows.push(await measure('pozy-sync, second page', url, `/posts?limit=50&cursor=${encodeURIComponent(cursor)}`));
-      rows.push(await measure('pozy-sync, q common word (coffee)', url, '/posts?limit=50&q=coffee'));
-      rows.push(await measure('pozy-sync, q rare word (zebra)', url, '/posts?limit=50&q=zebra'));
-      rows.push(await measure('pozy-sync, tag=sale', url, '/posts?limit=50&tag=sale'));
-      rows.push(await measure('pozy-sync, sort=scheduledFor:desc', url, '/posts?limit=50&sort=scheduledFor:desc'));
-      // Filter combinations that match no post here (account 5 and its posts are on twitter, never published; only
-      // failed posts, all on facebook, have an error category), one that matches a quarter, and a rare tag in an order.
-      rows.push(await measure('pozy-sync, accountId + status', url, `/posts?limit=50&accountId=${ACCOUNT_5}&status=published`));
-      rows.push(await measure('pozy-sync, errorCategory + platform', url, '/posts?limit=50&errorCategory=auth_expired&platform=linkedin'));
-      rows.push(await measure('pozy-sync, status + platform, common', url, '/posts?limit=50&status=published&platform=instagram'));
-      rows.push(await measure('pozy-sync, tag=rare-tag + sort', url, '/posts?limit=50&tag=rare-tag&sort=scheduledFor:desc'));
-      rows.push(await measure('pozy-sync, q common word + sort', url, '/posts?limit=50&q=coffee&sort=publishedAt:desc'));
-    });
+    const profileDir = process.env.BENCH_CPU_PROF_DIR;
+    const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    await serve(
+      BUILT_SERVICE,
+      service,
+      async (url) => {
+        rows.push(await measure('pozy-sync GET /posts?limit=50', url, '/posts?limit=50'));
+        rows.push(await measure('pozy-sync, status + platform', url, '/posts?limit=50&status=published&platform=linkedin'));
+        const cursor = await secondPageCursor(url);
+        rows.push(await measure('pozy-sync, second page', url, `/posts?limit=50&cursor=${encodeURIComponent(cursor)}`));
+        rows.push(await measure('pozy-sync, q common word (coffee)', url, '/posts?limit=50&q=coffee'));
+        rows.push(await measure('pozy-sync, q rare word (zebra)', url, '/posts?limit=50&q=zebra'));
+        rows.push(await measure('pozy-sync, tag=sale', url, '/posts?limit=50&tag=sale'));
+        rows.push(await measure('pozy-sync, sort=scheduledFor:desc', url, '/posts?limit=50&sort=scheduledFor:desc'));
+        // Filter combinations that match no post here (account 5 and its posts are on twitter, never published; only
+        // failed posts, all on facebook, have an error category), one that matches a quarter, and a rare tag in an order.
+        rows.push(await measure('pozy-sync, accountId + status', url, `/posts?limit=50&accountId=${ACCOUNT_5}&status=published`));
+        rows.push(await measure('pozy-sync, errorCategory + platform', url, '/posts?limit=50&errorCategory=auth_expired&platform=linkedin'));
+        rows.push(await measure('pozy-sync, status + platform, common', url, '/posts?limit=50&status=published&platform=instagram'));
+        rows.push(await measure('pozy-sync, tag=rare-tag + sort', url, '/posts?limit=50&tag=rare-tag&sort=scheduledFor:desc'));
+        rows.push(await measure('pozy-sync, q common word + sort', url, '/posts?limit=50&q=coffee&sort=publishedAt:desc'));
+      },
+      profiling,
+    );
     console.log('done');
     report(rows);
   });

@@ -1,4 +1,4 @@
-import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AdminModule } from './admin/admin.module';
 import { BackfillModule } from './backfill/backfill.module';
@@ -10,6 +10,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { ReadReplicaModule } from './database/read-replica.module';
 import { StorableInputPipe } from './common/storable-input.pipe';
+import { QueryValidationPipe } from './common/compiled-query-check';
 import { validationFailed } from './common/validate-dto';
 import { HealthModule } from './health/health.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -65,12 +66,7 @@ export class AppModule {
         {
           // Query strings and params: unknown ones are refused, and every problem is named.
           provide: APP_PIPE,
-          useValue: new ValidationPipe({
-            whitelist: true,
-            forbidNonWhitelisted: true,
-            transform: true,
-            exceptionFactory: (errors) => validationFailed(errors, { code: 'invalid_request', what: 'request' }),
-          }),
+          useValue: new QueryValidationPipe((errors) => validationFailed(errors, { code: 'invalid_request', what: 'request' })),
         },
       ],
     };

@@ -36,6 +36,8 @@ const BOUNDED: Array<[string, Partial<ListAccountsQuery>, number, number, number
   ['enabled=false', { enabled: false }, 50, 300, 200],
   ['enabled=false + includeRemoved', { enabled: false, includeRemoved: true }, 50, 300, 200],
   ['profileId + platform, none', { profileId: PROFILE_1, platform: 'linkedin' }, 0, 300, 200],
+  ['profileId', { profileId: PROFILE_1 }, 50, 300, 200],
+  ['q, a common part of the username', { q: 'user1' }, 50, 1_000, 500],
 ];
 
 /** The statements that read the account table. */

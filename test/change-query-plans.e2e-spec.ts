@@ -32,6 +32,9 @@ const BOUNDED: Array<[string, ChangeFilter, number, number, number]> = [
   // Unscoped filters look at the window alone (and the feed's two bounds): bounded by it, whatever they match.
   ['a type no entry has', { types: ['account.removed'] }, 0, SCAN + 2, 3_000],
   ['a platform no entry has', { platform: 'linkedin' }, 0, SCAN + 2, 3_000],
+  ['a profile (one entry in 20)', { profileId: 'prof3' }, 100, SCAN + 2, 3_000],
+  ['a profile no entry has', { profileId: 'prof-none' }, 0, SCAN + 2, 3_000],
+  ['post.deleted (one entry in 50)', { types: ['post.deleted'] }, 100, SCAN + 2, 3_000],
 ];
 
 const readsOfChanges = (statements: SentStatement[]) => statements.filter(({ statement }) => /from "change"/i.test(statement.sql));

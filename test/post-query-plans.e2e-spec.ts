@@ -93,6 +93,11 @@ const BOUNDED: Array<[string, Partial<ListPostsQuery>, number, number, number]> 
     100,
   ],
   ['tag, rare, sort=publishedAt:desc', { tag: ['rare-tag'], sort: 'publishedAt:desc' }, 50, 1_000, 1_000],
+  // The plain page, and the search and the tag the query bench measures: a page's neighbourhood, or the few matches.
+  ['no filter', {}, 50, 200, 200],
+  ['tag, common', { tag: ['sale'] }, 50, 1_000, 1_000],
+  ['q, a rare word', { q: 'zebra' }, 50, 200, 500],
+  ['q, a rare word, sort=scheduledFor:desc', { q: 'zebra', sort: 'scheduledFor:desc' }, 50, 200, 500],
   ['q, a common word', { q: 'spring' }, 50, 1_000, 1_000],
   ['q, a common word, sort=scheduledFor:desc', { q: 'coffee', sort: 'scheduledFor:desc' }, 50, 1_000, 1_000],
 ];

@@ -85,8 +85,10 @@ export function wholeObjectText({ pozy, extra, mirror }: WholeObject, order: Fie
     if (wanted(name)) members.push(member(name, name in pozy ? sql`coalesce(${fromExtra(name)}, ${valueOf(pozy[name])})` : fromExtra(name)));
   }
   if (fields === undefined) {
-    members.push(sql`(SELECT string_agg(to_json(e.key)::text || ':' || e.value::text, ',' ORDER BY e.n)
-      FROM jsonb_each(${extra}) WITH ORDINALITY AS e(key, value, n) WHERE e.key <> ALL(${namesLiteral([...order.pozy, ...order.mirror])}))`);
+    const known = namesLiteral([...order.pozy, ...order.mirror]);
+    // Most rows hold no field pozy-sync does not know: `-` tells so without expanding `extra` into rows.
+    members.push(sql`(CASE WHEN ${extra} - ${known} <> '{}'::jsonb THEN (SELECT string_agg(to_json(e.key)::text || ':' || e.value::text, ',' ORDER BY e.n)
+      FROM jsonb_each(${extra}) WITH ORDINALITY AS e(key, value, n) WHERE e.key <> ALL(${known})) END)`);
   }
   for (const name of order.mirror) if (wanted(name) && name in mirror) members.push(member(name, valueOf(mirror[name])));
   if (members.length === 0) return sql<JsonText>`'{}'::text`;

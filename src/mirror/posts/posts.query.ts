@@ -29,12 +29,15 @@ const SEARCH_PROBE = 1_000;
  * alternatives (SEARCH_LIMITS.ors) a search of rare words stays below this; a common word's share is measured.
  */
 const COMMON_SEARCH_SHARE = 0.025;
+/** How long the planner's estimate of the posts is reused (see plannedPosts). */
+const POST_ESTIMATE_MS = 10_000;
 
 /** Reads the mirror only: these never call Pozy. */
 @Injectable()
 export class PostsQuery {
   /** The whole answer, the same expression on every page: built and compiled once, not on every request. */
   private readonly wholeAnswer: RawBuilder<JsonText>;
+  private readonly postEstimates = new WeakMap<Db, { rows: number; at: number }>();
 
   constructor(private readonly database: DatabaseService) {
     this.wholeAnswer = fixedSql(database.db, this.answer(undefined));
@@ -87,19 +90,17 @@ export class PostsQuery {
    */
   private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
     if (filters.query.q === undefined) return filters;
-    const [matching, posts] = await plannerRows(db, [
+    const [matching] = await plannerRows(db, [
       db
         .selectFrom('post')
         .select('post.id')
         .where((eb) => eb.and(conditions(eb, filters)))
         .compile(),
-      db.selectFrom('post').select('post.id').compile(),
     ]);
-    if (matching >= COMMON_SEARCH_SHARE * posts) return filters;
+    if (matching >= COMMON_SEARCH_SHARE * (await this.plannedPosts(db))) return filters;
     const ids = await db.transaction().execute(async (trx) => {
       // For this statement only: through the indexes' bitmaps, never by walking the table or an order.
-      await sql`SET LOCAL enable_seqscan = off`.execute(trx);
-      await sql`SET LOCAL enable_indexscan = off`.execute(trx);
+      await sql`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)`.execute(trx);
       const rows = await trx
         .selectFrom('post')
         .select('post.id')
@@ -109,6 +110,18 @@ export class PostsQuery {
       return [...new Set(rows.map((row) => row.id))];
     });
     return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
+  }
+
+  /**
+   * The planner's estimate of the posts, for the share a search's words match: the table grows slowly against a few
+   * seconds, so each Db's estimate is kept that long rather than asked of PostgreSQL on every search.
+   */
+  private async plannedPosts(db: Db): Promise<number> {
+    const known = this.postEstimates.get(db);
+    if (known !== undefined && Date.now() - known.at < POST_ESTIMATE_MS) return known.rows;
+    const [rows] = await plannerRows(db, [db.selectFrom('post').select('post.id').compile()]);
+    this.postEstimates.set(db, { rows, at: Date.now() });
+    return rows;
   }
 
   /**
