@@ -19,6 +19,8 @@ import { postsSeenIn, RunProgress, SweepCounts, SweepResource, SweepRun, SweepRu
 const OVERLAP = 10;
 /** Pages requested ahead of the one being written, so the budget, not the round trips, sets the pace. */
 const PREFETCH = 3;
+/** Post pages written at once: one's statements run while the others' do, on PostgreSQL's other cores. */
+const PAGES_WRITING = 3;
 /** Posts the walk for what the listing missed reads from Pozy at once, to confirm each is gone. */
 const VERIFY_CONCURRENCY = 8;
 /** Accounts written per transaction (Pozy lists them all in one answer). */
@@ -232,72 +234,92 @@ export class SweepRunner {
       }
       return ahead.get(offset)!;
     };
-    let offset = x.run.postsOffset;
-    for (;;) {
-      x.checkStop();
-      const readAt = Math.max(0, offset - OVERLAP);
-      for (let j = 0; j < PREFETCH; j += 1) void fetch(readAt + j * (POSTS_PAGE_LIMIT - OVERLAP));
-      const page = unwrap(await fetch(readAt));
-      ahead.delete(readAt);
-      const tag = postsSeenIn(x.run.pass);
-      const seen = await this.runs.seen(
-        x.run.workspaceId,
-        x.run.id,
-        tag,
-        page.posts.map((p) => p._id),
-      );
-      if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {
-        // Posts deleted behind the cursor moved the list by more than the overlap: read an earlier page again.
-        this.logger.debug(`${title(x.run)} ${x.run.id}: the list moved under the cursor at ${readAt}; stepping back`);
-        ahead = new Map();
-        offset = Math.max(0, readAt - (POSTS_PAGE_LIMIT - OVERLAP)) + OVERLAP;
-        continue;
-      }
-      const end = page.posts.length < POSTS_PAGE_LIMIT;
-      const fresh = unique(
-        page.posts.filter((p) => !seen.has(p._id)),
-        (p) => p._id,
-      );
-      const seenInPass = x.run.postsDone + fresh.length;
-      // Pozy's count at the end says whether this pass saw exactly the posts there are, once the deletions webhooks
-      // already brought in are taken off what it saw. What is left unexplained only another listing can find.
-      const unexplained = end && page.total !== undefined ? await this.unexplained(x, seenInPass, page.total) : 0;
-      const again = unexplained !== 0 && x.run.pass < MAX_PASSES;
-      const counts = await this.writePosts(x, fresh, page.sentAt, {
-        phase: end && !again ? 'missing-accounts' : undefined,
-        missingCursor: end && !again ? null : undefined,
-        nextPass: again ? true : undefined,
-        postsOffset: readAt + page.posts.length,
-        postsListedFrom: page.sentAt,
-        postsTotal: page.total,
-        postsDone: fresh.length,
-        pagesRead: x.requested,
-      });
-      x.requested = 0;
-      offset = readAt + page.posts.length;
-      this.countItems(x, 'post', counts);
-      this.progress(x, fresh.length, page.total);
-      if (!end) continue;
-      if (again) {
-        this.logger.warn(
-          `${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts, ${
-            unexplained > 0
-              ? `${unexplained} fewer than this listing saw and ` + 'no webhook said were deleted'
-              : `${-unexplained} more than this listing saw`
-          }: listing them again to find which ` + `(pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
+    const writing = new PageWrites();
+    try {
+      let offset = x.run.postsOffset;
+      for (;;) {
+        x.checkStop();
+        const readAt = Math.max(0, offset - OVERLAP);
+        for (let j = 0; j < PREFETCH; j += 1) void fetch(readAt + j * (POSTS_PAGE_LIMIT - OVERLAP));
+        const page = unwrap(await fetch(readAt));
+        ahead.delete(readAt);
+        const tag = postsSeenIn(x.run.pass);
+        const ids = page.posts.map((p) => p._id);
+        // Seen: in a page being written when the lookup began (taken first: it may commit meanwhile), or committed.
+        const writtenMeanwhile = writing.among(ids);
+        const seen = await this.runs.seen(x.run.workspaceId, x.run.id, tag, ids);
+        for (const id of writtenMeanwhile) seen.add(id);
+        if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {
+          // Posts deleted behind the cursor moved the list by more than the overlap: read an earlier page again.
+          this.logger.debug(`${title(x.run)} ${x.run.id}: the list moved under the cursor at ${readAt}; stepping back`);
+          ahead = new Map();
+          offset = Math.max(0, readAt - (POSTS_PAGE_LIMIT - OVERLAP)) + OVERLAP;
+          continue;
+        }
+        const end = page.posts.length < POSTS_PAGE_LIMIT;
+        const fresh = unique(
+          page.posts.filter((p) => !seen.has(p._id)),
+          (p) => p._id,
         );
-        x.run = { ...x.run, pass: x.run.pass + 1, postsOffset: 0, postsDone: 0, postsDoneAtResume: 0, postsListedFrom: null, resumedAt: new Date() };
-        ahead = new Map();
-        offset = 0;
-        continue;
-      }
-      if (unexplained !== 0) {
-        this.logger.warn(
-          `${title(x.run)} ${x.run.id}: after ${MAX_PASSES} listings, ${Math.abs(unexplained)} posts are still unaccounted for; the next sweep finds them`,
+        // What the pass saw is counted from committed pages: the end waits for the pages before it.
+        if (end) await writing.drain();
+        const seenInPass = x.run.postsDone + fresh.length;
+        // Pozy's count at the end says whether this pass saw exactly the posts there are, once the deletions webhooks
+        // already brought in are taken off what it saw. What is left unexplained only another listing can find.
+        const unexplained = end && page.total !== undefined ? await this.unexplained(x, seenInPass, page.total) : 0;
+        const again = unexplained !== 0 && x.run.pass < MAX_PASSES;
+        const progress: RunProgress = {
+          phase: end && !again ? 'missing-accounts' : undefined,
+          missingCursor: end && !again ? null : undefined,
+          nextPass: again ? true : undefined,
+          postsOffset: readAt + page.posts.length,
+          postsListedFrom: page.sentAt,
+          postsTotal: page.total,
+          postsDone: fresh.length,
+          pagesRead: x.requested,
+        };
+        x.requested = 0;
+        // The page is written while the next ones are listed and checked; its checkpoint waits for the page before.
+        await writing.add(
+          fresh.map((p) => p._id),
+          (after) => this.writePosts(x, fresh, page.sentAt, progress, after).then((counts) => this.countItems(x, 'post', counts)),
         );
+        offset = readAt + page.posts.length;
+        this.progress(x, fresh.length, page.total);
+        if (!end) continue;
+        await writing.drain();
+        if (again) {
+          this.logger.warn(
+            `${title(x.run)} ${x.run.id}: Pozy counts ${page.total} posts, ${
+              unexplained > 0
+                ? `${unexplained} fewer than this listing saw and ` + 'no webhook said were deleted'
+                : `${-unexplained} more than this listing saw`
+            }: listing them again to find which ` + `(pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
+          );
+          x.run = {
+            ...x.run,
+            pass: x.run.pass + 1,
+            postsOffset: 0,
+            postsDone: 0,
+            postsDoneAtResume: 0,
+            postsListedFrom: null,
+            resumedAt: new Date(),
+          };
+          ahead = new Map();
+          offset = 0;
+          continue;
+        }
+        if (unexplained !== 0) {
+          this.logger.warn(
+            `${title(x.run)} ${x.run.id}: after ${MAX_PASSES} listings, ${Math.abs(unexplained)} posts are still unaccounted for; the next sweep finds them`,
+          );
+        }
+        x.run = { ...x.run, phase: 'missing-accounts', missingCursor: null };
+        return;
       }
-      x.run = { ...x.run, phase: 'missing-accounts', missingCursor: null };
-      return;
+    } finally {
+      // Nothing of the run is written once it has stopped or failed.
+      await writing.settled();
     }
   }
 
@@ -314,16 +336,28 @@ export class SweepRunner {
     return count();
   }
 
-  private writePosts(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
+  private writePosts(
+    x: Execution,
+    fresh: PozyPostDto[],
+    sentAt: Date,
+    progress: RunProgress,
+    after: Promise<unknown>,
+  ): Promise<Partial<SweepCounts>> {
     const attributes = { 'pozy_sync.run.id': x.run.id, 'pozy_sync.page.items': fresh.length, 'pozy_sync.page.offset': progress.postsOffset ?? 0 };
     return this.tracing.span(`${x.run.kind} posts page`, { attributes }, async (span) => {
-      const counts = await this.writePostsPage(x, fresh, sentAt, progress);
+      const counts = await this.writePostsPage(x, fresh, sentAt, progress, after);
       span.setAttributes(Object.fromEntries(Object.entries(counts).map(([outcome, n]) => [`pozy_sync.page.${outcome}`, n])));
       return counts;
     });
   }
 
-  private async writePostsPage(x: Execution, fresh: PozyPostDto[], sentAt: Date, progress: RunProgress): Promise<Partial<SweepCounts>> {
+  private async writePostsPage(
+    x: Execution,
+    fresh: PozyPostDto[],
+    sentAt: Date,
+    progress: RunProgress,
+    after: Promise<unknown>,
+  ): Promise<Partial<SweepCounts>> {
     const mirrored = await this.posts.versions(
       x.run.workspaceId,
       fresh.map((p) => p._id),
@@ -351,6 +385,7 @@ export class SweepRunner {
         if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
       },
       () => ({ ...progress, posts: counts }),
+      after,
     );
     return counts;
   }
@@ -465,8 +500,9 @@ export class SweepRunner {
     seen: { resource: SweepResource; ids: string[] },
     write: (trx: Db) => Promise<void>,
     progress: () => RunProgress,
+    after?: Promise<unknown>,
   ): Promise<void> {
-    await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress);
+    await this.runs.commitPage({ workspaceId: x.run.workspaceId, id: x.run.id, owner: x.owner }, seen, write, progress, after);
     // Even a dry run writes what it saw (sweep_seen).
     void this.statistics.written(FILLED_TABLES);
     x.checkStop();
@@ -508,6 +544,45 @@ const title = (run: Pick<SweepRun, 'kind' | 'dryRun'>) => (run.kind === 'import'
 function unique<T>(items: T[], key: (item: T) => string): T[] {
   const seen = new Set<string>();
   return items.filter((item) => (seen.has(key(item)) ? false : (seen.add(key(item)), true)));
+}
+
+/**
+ * The post pages being written, oldest first, at most PAGES_WRITING at once: each page's transaction writes its posts
+ * while the pages before it are still committing, and waits for them before its checkpoint, so checkpoints commit in
+ * page order and a crash resumes after the last page committed. A page failing fails the pages after it, and the run.
+ */
+class PageWrites {
+  private pages: Array<{ ids: ReadonlySet<string>; done: Promise<Settled<void>> }> = [];
+  private last: Promise<unknown> = Promise.resolve();
+
+  /** Which of `ids` are in a page being written. */
+  among(ids: readonly string[]): string[] {
+    return ids.filter((id) => this.pages.some((page) => page.ids.has(id)));
+  }
+
+  /** Starts a page's write (given the promise of the page before it), once fewer than PAGES_WRITING are under way. */
+  async add(ids: readonly string[], write: (after: Promise<unknown>) => Promise<void>): Promise<void> {
+    while (this.pages.length >= PAGES_WRITING) unwrap(await this.pages.shift()!.done);
+    const written = write(this.last);
+    this.last = written;
+    const page = { ids: new Set(ids), done: settle(written) };
+    this.pages.push(page);
+    // A page leaves the list as soon as it has committed: its ids are then in sweep_seen.
+    void page.done.then((result) => {
+      if (result.ok) this.pages = this.pages.filter((p) => p !== page);
+    });
+  }
+
+  /** Waits for every page under way; throws the first failure. */
+  async drain(): Promise<void> {
+    while (this.pages.length > 0) unwrap(await this.pages.shift()!.done);
+  }
+
+  /** Waits for every page under way, failed or not. */
+  async settled(): Promise<void> {
+    await Promise.all(this.pages.map((page) => page.done));
+    this.pages = [];
+  }
 }
 
 /**

@@ -302,10 +302,13 @@ export class SweepRunRepository {
     seen: { resource: SweepResource; ids: string[] },
     write: (trx: Db) => Promise<void>,
     progress: () => RunProgress,
+    after?: Promise<unknown>,
   ): Promise<void> {
     return transaction(this.database.db, async (trx) => {
       await write(trx);
       await this.markSeen(run.workspaceId, run.id, seen.resource, seen.ids, trx);
+      // The checkpoint after the page before it: a later page's waits here, holding its rows, until that one commits.
+      await after;
       await this.advance(run.id, run.owner, progress(), trx);
     });
   }

@@ -286,7 +286,8 @@ export class PostMirrorRepository {
           ]),
       ),
     )
-      .select(unmirroredAccounts(db))
+      // Only a write on its own rechecks them (recheckProfiles): one in a caller's transaction never reads them.
+      .select(db.isTransaction ? noneUnmirrored : unmirroredAccounts(db))
       .executeTakeFirstOrThrow();
     afterCommit(db, () => {
       this.signal.queued(row.notified);
@@ -368,6 +369,9 @@ async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: reado
     .orderBy('u.id')
     .execute();
 }
+
+/** unmirroredAccounts' columns, for a write that does not recheck: each post's accounts probed twice for nothing. */
+const noneUnmirrored = [sql<string[]>`'{}'::text[]`.as('unmirrored_posts'), sql<string[]>`'{}'::text[]`.as('unmirrored_accounts')] as const;
 
 /**
  * The write's changed posts that name accounts the mirror does not hold, and those accounts: their entries' profiles
