@@ -6,7 +6,8 @@
  * requests share the process and the database) and as an api-only replica (ROLE=api: the receive path alone).
  *
  *   BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 50), BENCH_POSTS (distinct posts, default 1000),
- *   BENCH_LOG_LEVEL (pozy-sync's LOG_LEVEL; default log, as deployed: one log line per request)
+ *   BENCH_LOG_LEVEL (pozy-sync's LOG_LEVEL; default log, as deployed: one log line per request),
+ *   BENCH_CPU_PROF_DIR (each pozy-sync run writes a CPU profile there, node --cpu-prof; not the baseline)
  */
 /* eslint-disable no-console -- a command-line report */
 import { randomUUID } from 'node:crypto';
@@ -122,10 +123,14 @@ async function measure(
   script: string,
   databaseUrl: string,
   env: Record<string, string>,
-  options: { drain?: boolean } = {},
+  options: { drain?: boolean; profile?: boolean } = {},
 ): Promise<Measured> {
   const port = await freePort();
-  const child = startProcess(script, { ...env, DATABASE_URL: databaseUrl, PORT: String(port) });
+  const profileDir = options.profile ? process.env.BENCH_CPU_PROF_DIR : undefined;
+  const nodeArgs = profileDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name.replace(/[^A-Za-z0-9=]+/g, '-')}.cpuprofile`]
+    : [];
+  const child = startProcess(script, { ...env, DATABASE_URL: databaseUrl, PORT: String(port) }, nodeArgs);
   try {
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/health/ready`, 60_000);
@@ -217,7 +222,7 @@ export async function runReceiveScenario(serverUrl: string): Promise<void> {
             ...(process.env.RECONCILE_COALESCE_WINDOW_MS ? { RECONCILE_COALESCE_WINDOW_MS: process.env.RECONCILE_COALESCE_WINDOW_MS } : {}),
             ...env,
           },
-          { drain },
+          { drain, profile: true },
         ),
       );
     const all = await service('ROLE=all', { ROLE: 'all' }, false);

@@ -12,6 +12,12 @@ import { ReconcileSignal } from '../receive/reconcile-signal';
 const BATCH_SIZE = 500;
 /** Also look for due requests this often: another replica's receiver may have written them. */
 const POLL_MS = 1_000;
+/**
+ * Under a stream of deliveries every group commit signals new requests; passes at most this often gather them into
+ * one transaction (and one NOTIFY) instead of a pass per commit, whose queries would compete with the receiver's for
+ * the same cores. A request after a quiet spell is dispatched at once.
+ */
+const MIN_PASS_GAP_MS = 50;
 /** When due requests are all locked by another replica's pass, look again this much later, not at once. */
 const BUSY_RETRY_MS = 50;
 /** A workspace's recent dispatches count half after this long: its burst stops weighing on its next jobs' priority. */
@@ -50,6 +56,8 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
   private stopping = false;
   private readonly priority = new BurstPriority();
   private unsubscribe: (() => void) | undefined;
+  /** When the latest pass began (ms since the epoch). */
+  private lastPassAt = -Infinity;
   private readonly loop = new WakeableLoop({
     pass: () => this.dispatchDue(),
     idleMs: POLL_MS,
@@ -70,7 +78,7 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
   onApplicationBootstrap(): void {
     if (!this.config.runsWorker) return;
     // A request just committed that falls due at `dueAt`: dispatched then rather than at the next poll.
-    this.unsubscribe = this.signal.subscribe((dueAt) => this.loop.wakeAt(dueAt.getTime()));
+    this.unsubscribe = this.signal.subscribe((dueAt) => this.loop.wakeAt(Math.max(dueAt.getTime(), this.lastPassAt + MIN_PASS_GAP_MS)));
     this.loop.start();
   }
 
@@ -82,12 +90,13 @@ export class ReconcileDispatcher implements OnApplicationBootstrap, BeforeApplic
 
   /** Dispatches every due request; returns when the next one falls due (ms since epoch). */
   private async dispatchDue(): Promise<number> {
+    this.lastPassAt = Date.now();
     let taken: number;
     do taken = await this.dispatchBatch();
     while (taken === BATCH_SIZE && !this.stopping);
     const next = (await this.requests.nextDueAt())?.getTime() ?? Infinity;
     // Due yet not taken: another replica's pass holds them; its commit will clear them.
-    return taken === 0 && next <= Date.now() ? Date.now() + BUSY_RETRY_MS : next;
+    return Math.max(taken === 0 && next <= Date.now() ? Date.now() + BUSY_RETRY_MS : next, this.lastPassAt + MIN_PASS_GAP_MS);
   }
 
   private async dispatchBatch(): Promise<number> {
