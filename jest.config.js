@@ -14,7 +14,8 @@ const swc = [
 
 module.exports = {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Node's, with the services' logs kept aside and printed only for a test that fails.
+  testEnvironment: '<rootDir>/test/support/quiet-environment.js',
   transform: {
     '^.+\\.ts$': swc,
     // ESM-only packages Node 20 itself loads with require(esm), which Jest's module system cannot, and the OTLP
