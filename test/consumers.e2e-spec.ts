@@ -1,9 +1,9 @@
 import { partitionOf } from '../src/changes/partition';
-import { createTestDatabase, TestDatabase } from './support/database';
 import { metricTotal, parseMetrics } from './support/metrics';
-import { RunningService, startService, waitFor } from './support/service';
+import { RunningService, waitFor } from './support/service';
 import { StatementCounter } from './support/statement-counter';
 import { Received, TestSubscriber } from './support/subscriber';
+import { ServiceSpec, startSpec } from './support/spec';
 
 /**
  * Named consumers of the change feed (POST /admin/consumers, GET /changes?consumer=, POST /changes/commit), on a real
@@ -34,7 +34,7 @@ interface Answer {
 }
 
 describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let ops: TestSubscriber;
   /** Every resource's last sequence written, by `type:id`. */
@@ -78,16 +78,18 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
   const metrics = async () => parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text());
 
   beforeAll(async () => {
-    db = await createTestDatabase('consumers');
-    service = await startService(db.url, {
-      ADMIN_TOKEN,
-      CHANGE_RETENTION_DAYS: '1',
-      CONSUMER_MAX_LAG_DAYS: '3',
-      RETENTION_CRON: 'off',
-      SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
-      NOTIFY_RETRY_BASE_MS: '50',
-      NOTIFY_RETRY_MAX_MS: '200',
+    spec = await startSpec('consumers', {
+      env: {
+        ADMIN_TOKEN,
+        CHANGE_RETENTION_DAYS: '1',
+        CONSUMER_MAX_LAG_DAYS: '3',
+        RETENTION_CRON: 'off',
+        SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
+        NOTIFY_RETRY_BASE_MS: '50',
+        NOTIFY_RETRY_MAX_MS: '200',
+      },
     });
+    service = spec.service;
     ops = await TestSubscriber.start('/ops');
     expect((await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.consumer.expired'] })).status).toBe(201);
     // Something before any consumer: a consumer starts at the head, after it.
@@ -96,8 +98,7 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
 
   afterAll(async () => {
     await ops?.close();
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('makes a consumer at the head of the feed, with no commit yet, and refuses the same name twice', async () => {
