@@ -1,7 +1,7 @@
 import type { Post } from '../simulator/world/pozy-shapes';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const POSTS = 120;
@@ -50,8 +50,7 @@ function ordered(posts: Post[], field: SortField, desc: boolean): string[] {
 }
 
 describe('GET /posts: search, filters and orders over whole posts', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const world = () => harness.sim.world;
   const get = async (path: string) => {
     const response = await fetch(`${harness.service.baseUrl}${path}`);
@@ -96,8 +95,7 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
   const truth = () => world().listPosts();
 
   beforeAll(async () => {
-    db = await createTestDatabase('post_queries');
-    harness = await startHarness(db.url);
+    harness = await startSpec('post_queries', { simulator: {} });
     const profile = world().createProfile('Queries');
     const accounts = ['instagram', 'linkedin', 'facebook'].map((platform, i) => world().connectAccount(profile._id, platform, `queries${i}`));
     const [instagram, linkedin, facebook] = accounts.map((a) => a._id);
@@ -136,7 +134,6 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   describe.each<[SortField, boolean]>([

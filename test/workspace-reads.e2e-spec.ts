@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService, waitFor } from './support/service';
+import { RunningService, waitFor } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ADMIN_TOKEN = 'admin_workspace_reads_e2e_41c9';
 const ALL_TOKEN = 'static_workspace_reads_e2e_8b2d';
@@ -45,7 +45,7 @@ async function fill(pool: Pool): Promise<void> {
 }
 
 describe('reads keep to the workspaces their reader may read', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let acmeToken: string;
 
@@ -56,8 +56,8 @@ describe('reads keep to the workspaces their reader may read', () => {
   const keys = (body: Json) => (body.data as Array<{ workspaceId: string; id: string }>).map((row) => `${row.workspaceId}/${row.id}`);
 
   beforeAll(async () => {
-    db = await createTestDatabase('workspace_reads');
-    service = await startService(db.url, { ROLE: 'all', ADMIN_TOKEN, API_TOKENS: ALL_TOKEN });
+    spec = await startSpec('workspace_reads', { env: { ROLE: 'all', ADMIN_TOKEN, API_TOKENS: ALL_TOKEN } });
+    service = spec.service;
     await fill(service.pool);
     // The feed's positions are the sequencer's: wait until it has placed every entry.
     await waitFor(
@@ -80,8 +80,7 @@ describe('reads keep to the workspaces their reader may read', () => {
   }, 60_000);
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('lists every workspace’s posts for a reader of all, each once, walking across an id two workspaces share', async () => {
