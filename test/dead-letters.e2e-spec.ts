@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mirrorDifferences } from '../simulator/mirror-check';
 import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { request } from './support/http';
 import { deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { SimulatorSpec, startSpec } from './support/spec';
@@ -21,10 +22,7 @@ const auth = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 describe('the delivery dead-letter queue', () => {
   let harness: SimulatorSpec;
 
-  const call = async <T>(method: string, path: string, headers: Record<string, string> = auth): Promise<{ status: number; body: T }> => {
-    const response = await fetch(`${harness.service.baseUrl}${path}`, { method, headers });
-    return { status: response.status, body: (await response.json()) as T };
-  };
+  const call = <T>(method: string, path: string, headers: Record<string, string> = auth) => request<T>(harness, path, { method, headers });
   const letters = async () => (await call<{ data: Letter[] }>('GET', '/admin/dead-letters?queue=delivery')).body.data;
 
   beforeAll(async () => {
