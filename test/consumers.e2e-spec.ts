@@ -1,4 +1,5 @@
 import { partitionOf } from '../src/changes/partition';
+import { request } from './support/http';
 import { metricTotal, parseMetrics } from './support/metrics';
 import { RunningService, waitFor } from './support/service';
 import { StatementCounter } from './support/statement-counter';
@@ -40,15 +41,8 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
   /** Every resource's last sequence written, by `type:id`. */
   const sequences = new Map<string, number>();
 
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Answer> {
-    const response = await fetch(`${service.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : {} };
-  }
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Answer> =>
+    request<Json>(service, path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
 
   const head = async () => (await call('GET', '/changes/head')).body.cursor as string;
   const count = async (sql: string, params: unknown[] = []) => (await service.pool.query<{ n: number }>(sql, params)).rows[0].n;

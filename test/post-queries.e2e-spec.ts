@@ -1,5 +1,6 @@
 import type { Post } from '../simulator/world/pozy-shapes';
 import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { getJson } from './support/http';
 import { waitFor } from './support/service';
 import { SimulatorSpec, startSpec } from './support/spec';
 
@@ -52,10 +53,7 @@ function ordered(posts: Post[], field: SortField, desc: boolean): string[] {
 describe('GET /posts: search, filters and orders over whole posts', () => {
   let harness: SimulatorSpec;
   const world = () => harness.sim.world;
-  const get = async (path: string) => {
-    const response = await fetch(`${harness.service.baseUrl}${path}`);
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const get = (path: string) => getJson(harness, path);
 
   /** Every page of a list, `limit` at a time, failing on a post answered twice. */
   async function walk(query: string, limit = 7, between?: (pageNumber: number) => Promise<void>): Promise<string[]> {

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { getJson } from './support/http';
 import { RunningService, waitFor } from './support/service';
 import { ServiceSpec, startSpec } from './support/spec';
 
@@ -49,10 +50,7 @@ describe('reads keep to the workspaces their reader may read', () => {
   let service: RunningService;
   let acmeToken: string;
 
-  const get = async (path: string, token = ALL_TOKEN) => {
-    const response = await fetch(`${service.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
+  const get = (path: string, token = ALL_TOKEN) => getJson<Json>(service, path, { token });
   const keys = (body: Json) => (body.data as Array<{ workspaceId: string; id: string }>).map((row) => `${row.workspaceId}/${row.id}`);
 
   beforeAll(async () => {
