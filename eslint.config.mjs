@@ -58,6 +58,7 @@ export default tseslint.config(
       'jest.config.js',
       'jest.unit.config.js',
       'test/support/summary-reporter.js',
+      'test/support/quiet-environment.js',
       'examples/',
       'packages/client/dist/',
       'packages/client/scripts/',

@@ -14,7 +14,8 @@ const swc = [
 
 module.exports = {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Node's, with the services' logs kept aside and printed only for a test that fails.
+  testEnvironment: '<rootDir>/test/support/quiet-environment.js',
   transform: {
     '^.+\\.ts$': swc,
     // ESM-only packages Node 20 itself loads with require(esm), which Jest's module system cannot, and the OTLP
@@ -29,7 +30,7 @@ module.exports = {
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  setupFiles: ['reflect-metadata'],
+  setupFiles: ['reflect-metadata', '<rootDir>/test/support/nest-logger.ts'],
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   testTimeout: 60_000,
   // Two cores here: more workers only fight over them and over PostgreSQL.

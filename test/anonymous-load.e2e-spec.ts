@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { FloodCommand, FloodTally } from '../bench/anonymous-flood';
 import { ChangesService } from '../src/changes/changes.service';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { backlog, Harness, startHarness } from './support/harness';
+import { backlog } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { StatementCounter } from './support/statement-counter';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 /** The reviewer's workspace: 91,000 posts, 95,000 events, the production pool of 20 connections. */
 const POSTS = 91_000;
@@ -65,22 +65,22 @@ class Flood {
 }
 
 describe('an anonymous client cannot starve the pool: webhooks keep being acknowledged under abusive reads', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const counter = new StatementCounter();
 
   beforeAll(async () => {
-    db = await createTestDatabase('anonymous_load');
-    harness = await startHarness(db.url, {
-      deliver: false,
+    harness = await startSpec('anonymous_load', {
       env: {
         // The production pool, and reads open to anyone (API_TOKENS unset, the status public): the reviewer's setup.
         DATABASE_POOL_SIZE: '20',
         POZY_RATE_LIMIT_PER_MINUTE: '100000',
       },
-      before: (sim) => sim.world.seedWorld({ profiles: 3, accountsPerProfile: 2, posts: 40 }),
+      simulator: {
+        deliver: false,
+        before: (sim) => sim.world.seedWorld({ profiles: 3, accountsPerProfile: 2, posts: 40 }),
+      },
     });
-    const client = new Client({ connectionString: db.url });
+    const client = new Client({ connectionString: harness.db.url });
     await client.connect();
     try {
       // Posts whose content holds both words of the phrase searched below, in either order: a phrase query's worst case.
@@ -108,7 +108,6 @@ describe('an anonymous client cannot starve the pool: webhooks keep being acknow
   afterAll(async () => {
     counter.stop();
     await harness?.close();
-    await db?.drop();
   });
 
   /** Makes `n` changes in Pozy's world and delivers an event for each (the test's own: each acknowledgement is timed), a few at a time, timing each acknowledgement. */

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { withIndexesDeferred } from './support/bulk-load';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService, waitFor } from './support/service';
+import { RunningService, waitFor } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ENTRIES = 1_000_000;
 /** Committed after the load, not placed yet: the sequencer places them after the million. */
@@ -30,7 +30,7 @@ interface Page {
 const typeAt = (i: number) => (i % 10 === 0 ? 'account.changed' : i % 97 === 0 ? 'post.deleted' : 'post.changed');
 
 describe('GET /changes with a million entries', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   const timings: string[] = [];
   const get = (path: string) => fetch(`${service.baseUrl}${path}`);
@@ -63,10 +63,10 @@ describe('GET /changes with a million entries', () => {
   const range = (from: number, count: number, step = 1) => Array.from({ length: count }, (_, k) => from + k * step);
 
   beforeAll(async () => {
-    db = await createTestDatabase('feed_scale');
     // No Pozy: an api replica runs no jobs; its sequencer places entries like every replica's.
-    service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN });
-    const client = new Client({ connectionString: db.url });
+    spec = await startSpec('feed_scale', { env: { ROLE: 'api', ADMIN_TOKEN } });
+    service = spec.service;
+    const client = new Client({ connectionString: spec.db.url });
     await client.connect();
     try {
       await withIndexesDeferred(client, ['change'], async () => {
@@ -97,8 +97,7 @@ describe('GET /changes with a million entries', () => {
       process.stdout.write(
         `GET /changes with ${ENTRIES.toLocaleString('en')} entries (${CALLS} calls each, after one to warm up)\n${timings.join('\n')}\n`,
       );
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('places entries committed after the million at the next positions, in insertion order', async () => {

@@ -14,21 +14,13 @@ import { PozySimulator } from '../simulator/simulator';
 import { Balancer, startBalancer } from './support/balancer';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { FeedFollower, FeedItem } from './support/feed-follower';
-import { backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { backlog, HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { getJson, request } from './support/http';
 import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
-
-interface Answer {
-  status: number;
-  body: Record<string, unknown>;
-}
-
-async function getJson(baseUrl: string, path: string, init: RequestInit = {}): Promise<Answer> {
-  const response = await fetch(`${baseUrl}${path}`, init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 /** Entries the sequencer has not placed yet: none once every committed change is readable. */
 async function unplaced(service: RunningService): Promise<number> {
@@ -63,23 +55,21 @@ async function expectCopyEqualsMirror(service: RunningService, follower: FeedFol
 }
 
 describe('GET /changes on one replica', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let profileId: string;
   let otherProfileId: string;
   let instagram: string;
   const world = () => harness.sim.world;
   const base = () => harness.service.baseUrl;
-  const api = (path: string, init?: RequestInit) => getJson(base(), path, init);
+  const api = (path: string, init?: RequestInit) => request(base(), path, init);
   const repository = () => harness.service.app.get(PostMirrorRepository);
   const read = () => ({ readId: randomUUID(), startedAt: new Date(), lastEventAt: null });
   const dto = (postId: string) => plainToInstance(PozyPostDto, world().getPost(postId));
   const head = async () => (await api('/changes/head')).body.cursor as string;
 
   beforeAll(async () => {
-    db = await createTestDatabase('change_feed');
     // Pozy's webhooks are not delivered: the tests write the mirror themselves, so they know what changed when.
-    harness = await startHarness(db.url, { deliver: false, env: { CHANGE_RETENTION_DAYS: '1' } });
+    harness = await startSpec('change_feed', { simulator: { deliver: false }, env: { CHANGE_RETENTION_DAYS: '1' } });
     profileId = world().createProfile('Feed')._id;
     otherProfileId = world().createProfile('Other')._id;
     instagram = world().connectAccount(profileId, 'instagram', 'feed.insta')._id;
@@ -88,7 +78,6 @@ describe('GET /changes on one replica', () => {
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('starts empty: head 0, and a first call without a cursor answers nothing with cursor 0', async () => {

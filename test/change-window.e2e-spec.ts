@@ -4,8 +4,8 @@ import { ChangeWindow, joinWindows, readFromWindow, toPage, windowOf } from '../
 import { TAIL_BATCH } from '../src/changes/change-tail';
 import { CHANGE_TYPES } from '../src/changes/record-changes';
 import { DatabaseService, Db } from '../src/database/database.service';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService } from './support/service';
+import { RunningService } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ENTRIES = 12_500;
 /** Pruned by retention: cursors before them are expired. */
@@ -59,14 +59,14 @@ function scanOf(filter: ChangeFilter, filtered: boolean, limit: number): number 
 }
 
 describe("the tail's answers from memory equal what the SQL filter answers (change-window.ts)", () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let changes: ChangeRepository;
   let kysely: Db;
 
   beforeAll(async () => {
-    db = await createTestDatabase('change_window');
-    service = await startService(db.url, { ROLE: 'api' });
+    spec = await startSpec('change_window', { env: { ROLE: 'api' } });
+    service = spec.service;
     await service.pool.query(LOAD);
     await service.pool.query(`DELETE FROM change WHERE position <= ${PRUNED}`);
     changes = service.app.get(ChangeRepository);
@@ -74,8 +74,7 @@ describe("the tail's answers from memory equal what the SQL filter answers (chan
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   /** The tail's reads from `from` on, joined, as it keeps them (at most `keep` entries). */

@@ -1,35 +1,34 @@
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from '../simulator/mirror-check';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const STEPS = 1_500;
 
 describe('chaos: duplicates, reordering, drops and API faults together', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
 
   beforeAll(async () => {
-    db = await createTestDatabase('chaos');
-    harness = await startHarness(db.url, {
-      seed: 99,
-      faults: {
-        duplicateRate: 0.1,
-        reorderMaxDelayMs: 200,
-        dropRate: 0.05,
-        api5xxRate: 0.05,
-        api429Rate: 0.02,
-        apiSlowRate: 0.05,
-        apiSlowMs: 150,
+    harness = await startSpec('chaos', {
+      simulator: {
+        seed: 99,
+        faults: {
+          duplicateRate: 0.1,
+          reorderMaxDelayMs: 200,
+          dropRate: 0.05,
+          api5xxRate: 0.05,
+          api429Rate: 0.02,
+          apiSlowRate: 0.05,
+          apiSlowMs: 150,
+        },
       },
     });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('loses nothing, applies nothing twice, and ends with the mirror equal to the truth after one backfill', async () => {

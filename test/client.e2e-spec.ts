@@ -22,9 +22,9 @@ import { partitionOf as servicePartitionOf } from '../src/changes/partition';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN } from './support/harness';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 /** A follower running in the background, with what it was handed and what it said. */
 function follow(options: Omit<Parameters<typeof followChanges>[0], 'onChange' | 'signal' | 'onEvent'>) {
@@ -42,8 +42,7 @@ function follow(options: Omit<Parameters<typeof followChanges>[0], 'onChange' | 
 }
 
 describe('@pozy-sync/client against the service', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let pool: Pool;
   let dir: string;
   let profileId: string;
@@ -58,10 +57,9 @@ describe('@pozy-sync/client against the service', () => {
   const head = async () => (await unwrap(client().GET('/changes/head'))).cursor;
 
   beforeAll(async () => {
-    db = await createTestDatabase('client');
     // Pozy's webhooks are not delivered: the tests write the mirror themselves, so they know what changed when.
-    harness = await startHarness(db.url, { deliver: false });
-    pool = new Pool({ connectionString: db.url, max: 2 });
+    harness = await startSpec('client', { simulator: { deliver: false } });
+    pool = new Pool({ connectionString: harness.db.url, max: 2 });
     dir = mkdtempSync(join(tmpdir(), 'pozy-client-'));
     profileId = world().createProfile('Client')._id;
     accountId = world().connectAccount(profileId, 'instagram', 'client.insta')._id;
@@ -70,7 +68,6 @@ describe('@pozy-sync/client against the service', () => {
   afterAll(async () => {
     await pool?.end();
     await harness?.close();
-    await db?.drop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,9 +1,10 @@
 import { partitionOf } from '../src/changes/partition';
-import { createTestDatabase, TestDatabase } from './support/database';
+import { request } from './support/http';
 import { metricTotal, parseMetrics } from './support/metrics';
-import { RunningService, startService, waitFor } from './support/service';
+import { RunningService, waitFor } from './support/service';
 import { StatementCounter } from './support/statement-counter';
 import { Received, TestSubscriber } from './support/subscriber';
+import { ServiceSpec, startSpec } from './support/spec';
 
 /**
  * Named consumers of the change feed (POST /admin/consumers, GET /changes?consumer=, POST /changes/commit), on a real
@@ -34,21 +35,14 @@ interface Answer {
 }
 
 describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let ops: TestSubscriber;
   /** Every resource's last sequence written, by `type:id`. */
   const sequences = new Map<string, number>();
 
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Answer> {
-    const response = await fetch(`${service.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : {} };
-  }
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Answer> =>
+    request<Json>(service, path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
 
   const head = async () => (await call('GET', '/changes/head')).body.cursor as string;
   const count = async (sql: string, params: unknown[] = []) => (await service.pool.query<{ n: number }>(sql, params)).rows[0].n;
@@ -78,16 +72,18 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
   const metrics = async () => parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text());
 
   beforeAll(async () => {
-    db = await createTestDatabase('consumers');
-    service = await startService(db.url, {
-      ADMIN_TOKEN,
-      CHANGE_RETENTION_DAYS: '1',
-      CONSUMER_MAX_LAG_DAYS: '3',
-      RETENTION_CRON: 'off',
-      SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
-      NOTIFY_RETRY_BASE_MS: '50',
-      NOTIFY_RETRY_MAX_MS: '200',
+    spec = await startSpec('consumers', {
+      env: {
+        ADMIN_TOKEN,
+        CHANGE_RETENTION_DAYS: '1',
+        CONSUMER_MAX_LAG_DAYS: '3',
+        RETENTION_CRON: 'off',
+        SECRETS_ENCRYPTION_KEY: ENCRYPTION_KEY,
+        NOTIFY_RETRY_BASE_MS: '50',
+        NOTIFY_RETRY_MAX_MS: '200',
+      },
     });
+    service = spec.service;
     ops = await TestSubscriber.start('/ops');
     expect((await call('POST', '/admin/subscriptions', { url: ops.url, eventTypes: ['ops.consumer.expired'] })).status).toBe(201);
     // Something before any consumer: a consumer starts at the head, after it.
@@ -96,8 +92,7 @@ describe('named consumers with partitions (real PostgreSQL, real HTTP)', () => {
 
   afterAll(async () => {
     await ops?.close();
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('makes a consumer at the head of the feed, with no commit yet, and refuses the same name twice', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Pool, PoolClient } from 'pg';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { request } from './support/http';
 import { postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
 
@@ -77,10 +78,7 @@ describe('bulk dead-letter replay: a run in batches, followed through its GET', 
   const spoolDir = mkdtempSync(join(tmpdir(), 'pozy-replay-spool-'));
   const env = { ROLE: 'api', ADMIN_TOKEN, SPOOL_DIR: spoolDir };
 
-  const call = async <T>(method: string, path: string, headers: Record<string, string> = ADMIN): Promise<{ status: number; body: T }> => {
-    const response = await fetch(`${service.baseUrl}${path}`, { method, headers });
-    return { status: response.status, body: (await response.json()) as T };
-  };
+  const call = <T>(method: string, path: string, headers: Record<string, string> = ADMIN) => request<T>(service, path, { method, headers });
   const startReplay = (queue: string) =>
     call<{ runId: string; queue: string; count: number; error?: string; details?: { runId: string } }>(
       'POST',

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { mirrorDifferences } from '../simulator/mirror-check';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { request } from './support/http';
 import { deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 interface Letter {
   id: string;
@@ -19,27 +20,22 @@ interface Letter {
 const auth = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 
 describe('the delivery dead-letter queue', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
 
-  const call = async <T>(method: string, path: string, headers: Record<string, string> = auth): Promise<{ status: number; body: T }> => {
-    const response = await fetch(`${harness.service.baseUrl}${path}`, { method, headers });
-    return { status: response.status, body: (await response.json()) as T };
-  };
+  const call = <T>(method: string, path: string, headers: Record<string, string> = auth) => request<T>(harness, path, { method, headers });
   const letters = async () => (await call<{ data: Letter[] }>('GET', '/admin/dead-letters?queue=delivery')).body.data;
 
   beforeAll(async () => {
-    db = await createTestDatabase('dead_letters');
     // Timeouts after 300 ms, no retry within a job, and dead-lettered once failing for over 1 s (60 s in production).
     // The status is read fresh each time (STATUS_CACHE_MS=0): a reading shared from before the letter would not count it.
-    harness = await startHarness(db.url, {
+    harness = await startSpec('dead_letters', {
       env: { POZY_TIMEOUT_MS: '300', POZY_MAX_RETRIES: '0', DEAD_LETTER_AFTER_MS: '1000', STATUS_CACHE_MS: '0' },
+      simulator: {},
     });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('dead-letters a reconcile whose Pozy calls keep timing out, and a replay after Pozy recovers mirrors the truth', async () => {

@@ -1,7 +1,7 @@
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN } from './support/harness';
 import { accountEvent, deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 import type { Version } from '../src/mirror/history/history.service';
 
 /**
@@ -21,8 +21,7 @@ interface HistoryPage {
 }
 
 describe("history: a post's and an account's versions (GET /posts/:id/history, ?asOf=)", () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const base = () => harness.service.baseUrl;
   let postId: string;
   let accountId: string;
@@ -66,10 +65,11 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase('history');
-    harness = await startHarness(db.url, {
-      deliver: false,
+    harness = await startSpec('history', {
       env: { API_TOKENS: READ_TOKEN, RECONCILE_COALESCE_WINDOW_MS: '50', RETENTION_CRON: 'off' },
+      simulator: {
+        deliver: false,
+      },
     });
     harness.sim.world.seedWorld({ profiles: 1, accountsPerProfile: 1, posts: 0 });
     const [account] = harness.sim.world.listAccounts();
@@ -80,7 +80,6 @@ describe("history: a post's and an account's versions (GET /posts/:id/history, ?
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('answers five versions, newest first, for a post changed five times, each with its read, its event and its sequence', async () => {

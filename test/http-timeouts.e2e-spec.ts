@@ -2,8 +2,8 @@ import { createServer } from 'node:http';
 import { AddressInfo, connect, Socket } from 'node:net';
 import { MAX_WAIT_S } from '../src/changes/dto/list-changes.query';
 import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../src/http/server-timeouts';
-import { createTestDatabase, TestDatabase } from './support/database';
 import { RunningService, startService, waitFor } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 /** Uploads that stop one byte short of their body, as the review sent them. */
 const STALLED_UPLOADS = 20;
@@ -17,19 +17,18 @@ interface Probe {
 }
 
 describe('slow and stalled requests', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let port: number;
 
   beforeAll(async () => {
-    db = await createTestDatabase('http_timeouts');
-    service = await startService(db.url, { ROLE: 'api' });
+    spec = await startSpec('http_timeouts', { env: { ROLE: 'api' } });
+    service = spec.service;
     port = Number(new URL(service.baseUrl).port);
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   function probe(start: (socket: Socket) => void): Promise<Probe> {
@@ -120,7 +119,7 @@ describe('slow and stalled requests', () => {
       setTimeout(() => response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"Post not found"}'), idleMs + 3_000);
     });
     await new Promise<void>((resolve) => slowPozy.listen(0, '127.0.0.1', resolve));
-    const admin = await startService(db.url, {
+    const admin = await startService(spec.db.url, {
       ROLE: 'api',
       ADMIN_TOKEN: 'admin_token_for_slow_requests',
       POZY_API_URL: `http://127.0.0.1:${(slowPozy.address() as AddressInfo).port}`,

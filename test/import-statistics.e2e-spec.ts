@@ -1,10 +1,9 @@
 import type { Pool } from 'pg';
 import { PostsQuery } from '../src/mirror/posts/posts.query';
-import { createTestDatabase, TestDatabase } from './support/database';
 import { explainAnalyzed, planNodes, recordingDatabase } from './support/explain';
-import { Harness, startHarness } from './support/harness';
 import { latestRun } from './support/runs';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const POSTS = 6_000;
 /** The tables an import fills. */
@@ -18,24 +17,23 @@ interface TableStats {
 }
 
 describe('statistics from the first minute: the tables an import fills are analyzed by its end', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let pool: Pool;
 
   beforeAll(async () => {
-    db = await createTestDatabase('import_statistics');
-    harness = await startHarness(db.url, {
+    harness = await startSpec('import_statistics', {
       env: { INITIAL_IMPORT: 'auto' },
-      deliver: false,
-      before: (sim) => sim.world.seedExisting({ posts: POSTS, accounts: 120 }),
+      simulator: {
+        deliver: false,
+        before: (sim) => sim.world.seedExisting({ posts: POSTS, accounts: 120 }),
+      },
     });
-    pool = db.pool(2);
+    pool = harness.db.pool(2);
   }, 120_000);
 
   afterAll(async () => {
     await pool?.end();
     await harness?.close();
-    await db?.drop();
   });
 
   it('leaves post, account, change, resource_version and sweep_seen analyzed, and the plain first page of GET /posts planned on an index', async () => {

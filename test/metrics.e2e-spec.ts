@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase, TestDatabase } from './support/database';
 import { parseMetrics } from './support/metrics';
-import { Harness, settled, startHarness } from './support/harness';
+import { settled } from './support/harness';
 import { deliver, postEvent } from './support/pozy-events';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 describe('GET /metrics', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const scrape = async () => {
     const response = await fetch(`${harness.service.baseUrl}/metrics`);
     expect(response.status).toBe(200);
@@ -15,15 +14,13 @@ describe('GET /metrics', () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase('metrics');
     // No deliveries from the simulator: the test sends exactly the events it counts. Each scrape reads the figures
     // anew: a pending read lasts until the dispatcher takes it, a few milliseconds, shorter than STATUS_CACHE_MS.
-    harness = await startHarness(db.url, { deliver: false, env: { STATUS_CACHE_MS: '0' } });
+    harness = await startSpec('metrics', { env: { STATUS_CACHE_MS: '0' }, simulator: { deliver: false } });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('counts a known sequence of deliveries, reads and savings exactly', async () => {

@@ -8,6 +8,7 @@ import { MIGRATIONS_DIR } from '../src/database/database.service';
 import { migrationChecksum, Migrator, readMigrations } from '../src/database/migrator';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { startService } from './support/service';
+import { testLog } from './support/test-log';
 
 interface MigrationRow {
   id: string;
@@ -88,7 +89,9 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     await pool.query('UPDATE "_prisma_migrations" SET checksum = $1 WHERE id = $2', ['0'.repeat(64), first.id]);
 
     const config = AppConfig.fromEnvironment({ DATABASE_URL: db.url, POZY_API_KEY: 'sk_test_key' });
-    await expect(createApp(config)).rejects.toThrow(new RegExp(`Migration ${first.migration_name} was modified after it was applied`));
+    await expect(createApp(config, { logDestination: testLog })).rejects.toThrow(
+      new RegExp(`Migration ${first.migration_name} was modified after it was applied`),
+    );
   });
 
   it('names the edited file when a migration.sql changes after it was applied', async () => {

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { Rng } from '../simulator/faults';
 import type { PozyEvent } from '../simulator/world/pozy-shapes';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, settled, startHarness } from './support/harness';
+import { Harness, settled } from './support/harness';
 import { mirrorDifferences } from '../simulator/mirror-check';
 import { deliver } from './support/pozy-events';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 /** Deliveries in flight at once: enough for deliveries of one resource to race each other. */
 const CONCURRENCY = 8;
@@ -27,13 +27,11 @@ function permuteAndDuplicate(events: PozyEvent[], rng: Rng, duplicateRate: numbe
 }
 
 describe('property: any order and duplication of the event stream ends with the mirror equal to Pozy', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
 
   beforeAll(async () => {
-    db = await createTestDatabase('mirror_property');
     // The test delivers the events itself, in the orders fast-check picks.
-    harness = await startHarness(db.url, { deliver: false, env: { RECONCILE_COALESCE_WINDOW_MS: '50' } });
+    harness = await startSpec('mirror_property', { env: { RECONCILE_COALESCE_WINDOW_MS: '50' }, simulator: { deliver: false } });
     const seeded: PozyEvent[] = [];
     const stop = harness.sim.world.onEvent((e) => seeded.push(e));
     harness.sim.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 0 });
@@ -43,7 +41,6 @@ describe('property: any order and duplication of the event stream ends with the 
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('holds for generated streams', async () => {

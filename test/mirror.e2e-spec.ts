@@ -4,11 +4,12 @@ import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { WorkerService } from '../src/queue/worker.service';
 import type { Account, PozyEvent } from '../simulator/world/pozy-shapes';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { apiCalls, backlog, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { apiCalls, backlog, HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { getJson } from './support/http';
 import { mirrorDifferences } from '../simulator/mirror-check';
 import { deliver } from './support/pozy-events';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const POST_ROUTE = 'GET /v1/posts/:postId';
@@ -31,14 +32,8 @@ interface Page {
   nextCursor: string | null;
 }
 
-async function getJson<T = Resource>(harness: Harness, path: string): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${harness.service.baseUrl}${path}`);
-  return { status: response.status, body: (await response.json()) as T };
-}
-
 describe('the mirror: reconcile from the Pozy simulator through the real receiver', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const world = () => harness.sim.world;
 
   /** A profile with `n` connected accounts, settled in the mirror. */
@@ -52,13 +47,11 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase('mirror');
-    harness = await startHarness(db.url);
+    harness = await startSpec('mirror', { simulator: {} });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   afterEach(async () => {
@@ -74,7 +67,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     await settled(harness);
 
     expect(await mirrorDifferences(harness.service.pool, world(), harness.seen)).toEqual([]);
-    const { body } = await getJson(harness, `/posts/${post._id}`);
+    const { body } = await getJson<Resource>(harness, `/posts/${post._id}`);
     expect(body).toMatchObject({ id: post._id, status: 'partial', content: 'Spring sale', deletedAt: null });
     expect(body.platforms.map((t) => t.status)).toEqual(['published', 'published', 'failed']);
     expect(body.profileIds).toEqual([accounts[0].profileId._id]);
@@ -100,7 +93,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
       await deliver(harness.service.baseUrl, scheduled as never);
       await settled(harness);
 
-      const { body } = await getJson(harness, `/posts/${post._id}`);
+      const { body } = await getJson<Resource>(harness, `/posts/${post._id}`);
       expect(body.status).toBe('published');
       expect(body.pozyUpdatedAt).toBe(world().getPost(post._id)!.updatedAt);
       expect(body.lastEventAt).toBe(published.timestamp);
@@ -150,7 +143,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
       (await repository.write(DEFAULT_WORKSPACE, older, { readId: randomUUID(), startedAt: new Date(started + 30), lastEventAt: null })).outcome,
     ).toBe('stale');
 
-    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ content: 'new', pozyUpdatedAt: newer.updatedAt });
+    expect((await getJson<Resource>(harness, `/posts/${post._id}`)).body).toMatchObject({ content: 'new', pozyUpdatedAt: newer.updatedAt });
   });
 
   it('reads a burst of 20 events for one post with at most 2 API calls', async () => {
@@ -175,7 +168,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     world().deletePost(post._id); // post.platform.deleted for the published target; Pozy then answers 404
     await settled(harness);
 
-    const { body } = await getJson(harness, `/posts/${post._id}`);
+    const { body } = await getJson<Resource>(harness, `/posts/${post._id}`);
     expect(body.deletedAt).not.toBeNull();
     expect((await getJson<Page>(harness, '/posts?limit=500')).body.data.map((p) => p.id)).not.toContain(post._id);
     expect((await getJson<Page>(harness, '/posts?limit=500&includeDeleted=true')).body.data.map((p) => p.id)).toContain(post._id);
@@ -186,7 +179,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     const { profileId, accounts } = await profileWithAccounts(2);
     world().disconnectAccount(accounts[0]._id, { intentional: false });
     await settled(harness);
-    expect((await getJson(harness, `/accounts/${accounts[0]._id}`)).body).toMatchObject({
+    expect((await getJson<Resource>(harness, `/accounts/${accounts[0]._id}`)).body).toMatchObject({
       isActive: false,
       needsReconnection: true,
       removedAt: null,
@@ -196,7 +189,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     world().connectAccount(profileId, 'tiktok', 'newcomer');
     await settled(harness);
 
-    expect((await getJson(harness, `/accounts/${accounts[1]._id}`)).body.removedAt).not.toBeNull();
+    expect((await getJson<Resource>(harness, `/accounts/${accounts[1]._id}`)).body.removedAt).not.toBeNull();
     expect((await getJson<Page>(harness, `/accounts?profileId=${profileId}`)).body.data).toHaveLength(2);
     expect(await mirrorDifferences(harness.service.pool, world(), { postIds: [], profileIds: [profileId] })).toEqual([]);
   });
@@ -232,7 +225,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     harness.sim.setFaults({ api429Rate: 0, api5xxRate: 0, apiTimeoutRate: 0, apiResetRate: 0 });
     await settled(harness);
 
-    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'scheduled' });
+    expect((await getJson<Resource>(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'scheduled' });
     // The client's own retries got through: no job attempt failed.
     expect(worker.stats.failed).toBe(failedBefore);
   });
@@ -259,7 +252,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     await settled(harness);
 
     expect(reads()).toBe(before + 1);
-    expect((await getJson(harness, `/posts/${post._id}`)).body.content).toBe('edited without an event');
+    expect((await getJson<Resource>(harness, `/posts/${post._id}`)).body.content).toBe('edited without an event');
   });
 
   it('brings back a post first seen as deleted once a later read finds it', async () => {
@@ -276,7 +269,7 @@ describe('the mirror: reconcile from the Pozy simulator through the real receive
     expect((await repository.write(DEFAULT_WORKSPACE, alive, read(5))).outcome).toBe('stale');
     expect((await repository.write(DEFAULT_WORKSPACE, alive, read(20))).outcome).toBe('written');
 
-    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'draft', deletedAt: null });
+    expect((await getJson<Resource>(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'draft', deletedAt: null });
   });
 
   it('pages through every post without gaps or repeats, and filters', async () => {

@@ -5,12 +5,12 @@ import { plainToInstance } from 'class-transformer';
 import type { Account } from '../simulator/world/pozy-shapes';
 import { PostMirrorRepository } from '../src/mirror/posts/post-mirror.repository';
 import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { freePort } from './support/ports';
 import { deliver, PozyEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { Received, TestSubscriber, verifies } from './support/subscriber';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
@@ -38,8 +38,7 @@ interface NotificationDetail {
 }
 
 describe('change notifications: signed fan-out to subscribers', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const subscribers: TestSubscriber[] = [];
   const world = () => harness.sim.world;
   const api = (path: string, init: RequestInit = {}) => fetch(`${harness.service.baseUrl}${path}`, init);
@@ -86,8 +85,7 @@ describe('change notifications: signed fan-out to subscribers', () => {
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase('notifications');
-    harness = await startHarness(db.url, {
+    harness = await startSpec('notifications', {
       env: {
         NOTIFY_TIMEOUT_MS: '400',
         NOTIFY_RETRY_BASE_MS: '50',
@@ -96,13 +94,13 @@ describe('change notifications: signed fan-out to subscribers', () => {
         NOTIFY_PAUSE_AFTER_MS: '3000',
         NOTIFY_REPLAY_PER_SECOND: '20',
       },
+      simulator: {},
     });
   });
 
   afterAll(async () => {
     for (const s of subscribers) await s.close();
     await harness?.close();
-    await db?.drop();
   });
 
   it('sends each matching subscriber one signed notification when a post is published, and none to the others', async () => {
@@ -605,20 +603,17 @@ describe('change notifications: signed fan-out to subscribers', () => {
 });
 
 describe('the subscriptions API', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const api = (path: string, init: RequestInit = {}) => fetch(`${harness.service.baseUrl}${path}`, init);
   const count = async () => (await harness.service.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM subscription')).rows[0].n;
   const post = (body: string, headers: Record<string, string> = JSON_ADMIN) => api('/admin/subscriptions', { method: 'POST', headers, body });
 
   beforeAll(async () => {
-    db = await createTestDatabase('subscriptions');
-    harness = await startHarness(db.url, { deliver: false });
+    harness = await startSpec('subscriptions', { simulator: { deliver: false } });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('creates, lists, reads, updates and deletes a subscription; the secret is shown once', async () => {

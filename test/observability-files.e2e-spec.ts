@@ -4,11 +4,11 @@ import { join, resolve } from 'node:path';
 import { load } from 'js-yaml';
 import { Client } from 'pg';
 import { LockKey } from '../src/database/advisory-lock';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';
 import { waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find((path) => existsSync(path));
 const DEPLOY = resolve(__dirname, '..', 'deploy');
@@ -54,14 +54,12 @@ function exported(text: string): Set<string> {
 }
 
 maybe('alert rules, dashboard and /metrics, checked against the service', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let subscriber: TestSubscriber;
   let text = '';
 
   beforeAll(async () => {
-    db = await createTestDatabase('observability_files');
-    harness = await startHarness(db.url, { env: { STATUS_CACHE_MS: '0' } });
+    harness = await startSpec('observability_files', { env: { STATUS_CACHE_MS: '0' }, simulator: {} });
     subscriber = await TestSubscriber.start();
     const created = await fetch(`${harness.service.baseUrl}/admin/subscriptions`, {
       method: 'POST',
@@ -89,7 +87,6 @@ maybe('alert rules, dashboard and /metrics, checked against the service', () => 
   afterAll(async () => {
     await subscriber?.close();
     await harness?.close();
-    await db?.drop();
   });
 
   it('measures an event from its delivery to the mirror, the feed and the subscriber', async () => {
@@ -154,7 +151,7 @@ maybe('alert rules, dashboard and /metrics, checked against the service', () => 
   });
   it('shows how long a feed entry has waited for its position while no sequencer can place it', async () => {
     // The test holds the sequencers' lock, so the entry it writes stays unplaced, as behind a stuck sequencer.
-    const client = new Client({ connectionString: db.url });
+    const client = new Client({ connectionString: harness.db.url });
     await client.connect();
     try {
       await client.query('SELECT pg_advisory_lock($1)', [LockKey.ChangeSequencer]);

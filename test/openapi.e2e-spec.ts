@@ -9,8 +9,8 @@ import type { OpenAPIObject, OperationObject, ReferenceObject, ResponseObject } 
 import { AdminTokenGuard } from '../src/common/admin-token.guard';
 import { ERROR_CODES, ErrorCode } from '../src/common/error-codes';
 import { ReadTokenGuard, StatusAccessGuard } from '../src/common/read-access';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService } from './support/service';
+import { RunningService } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ADMIN_TOKEN = 'admin_test_token_openapi';
 const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string };
@@ -137,15 +137,15 @@ const responseSchemaRef = (response: ResponseObject | ReferenceObject | undefine
   ((response as ResponseObject | undefined)?.content?.['application/json']?.schema as ReferenceObject | undefined)?.$ref;
 
 describe('OpenAPI document and Swagger UI', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let document: OpenAPIObject;
   let controllers: ControllerRoute[];
   let served: Route[];
 
   beforeAll(async () => {
-    db = await createTestDatabase('openapi');
-    service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN });
+    spec = await startSpec('openapi', { env: { ROLE: 'api', ADMIN_TOKEN } });
+    service = spec.service;
     const response = await fetch(`${service.baseUrl}/docs-json`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
@@ -155,8 +155,7 @@ describe('OpenAPI document and Swagger UI', () => {
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('answers GET /docs-json with an OpenAPI 3 document of pozy-sync and its admin bearer scheme', () => {

@@ -2,6 +2,7 @@ import { PozyWorkspace } from '../simulator/simulator';
 import { OPS_EVENT_TYPES } from '../src/notifications/notification-types';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { request } from './support/http';
 import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService, waitFor } from './support/service';
@@ -33,14 +34,7 @@ describe('operational webhooks (ops.*), with two replicas', () => {
   let client: PozyWorkspace;
   const replicas = () => [harness.service, other];
 
-  async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-    const response = await fetch(`${harness.service.baseUrl}${path}`, {
-      method,
-      headers: ADMIN,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  }
+  const call = (method: string, path: string, body?: unknown) => request(harness, path, { method, headers: ADMIN, json: body });
 
   async function subscribe(url: string, eventTypes: string[]): Promise<{ id: string; secret: string }> {
     const created = await call('POST', '/admin/subscriptions', { url, eventTypes });

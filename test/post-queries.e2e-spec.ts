@@ -1,7 +1,8 @@
 import type { Post } from '../simulator/world/pozy-shapes';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { getJson } from './support/http';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const POSTS = 120;
@@ -50,13 +51,9 @@ function ordered(posts: Post[], field: SortField, desc: boolean): string[] {
 }
 
 describe('GET /posts: search, filters and orders over whole posts', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const world = () => harness.sim.world;
-  const get = async (path: string) => {
-    const response = await fetch(`${harness.service.baseUrl}${path}`);
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const get = (path: string) => getJson(harness, path);
 
   /** Every page of a list, `limit` at a time, failing on a post answered twice. */
   async function walk(query: string, limit = 7, between?: (pageNumber: number) => Promise<void>): Promise<string[]> {
@@ -96,8 +93,7 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
   const truth = () => world().listPosts();
 
   beforeAll(async () => {
-    db = await createTestDatabase('post_queries');
-    harness = await startHarness(db.url);
+    harness = await startSpec('post_queries', { simulator: {} });
     const profile = world().createProfile('Queries');
     const accounts = ['instagram', 'linkedin', 'facebook'].map((platform, i) => world().connectAccount(profile._id, platform, `queries${i}`));
     const [instagram, linkedin, facebook] = accounts.map((a) => a._id);
@@ -136,7 +132,6 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   describe.each<[SortField, boolean]>([

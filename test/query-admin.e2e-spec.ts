@@ -1,6 +1,6 @@
-import { createTestDatabase, TestDatabase } from './support/database';
 import { reconcileRequests } from './support/queue';
-import { RunningService, startService } from './support/service';
+import { RunningService } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ADMIN_TOKEN = 'admin_test_token_1f9c';
 const POST_ID = '66aa01f3c2b1e4d5f6a7b8c9';
@@ -16,18 +16,17 @@ async function call(
 }
 
 describe('query and admin endpoints: bad input and authentication', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('query_admin');
     // api-only: nothing reads Pozy, so what an admin call enqueues stays visible.
-    service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN });
+    spec = await startSpec('query_admin', { env: { ROLE: 'api', ADMIN_TOKEN } });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it.each([
@@ -110,17 +109,16 @@ describe('query and admin endpoints: bad input and authentication', () => {
 });
 
 describe('admin endpoints without ADMIN_TOKEN', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('admin_closed');
-    service = await startService(db.url, { ROLE: 'api' });
+    spec = await startSpec('admin_closed', { env: { ROLE: 'api' } });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('are closed (403), whatever token is sent', async () => {

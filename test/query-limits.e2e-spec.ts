@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { postsSharingTwoWords, withIndexesDeferred } from './support/bulk-load';
 import { createTestDatabase, TestDatabase } from './support/database';
+import { getJson } from './support/http';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
 
@@ -15,8 +16,8 @@ interface Answer {
 }
 
 async function get(service: RunningService, path: string): Promise<Answer> {
-  const response = await fetch(`${service.baseUrl}${path}`);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown>, retryAfter: response.headers.get('retry-after') };
+  const { status, body, headers } = await getJson(service, path);
+  return { status, body, retryAfter: headers.get('retry-after') };
 }
 
 const PHRASE = `/posts?q=${encodeURIComponent('"coffee tea"')}&limit=1`;

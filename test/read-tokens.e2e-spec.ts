@@ -3,6 +3,7 @@ import { BackfillRunRepository } from '../src/backfill/backfill-run.repository';
 import { DeadLetterRepository } from '../src/dead-letters/dead-letter.repository';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { getJson, Json, request } from './support/http';
 import { RunningService, startService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
@@ -17,18 +18,7 @@ const BACKFILL_ERROR = 'Pozy answered 500 reading the delivery log of workspace 
 // A subscriber's URL whose path carries its own token.
 const SUBSCRIBER_PATH = '/hooks/pozy-sync/tok_9a8b7c6d';
 
-type Json = Record<string, unknown>;
 const bearer = (token: string | undefined): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` });
-
-async function get(service: RunningService, path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${service.baseUrl}${path}`, { headers });
-  return { status: response.status, text: await response.text() };
-}
-
-async function getJson<T = Json>(service: RunningService, path: string, token?: string): Promise<{ status: number; body: T }> {
-  const { status, text } = await get(service, path, bearer(token));
-  return { status, body: JSON.parse(text) as T };
-}
 
 interface StatusBody {
   redacted: boolean;
@@ -136,7 +126,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     it.each(ENDPOINTS.flatMap((endpoint) => CASES.map(([name, headers, status, error]) => [endpoint, name, headers, status, error] as const)))(
       'GET %s with %s',
       async (endpoint, _name, headers, status, error) => {
-        const response = await get(service, path(endpoint), headers);
+        const response = await request(service, path(endpoint), { headers });
         const body = JSON.parse(response.text) as Json;
 
         expect(response.status).toBe(status);
@@ -164,7 +154,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
         CASES.map(([name, headers, status, error]) => [endpoint, name, headers, status, error] as const),
       ),
     )('GET %s (the change feed) with %s', async (endpoint, _name, headers, status, error) => {
-      const response = await get(service, endpoint, headers);
+      const response = await request(service, endpoint, { headers });
       const body = JSON.parse(response.text) as Json;
 
       expect(response.status).toBe(status);
@@ -180,11 +170,11 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
 
     it('refuses a request without a token before it validates its query', async () => {
       expect(await getJson(service, '/posts?limit=0')).toMatchObject({ status: 401, body: { error: 'missing_token' } });
-      expect(await getJson(service, '/posts?limit=0', READ_OLD)).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+      expect(await getJson(service, '/posts?limit=0', { token: READ_OLD })).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
     });
 
     it('never lets a read token into the admin endpoints', async () => {
-      expect(await getJson(service, '/admin/dead-letters?queue=delivery', READ_OLD)).toEqual({
+      expect(await getJson(service, '/admin/dead-letters?queue=delivery', { token: READ_OLD })).toEqual({
         status: 403,
         body: { statusCode: 403, error: 'invalid_token', message: 'The admin token is not valid' },
       });
@@ -193,7 +183,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
 
   describe('STATUS_PUBLIC=true (the default)', () => {
     it('answers GET /sync/status without a token: counts and states, no ids, no error texts', async () => {
-      const { status, text } = await get(service, '/sync/status');
+      const { status, text } = await request(service, '/sync/status');
       const body = JSON.parse(text) as StatusBody;
 
       expect(status).toBe(200);
@@ -214,7 +204,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       ['the new read token', READ_NEW],
       ['the admin token', HARNESS_ADMIN_TOKEN],
     ])('answers GET /sync/status whole with %s', async (_name, token) => {
-      const { status, body } = await getJson<StatusBody>(service, '/sync/status', token);
+      const { status, body } = await getJson<StatusBody>(service, '/sync/status', { token });
 
       expect(status).toBe(200);
       expect(body.redacted).toBe(false);
@@ -231,7 +221,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     });
 
     it('shows the status page without a token: the figures and the dead letter, without its post or any error text', async () => {
-      const { status, text } = await get(service, '/');
+      const { status, text } = await request(service, '/');
 
       expect(status).toBe(200);
       expect(text).toContain('id="redacted-note"');
@@ -247,7 +237,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
     });
 
     it('shows the status page whole with a read token', async () => {
-      const { status, text } = await get(service, '/', bearer(READ_NEW));
+      const { status, text } = await request(service, '/', { headers: bearer(READ_NEW) });
 
       expect(status).toBe(200);
       expect(text).not.toContain('id="redacted-note"');
@@ -268,7 +258,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       ['/sync/status', 'the status'],
       ['/', 'the status page'],
     ])('refuses GET %s (%s) with a wrong token, even though anonymous requests pass', async (path) => {
-      expect(await getJson(service, path, WRONG)).toEqual({
+      expect(await getJson(service, path, { token: WRONG })).toEqual({
         status: 403,
         body: { statusCode: 403, error: 'invalid_token', message: 'The token is not one of API_TOKENS, nor ADMIN_TOKEN' },
       });
@@ -292,7 +282,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       ['/', 'the dropped read token', READ_OLD, 403, 'invalid_token'],
       ['/posts', 'the dropped read token', READ_OLD, 403, 'invalid_token'],
     ])('refuses GET %s with %s', async (path, _name, token, status, error) => {
-      const { status: answered, body } = await getJson(closed, path, token);
+      const { status: answered, body } = await getJson(closed, path, { token });
       expect(answered).toBe(status);
       expect(body).toMatchObject({ statusCode: status, error });
     });
@@ -301,18 +291,18 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       ['the new read token', READ_NEW],
       ['the admin token', HARNESS_ADMIN_TOKEN],
     ])('answers the status whole with %s', async (_name, token) => {
-      const status = await getJson<StatusBody>(closed, '/sync/status', token);
+      const status = await getJson<StatusBody>(closed, '/sync/status', { token });
       expect(status).toMatchObject({ status: 200, body: { redacted: false, backfill: { lastRun: { error: BACKFILL_ERROR } } } });
-      const page = await get(closed, '/', bearer(token));
+      const page = await request(closed, '/', { headers: bearer(token) });
       expect(page.status).toBe(200);
       expect(page.text).toContain(LETTER_ERROR);
-      expect((await getJson<{ data: unknown[] }>(closed, '/posts', token)).body.data).toHaveLength(known.posts);
+      expect((await getJson<{ data: unknown[] }>(closed, '/posts', { token })).body.data).toHaveLength(known.posts);
     });
 
     it('keeps /health and /metrics open', async () => {
       expect(await getJson(closed, '/health/live')).toMatchObject({ status: 200 });
       expect(await getJson(closed, '/health/ready')).toMatchObject({ status: 200 });
-      const metrics = await get(closed, '/metrics');
+      const metrics = await request(closed, '/metrics');
       expect(metrics.status).toBe(200);
       expect(metrics.text).toContain('pozy_sync_dead_letters');
     });
@@ -335,12 +325,12 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       ['no token', undefined],
       ['any token at all', WRONG],
     ])('answers the query endpoints with %s', async (_name, token) => {
-      const posts = await getJson<{ data: Array<{ id: string }> }>(open, '/posts', token);
+      const posts = await getJson<{ data: Array<{ id: string }> }>(open, '/posts', { token });
       expect(posts.status).toBe(200);
       expect(posts.body.data.map((p) => p.id)).toContain(known.post);
-      expect(await getJson(open, `/posts/${known.post}`, token)).toMatchObject({ status: 200, body: { id: known.post } });
-      expect((await getJson<{ data: unknown[] }>(open, '/accounts', token)).body.data).toHaveLength(known.accounts);
-      expect(await getJson(open, `/accounts/${known.account}`, token)).toMatchObject({ status: 200, body: { id: known.account } });
+      expect(await getJson(open, `/posts/${known.post}`, { token })).toMatchObject({ status: 200, body: { id: known.post } });
+      expect((await getJson<{ data: unknown[] }>(open, '/accounts', { token })).body.data).toHaveLength(known.accounts);
+      expect(await getJson(open, `/accounts/${known.account}`, { token })).toMatchObject({ status: 200, body: { id: known.account } });
     });
 
     it('answers the status whole without a token: everyone may read the mirror anyway', async () => {
@@ -348,7 +338,7 @@ describe('read tokens (API_TOKENS) and STATUS_PUBLIC', () => {
       expect(status).toBe(200);
       expect(body.redacted).toBe(false);
       expect(body.notifications.subscribers[0]).toMatchObject({ id: known.subscription, health: { lastError: 'HTTP 500' } });
-      expect((await get(open, '/')).text).toContain(LETTER_ERROR);
+      expect((await request(open, '/')).text).toContain(LETTER_ERROR);
     });
   });
 });

@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Account } from '../simulator/world/pozy-shapes';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { apiCalls, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { apiCalls, Harness, HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { request } from './support/http';
 import { parseMetrics } from './support/metrics';
 import { deliver, postEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const POST_ROUTE = 'GET /v1/posts/:postId';
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
-
-async function getJson(harness: Harness, path: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${harness.service.baseUrl}${path}`, init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
 
 /** A profile with one connected account, settled in the mirror. */
 async function profileWithAccount(harness: Harness): Promise<{ profileId: string; account: Account }> {
@@ -39,21 +35,19 @@ async function storedAbout(harness: Harness, postId: string): Promise<{ posts: n
 
 /** The post figures of GET /sync/status. */
 async function mirrorFigures(harness: Harness): Promise<{ posts: number; deletedPosts: number }> {
-  const { body } = await getJson(harness, '/sync/status');
+  const { body } = await request(harness, '/sync/status');
   const { posts, deletedPosts } = (body as { mirror: { posts: number; deletedPosts: number } }).mirror;
   return { posts, deletedPosts };
 }
 
 describe('a post Pozy never had', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let subscriber: TestSubscriber;
 
   beforeAll(async () => {
-    db = await createTestDatabase('never_existed');
     // A short grace: the event-driven case below waits it out before believing the 404. The figures compared before and
     // after a write are read fresh each time, not a reading shared for STATUS_CACHE_MS that may predate the last test.
-    harness = await startHarness(db.url, { env: { READ_LAG_GRACE_MS: '500', STATUS_CACHE_MS: '0' } });
+    harness = await startSpec('never_existed', { simulator: {}, env: { READ_LAG_GRACE_MS: '500', STATUS_CACHE_MS: '0' } });
     subscriber = await TestSubscriber.start();
     const created = await fetch(`${harness.service.baseUrl}/admin/subscriptions`, {
       method: 'POST',
@@ -66,13 +60,12 @@ describe('a post Pozy never had', () => {
   afterAll(async () => {
     await harness?.close();
     await subscriber?.close();
-    await db?.drop();
   });
 
   it('answers an admin resync with 404 unknown_to_pozy, and writes, queues and notifies nothing', async () => {
     const id = 'abcdef0123456789abcdef01';
 
-    const resync = await getJson(harness, `/admin/resync/posts/${id}`, { method: 'POST', headers: ADMIN });
+    const resync = await request(harness, `/admin/resync/posts/${id}`, { method: 'POST', headers: ADMIN });
 
     expect(resync).toEqual({
       status: 404,
@@ -83,7 +76,7 @@ describe('a post Pozy never had', () => {
       }),
     });
     await settled(harness);
-    expect((await getJson(harness, `/posts/${id}`)).status).toBe(404);
+    expect((await request(harness, `/posts/${id}`)).status).toBe(404);
     expect(await storedAbout(harness, id)).toEqual({ posts: 0, changes: 0, notifications: 0 });
     const { rows } = await harness.service.pool.query('SELECT key FROM reconcile_request WHERE resource_id = $1', [id]);
     expect(rows).toEqual([]);
@@ -93,11 +86,11 @@ describe('a post Pozy never had', () => {
     const { account } = await profileWithAccount(harness);
     const post = harness.sim.world.createPost({ content: 'a draft, no event', accountIds: [account._id] });
 
-    const resync = await getJson(harness, `/admin/resync/posts/${post._id}`, { method: 'POST', headers: ADMIN });
+    const resync = await request(harness, `/admin/resync/posts/${post._id}`, { method: 'POST', headers: ADMIN });
 
     expect(resync).toEqual({ status: 202, body: { accepted: true, reconcile: `post:${post._id}` } });
     await settled(harness);
-    expect(await getJson(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, status: 'draft', deletedAt: null } });
+    expect(await request(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, status: 'draft', deletedAt: null } });
   });
 
   it('writes nothing for an event naming a post Pozy answers 404 for, once the grace is over', async () => {
@@ -109,7 +102,7 @@ describe('a post Pozy never had', () => {
 
     // Read at once, then again after the grace: a 404 that contradicts a fresh event is not believed at once.
     expect(harness.sim.stats().api.byRoute[POST_ROUTE]?.['404'] ?? 0).toBeGreaterThanOrEqual(2);
-    expect((await getJson(harness, `/posts/${id}`)).status).toBe(404);
+    expect((await request(harness, `/posts/${id}`)).status).toBe(404);
     expect(await storedAbout(harness, id)).toEqual({ posts: 0, changes: 0, notifications: 0 });
     expect(subscriber.received.filter((r) => r.json.data.id === id)).toEqual([]);
     // The tombstone the guard keeps is neither a post nor a deleted post of the status figures.
@@ -124,10 +117,10 @@ describe('a post Pozy never had', () => {
     await settled(harness);
     harness.sim.world.deletePost(post._id);
 
-    await getJson(harness, `/admin/resync/posts/${post._id}`, { method: 'POST', headers: ADMIN });
+    await request(harness, `/admin/resync/posts/${post._id}`, { method: 'POST', headers: ADMIN });
     await settled(harness);
 
-    expect(await getJson(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, deletedAt: expect.any(String) } });
+    expect(await request(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, deletedAt: expect.any(String) } });
     await waitFor('the post.deleted notification', async () =>
       subscriber.received.some((r) => r.json.type === 'post.deleted' && r.json.data.id === post._id) ? true : undefined,
     );
@@ -135,13 +128,11 @@ describe('a post Pozy never had', () => {
 });
 
 describe("Pozy's clock lagging ours", () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const LAG_MS = 30_000;
 
   beforeAll(async () => {
-    db = await createTestDatabase('clock_skew');
-    harness = await startHarness(db.url, {
+    harness = await startSpec('clock_skew', {
       simulator: { clockOffsetMs: LAG_MS },
       // The default margin: far less than the lag.
       env: { RECONCILE_CLOCK_SKEW_MS: '5000' },
@@ -150,14 +141,13 @@ describe("Pozy's clock lagging ours", () => {
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('reads a change made just after a read, and shows the measured skew', async () => {
     const { account } = await profileWithAccount(harness);
     const post = harness.sim.world.createPost({ content: 'skewed', accountIds: [account._id], scheduledFor: Date.now() + 3_600_000 });
     await settled(harness);
-    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'scheduled' });
+    expect((await request(harness, `/posts/${post._id}`)).body).toMatchObject({ status: 'scheduled' });
     const reads = apiCalls(harness, POST_ROUTE);
 
     // Pozy dates the cancellation 30 s before our clock's now: by our last read's start, it looks long reflected.
@@ -165,7 +155,7 @@ describe("Pozy's clock lagging ours", () => {
     await settled(harness);
 
     expect(apiCalls(harness, POST_ROUTE)).toBe(reads + 1);
-    expect((await getJson(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'cancelled' });
+    expect((await request(harness, `/posts/${post._id}`)).body).toMatchObject({ id: post._id, status: 'cancelled' });
     const metrics = parseMetrics(await (await fetch(`${harness.service.baseUrl}/metrics`)).text());
     const skew = metrics.get('pozy_sync_pozy_clock_skew_seconds');
     expect(skew).toBeGreaterThan(LAG_MS / 1000 - 1.5);
@@ -174,18 +164,15 @@ describe("Pozy's clock lagging ours", () => {
 });
 
 describe("Pozy's reads lagging its writes", () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const READ_LAG_MS = 1_500;
 
   beforeAll(async () => {
-    db = await createTestDatabase('read_lag');
-    harness = await startHarness(db.url, { env: { READ_LAG_GRACE_MS: '10000' } });
+    harness = await startSpec('read_lag', { simulator: {}, env: { READ_LAG_GRACE_MS: '10000' } });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('reads a new post again until Pozy finds it, instead of marking it deleted', async () => {
@@ -198,7 +185,7 @@ describe("Pozy's reads lagging its writes", () => {
 
     // The event's read met the lagging replica's 404 at least once.
     expect(harness.sim.stats().api.byRoute[POST_ROUTE]?.['404'] ?? 0).toBeGreaterThan(notFoundBefore);
-    expect(await getJson(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, status: 'scheduled', deletedAt: null } });
+    expect(await request(harness, `/posts/${post._id}`)).toMatchObject({ status: 200, body: { id: post._id, status: 'scheduled', deletedAt: null } });
     const { rows } = await harness.service.pool.query<{ type: string }>('SELECT type FROM change WHERE resource_id = $1 ORDER BY id', [post._id]);
     expect(rows.map((r) => r.type)).toEqual(['post.changed']);
     harness.sim.setFaults({ apiReadLagMs: 0 });
@@ -211,7 +198,7 @@ describe("Pozy's reads lagging its writes", () => {
     const account = harness.sim.world.connectAccount(profileId, 'bluesky', 'late-listed');
     await settled(harness);
 
-    expect(await getJson(harness, `/accounts/${account._id}`)).toMatchObject({ status: 200, body: { id: account._id, removedAt: null } });
+    expect(await request(harness, `/accounts/${account._id}`)).toMatchObject({ status: 200, body: { id: account._id, removedAt: null } });
     harness.sim.setFaults({ apiReadLagMs: 0 });
   });
 });

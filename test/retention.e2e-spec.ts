@@ -4,9 +4,9 @@ import { BackfillRunRepository } from '../src/backfill/backfill-run.repository';
 import { LockKey } from '../src/database/advisory-lock';
 import { PruneCounts } from '../src/retention/retention.service';
 import { PozyEventRepository } from '../src/receive/pozy-event.repository';
-import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
-import { RunningService, startService } from './support/service';
+import { RunningService } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const ADMIN_TOKEN = 'retention-admin-token';
@@ -26,24 +26,25 @@ const none: PruneCounts = {
 };
 
 describe('retention (POST /admin/retention, real PostgreSQL)', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('retention');
     // api only: no worker sends the inserted notifications or reconciles the events while a test looks at them.
-    service = await startService(db.url, {
-      ROLE: 'api',
-      ADMIN_TOKEN,
-      RETENTION_CRON: 'off',
-      EVENT_RETENTION_DAYS: '7',
-      RETENTION_BATCH_SIZE: '10',
+    spec = await startSpec('retention', {
+      env: {
+        ROLE: 'api',
+        ADMIN_TOKEN,
+        RETENTION_CRON: 'off',
+        EVENT_RETENTION_DAYS: '7',
+        RETENTION_BATCH_SIZE: '10',
+      },
     });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   beforeEach(async () => {
@@ -264,7 +265,7 @@ describe('retention (POST /admin/retention, real PostgreSQL)', () => {
   });
 
   it('answers 409 while a prune holds the lock on another replica', async () => {
-    const other = new Client({ connectionString: db.url });
+    const other = new Client({ connectionString: spec.db.url });
     await other.connect();
     try {
       await other.query('SELECT pg_advisory_lock($1)', [LockKey.Retention]);

@@ -1,10 +1,10 @@
 import type { LookupAddress } from 'node:dns';
 import { randomUUID } from 'node:crypto';
 import { HostResolver } from '../src/notifications/subscriber-address-guard';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { waitFor } from './support/service';
 import { TestSubscriber, verifies } from './support/subscriber';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
@@ -36,8 +36,7 @@ interface Letter {
  * address.
  */
 describe('subscriber addresses: the SSRF guard', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   const subscribers: TestSubscriber[] = [];
   /** What each stubbed name resolves to; any other name does not resolve. */
   const names = new Map<string, string>();
@@ -97,9 +96,8 @@ describe('subscriber addresses: the SSRF guard', () => {
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase('ssrf');
     // Only a name is allowed: loopback itself (the test support's default) is not.
-    harness = await startHarness(db.url, { env: { NOTIFY_ALLOWED_HOSTS: 'receiver.internal' } });
+    harness = await startSpec('ssrf', { env: { NOTIFY_ALLOWED_HOSTS: 'receiver.internal' }, simulator: {} });
     jest.spyOn(harness.service.app.get(HostResolver), 'lookup').mockImplementation(async (hostname: string): Promise<LookupAddress[]> => {
       const address = names.get(hostname);
       if (address === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
@@ -114,7 +112,6 @@ describe('subscriber addresses: the SSRF guard', () => {
   afterAll(async () => {
     await Promise.all(subscribers.map((s) => s.close()));
     await harness?.close();
-    await db?.drop();
   });
 
   const INSIDE = /\(subscribers at loopback, private, link-local and other internal addresses are refused unless NOTIFY_ALLOWED_HOSTS allows them\)$/;

@@ -2,10 +2,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Browser, chromium, Page } from 'playwright-core';
 import { DeadLetterRepository } from '../src/dead-letters/dead-letter.repository';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
-import { RunningService, startService, waitFor } from './support/service';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
+import { RunningService, waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { ServiceSpec, SimulatorSpec, startSpec } from './support/spec';
 import { DEFAULT_WORKSPACE } from '../src/common/workspace-id';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -21,8 +21,7 @@ if (!hasBrowser)
 const NONCE = /script-src 'nonce-([A-Za-z0-9+/=]+)'/;
 
 maybe('the status page, in Chromium', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let subscriber: TestSubscriber;
   let browser: Browser;
   let letterId: string;
@@ -40,9 +39,8 @@ maybe('the status page, in Chromium', () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase('status_page');
     // Timeouts after 300 ms, no retry within a job, and dead-lettered once failing for over 1 s.
-    harness = await startHarness(db.url, { env: { POZY_TIMEOUT_MS: '300', POZY_MAX_RETRIES: '0', DEAD_LETTER_AFTER_MS: '1000' } });
+    harness = await startSpec('status_page', { env: { POZY_TIMEOUT_MS: '300', POZY_MAX_RETRIES: '0', DEAD_LETTER_AFTER_MS: '1000' }, simulator: {} });
     subscriber = await TestSubscriber.start();
     const subscribed = await fetch(`${harness.service.baseUrl}/admin/subscriptions`, {
       method: 'POST',
@@ -77,7 +75,6 @@ maybe('the status page, in Chromium', () => {
     await browser?.close();
     await subscriber?.close();
     await harness?.close();
-    await db?.drop();
   });
 
   it('shows the figures, the chart and the dead letter, and replays it with the admin token', async () => {
@@ -170,17 +167,16 @@ maybe('the status page, in Chromium', () => {
 });
 
 describe('GET / over plain HTTP', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('status_page_http');
-    service = await startService(db.url, { ROLE: 'api', ADMIN_TOKEN: 'admin_status_page_token' });
+    spec = await startSpec('status_page_http', { env: { ROLE: 'api', ADMIN_TOKEN: 'admin_status_page_token' } });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('answers 200 HTML with a strict, per-response nonce Content-Security-Policy', async () => {

@@ -1,7 +1,7 @@
 import { mirrorDifferences } from '../simulator/mirror-check';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN } from './support/harness';
 import { waitFor } from './support/service';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 interface Run {
   id: string;
@@ -14,8 +14,7 @@ interface Run {
 }
 
 describe('POST /admin/sweep: the full sweep', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
 
   const admin = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
   const start = async (query = ''): Promise<{ status: number; body: { runId?: string; error?: string } }> => {
@@ -44,15 +43,13 @@ describe('POST /admin/sweep: the full sweep', () => {
     (await harness.service.pool.query<{ n: string }>('SELECT (SELECT count(*) FROM post) + (SELECT count(*) FROM account) AS n')).rows[0];
 
   beforeAll(async () => {
-    db = await createTestDatabase('sweep');
     // No webhook ever reaches the service: only the sweep can fill the mirror.
-    harness = await startHarness(db.url, { deliver: false });
+    harness = await startSpec('sweep', { simulator: { deliver: false } });
     harness.sim.world.seedWorld({ profiles: 2, accountsPerProfile: 3, posts: 12 });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('counts in a dry run and changes nothing', async () => {
@@ -126,17 +123,14 @@ describe('POST /admin/sweep: the full sweep', () => {
 });
 
 describe('the full sweep on a schedule (SWEEP_CRON)', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
 
   beforeAll(async () => {
-    db = await createTestDatabase('sweep_schedule');
-    harness = await startHarness(db.url, { deliver: false, env: { SWEEP_CRON: '* * * * * *' } });
+    harness = await startSpec('sweep_schedule', { env: { SWEEP_CRON: '* * * * * *' }, simulator: { deliver: false } });
   });
 
   afterAll(async () => {
     await harness?.close();
-    await db?.drop();
   });
 
   it('brings an event-less mirror to the truth by itself', async () => {

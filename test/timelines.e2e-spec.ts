@@ -7,6 +7,7 @@ import { PozyPostDto } from '../src/pozy/dto/pozy-post.dto';
 import { Tracing } from '../src/tracing/tracing.service';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { getJson } from './support/http';
 import { deliver, postEvent, PozyEvent } from './support/pozy-events';
 import { waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
@@ -41,10 +42,7 @@ describe("timelines: a post's story, entry by entry (GET /admin/posts/:id/timeli
   let collector: OtlpReceiver;
   const base = () => harness.service.baseUrl;
 
-  async function get(path: string, headers: Record<string, string> = ADMIN): Promise<{ status: number; body: Record<string, unknown> }> {
-    const response = await fetch(`${base()}${path}`, { headers });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  }
+  const get = (path: string, headers: Record<string, string> = ADMIN) => getJson(base(), path, { headers });
 
   async function timeline(postId: string, query = ''): Promise<Timeline> {
     const { status, body } = await get(`/admin/posts/${postId}/timeline${query}`);

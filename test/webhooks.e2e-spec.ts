@@ -1,22 +1,21 @@
-import { createTestDatabase, TestDatabase } from './support/database';
 import { accountEvent, deliver, postEvent } from './support/pozy-events';
 import { queuedJobs, reconcileRequests } from './support/queue';
 import { signPozyPayload } from '../src/webhooks/webhook-signature';
-import { RunningService, startService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+import { RunningService, TEST_WEBHOOK_SECRET, waitFor } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('webhooks');
     // An api-only replica: reconcile requests stay in the outbox (no worker takes them), so they can be counted.
-    service = await startService(db.url, { ROLE: 'api' });
+    spec = await startSpec('webhooks', { env: { ROLE: 'api' } });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   beforeEach(async () => {
@@ -380,17 +379,16 @@ describe('POST /webhooks/pozy (signed, real HTTP, real PostgreSQL)', () => {
 });
 
 describe('POST /webhooks/pozy without POZY_WEBHOOK_SECRET', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
 
   beforeAll(async () => {
-    db = await createTestDatabase('webhooks_unsigned');
-    service = await startService(db.url, { POZY_WEBHOOK_SECRET: undefined });
+    spec = await startSpec('webhooks_unsigned', { env: { POZY_WEBHOOK_SECRET: undefined } });
+    service = spec.service;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('accepts an unsigned delivery (the service warned at boot)', async () => {

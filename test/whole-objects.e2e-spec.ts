@@ -3,10 +3,10 @@ import { UNKNOWN_ACCOUNT_FIELD, UNKNOWN_POST_FIELD, UNKNOWN_TARGET_FIELD } from 
 import { ACCOUNT_FIELD_ORDER } from '../src/mirror/accounts/account-fields';
 import { POST_FIELD_ORDER } from '../src/mirror/posts/post-fields';
 import type { FieldOrder } from '../src/mirror/whole-object';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
+import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { waitFor } from './support/service';
 import { TestSubscriber } from './support/subscriber';
+import { SimulatorSpec, startSpec } from './support/spec';
 
 const ADMIN = { authorization: `Bearer ${HARNESS_ADMIN_TOKEN}` };
 const JSON_ADMIN = { ...ADMIN, 'content-type': 'application/json' };
@@ -37,8 +37,7 @@ function expectDocumentedOrder(body: Record<string, unknown>, order: FieldOrder,
 const without = (body: Record<string, unknown>, keys: string[]) => Object.fromEntries(Object.entries(body).filter(([key]) => !keys.includes(key)));
 
 describe('the whole post and the whole account: every field Pozy answers, unknown ones included', () => {
-  let db: TestDatabase;
-  let harness: Harness;
+  let harness: SimulatorSpec;
   let subscriber: TestSubscriber;
   let profileId: string;
   let instagram: string;
@@ -51,8 +50,7 @@ describe('the whole post and the whole account: every field Pozy answers, unknow
   const resync = async (postId: string) => expect((await api(`/admin/resync/posts/${postId}`, { method: 'POST', headers: ADMIN })).status).toBe(202);
 
   beforeAll(async () => {
-    db = await createTestDatabase('whole_objects');
-    harness = await startHarness(db.url);
+    harness = await startSpec('whole_objects', { simulator: {} });
     world().setUnknownFields(true);
     profileId = world().createProfile('Whole')._id;
     instagram = world().connectAccount(profileId, 'instagram', 'whole.insta', 'Whole Insta')._id;
@@ -70,7 +68,6 @@ describe('the whole post and the whole account: every field Pozy answers, unknow
   afterAll(async () => {
     await subscriber?.close();
     await harness?.close();
-    await db?.drop();
   });
 
   /** A post with every field of Pozy's contract, published on LinkedIn and failed on Instagram (a Meta platform). */

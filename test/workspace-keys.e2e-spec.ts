@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService } from './support/service';
+import { RunningService } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 /**
  * Tables that hold no workspace's data, each with why: everything else is a workspace's, and must be ready to be
@@ -22,20 +22,19 @@ const DEPLOYMENT_TABLES: Record<string, string> = {
 };
 
 describe('the schema is ready to be split by workspace', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let pool: Pool;
 
   beforeAll(async () => {
-    db = await createTestDatabase('workspace_keys');
     // Its start applies every migration.
-    service = await startService(db.url, { ROLE: 'api' });
+    spec = await startSpec('workspace_keys', { env: { ROLE: 'api' } });
+    service = spec.service;
     pool = service.pool;
   });
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   const workspaceTables = async () =>

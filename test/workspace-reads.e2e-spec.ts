@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService, waitFor } from './support/service';
+import { getJson } from './support/http';
+import { RunningService, waitFor } from './support/service';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const ADMIN_TOKEN = 'admin_workspace_reads_e2e_41c9';
 const ALL_TOKEN = 'static_workspace_reads_e2e_8b2d';
@@ -45,19 +46,16 @@ async function fill(pool: Pool): Promise<void> {
 }
 
 describe('reads keep to the workspaces their reader may read', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   let acmeToken: string;
 
-  const get = async (path: string, token = ALL_TOKEN) => {
-    const response = await fetch(`${service.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
+  const get = (path: string, token = ALL_TOKEN) => getJson<Json>(service, path, { token });
   const keys = (body: Json) => (body.data as Array<{ workspaceId: string; id: string }>).map((row) => `${row.workspaceId}/${row.id}`);
 
   beforeAll(async () => {
-    db = await createTestDatabase('workspace_reads');
-    service = await startService(db.url, { ROLE: 'all', ADMIN_TOKEN, API_TOKENS: ALL_TOKEN });
+    spec = await startSpec('workspace_reads', { env: { ROLE: 'all', ADMIN_TOKEN, API_TOKENS: ALL_TOKEN } });
+    service = spec.service;
     await fill(service.pool);
     // The feed's positions are the sequencer's: wait until it has placed every entry.
     await waitFor(
@@ -80,8 +78,7 @@ describe('reads keep to the workspaces their reader may read', () => {
   }, 60_000);
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('lists every workspace’s posts for a reader of all, each once, walking across an id two workspaces share', async () => {

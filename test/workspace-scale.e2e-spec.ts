@@ -1,8 +1,8 @@
 import { Client } from 'pg';
 import { withIndexesDeferred } from './support/bulk-load';
-import { createTestDatabase, TestDatabase } from './support/database';
-import { RunningService, startService, waitFor } from './support/service';
+import { RunningService, waitFor } from './support/service';
 import { timeCalls } from './support/timing';
+import { ServiceSpec, startSpec } from './support/spec';
 
 const WORKSPACES = 1_000;
 const POSTS = 1_000_000;
@@ -20,20 +20,22 @@ async function time(what: string, call: () => Promise<Response>): Promise<string
  * every replica holds the registry. Times are printed, not asserted.
  */
 describe('1,000 workspaces and a million posts', () => {
-  let db: TestDatabase;
+  let spec: ServiceSpec;
   let service: RunningService;
   const get = (path: string, token?: string) => fetch(`${service.baseUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
 
   beforeAll(async () => {
-    db = await createTestDatabase('workspace_scale');
-    service = await startService(db.url, {
-      ROLE: 'api',
-      STATUS_CACHE_MS: '0',
-      ADMIN_TOKEN: ADMIN,
-      POZY_API_KEY: undefined,
-      POZY_WEBHOOK_SECRET: undefined,
+    spec = await startSpec('workspace_scale', {
+      env: {
+        ROLE: 'api',
+        STATUS_CACHE_MS: '0',
+        ADMIN_TOKEN: ADMIN,
+        POZY_API_KEY: undefined,
+        POZY_WEBHOOK_SECRET: undefined,
+      },
     });
-    const client = new Client({ connectionString: db.url });
+    service = spec.service;
+    const client = new Client({ connectionString: spec.db.url });
     await client.connect();
     try {
       // Secrets in plaintext, as a database written before SECRETS_ENCRYPTION_KEY was set holds them: they open as they are.
@@ -71,8 +73,7 @@ describe('1,000 workspaces and a million posts', () => {
   }, 300_000);
 
   afterAll(async () => {
-    await service?.close();
-    await db?.drop();
+    await spec?.close();
   });
 
   it('summarises every workspace in the status, bounded, and answers each view quickly', async () => {

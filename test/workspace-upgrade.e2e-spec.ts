@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
 import { Migrator, readMigrations } from '../src/database/migrator';
+import { getJson } from './support/http';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { deliver, postEvent } from './support/pozy-events';
 import { RunningService, startService } from './support/service';
@@ -54,11 +55,6 @@ async function fillOldSchema(pool: Pool): Promise<void> {
      VALUES (gen_random_uuid(), 'import', 'auto', 'succeeded', 'done', now() - interval '1 day')`,
   );
 }
-
-const getJson = async (service: RunningService, path: string) => {
-  const response = await fetch(`${service.baseUrl}${path}`);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-};
 
 describe('a single-workspace database from before workspaces, upgraded in place', () => {
   let db: TestDatabase;

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { testLog } from './test-log';
 
 export const BUILT_MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 export const BUILT_REENCRYPT = join(__dirname, '..', '..', 'dist', 'secrets-reencrypt.js');
@@ -22,8 +23,13 @@ export function spawnService(env: Record<string, string>, cwd: string, script = 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // Kept for the test to read, and for its report should it fail.
+  const keep = (chunk: Buffer) => {
+    output += chunk.toString();
+    testLog.write(chunk.toString());
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => output, exited };
 }

@@ -7,6 +7,7 @@ import type { DestinationStream } from 'pino';
 import { createApp } from '../../src/app.factory';
 import { AppConfig } from '../../src/config/app-config';
 import { DatabaseService } from '../../src/database/database.service';
+import { testLog } from './test-log';
 
 export const TEST_WEBHOOK_SECRET = 'whsec_test_5e3b9c';
 
@@ -23,8 +24,8 @@ export async function startService(
   env: Record<string, string | undefined> = {},
   /** A port chosen beforehand (e.g. one PUBLIC_URL names); default: any free one. */
   port = 0,
-  /** Where the service's log lines go (a test that reads them); default: stdout. */
-  logDestination?: DestinationStream,
+  /** Where the service's log lines go (a test that reads them); default: kept, and printed if the test fails. */
+  logDestination: DestinationStream = testLog,
 ): Promise<RunningService> {
   const config = AppConfig.fromEnvironment({
     DATABASE_URL: databaseUrl,
@@ -33,7 +34,7 @@ export async function startService(
     POZY_API_URL: 'http://127.0.0.1:9',
     POZY_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
     DATABASE_POOL_SIZE: '10',
-    // Failures only: the tests' output is their own.
+    // Failures only, and those printed only for a test that fails (test/support/test-log.ts).
     LOG_LEVEL: 'error',
     // Tests start a backfill, or an import, when they mean to.
     BACKFILL_CRON: 'off',
