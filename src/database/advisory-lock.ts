@@ -13,8 +13,8 @@ export enum LockKey {
   ChangeSequencer = 7_262_004,
   /**
    * With an account id's hash as the second key: held (exclusive) by the transaction that mirrors the account for the
-   * first time until it commits, and waited for (shared) by the recheck of a post that named the account before it
-   * was mirrored. Either the recheck sees the account, or the account's transaction sees the post.
+   * first time until it commits, and shared by a post write naming the account while it is not mirrored. Either the
+   * post write sees the account, or the account's transaction sees the post.
    */
   AccountFirstMirrored = 7_262_005,
   /** One bulk replay of the delivery dead-letter queue at a time across every replica. */

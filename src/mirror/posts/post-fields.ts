@@ -159,9 +159,9 @@ export function wholePost(alias: string, profileIds?: RawBuilder<unknown>): Whol
 /**
  * A post's profiles (Pozy's post has no profile field): those of its own workspace's mirrored accounts among its
  * targets, distinct, in the order PostgreSQL sorts them; each account found by its key. The query endpoints answer
- * this as `profileIds`; the feed's entries keep it, and the recheck compares with it. Each target is a lookup of its
- * own (LATERAL, LIMIT 1: the key is unique; a literal, as the whole answer is compiled once without parameters): as a join, a workspace of a few hundred accounts was planned as a hash
- * of all of them built again for every post, 65 us a post and two thirds of a page's time in PostgreSQL.
+ * this as `profileIds`; the feed's entries keep it. Each target is a lookup of its own (LATERAL, LIMIT 1: the key is
+ * unique; a literal, as the whole answer is compiled once without parameters): a join gets planned as a hash of all
+ * the workspace's accounts, built again for every post.
  */
 export function profilesOf(db: Db, workspaceId: Expression<string>, accountIds: Expression<string[]>) {
   return db

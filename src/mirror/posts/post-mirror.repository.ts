@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { Insertable, Selectable, sql } from 'kysely';
+import { Insertable, RawBuilder, sql } from 'kysely';
 import { afterCommit, transaction } from '../../database/after-commit';
 import { LockKey } from '../../database/advisory-lock';
 import { DatabaseService, Db } from '../../database/database.service';
@@ -116,10 +115,12 @@ export class PostMirrorRepository {
       ...postColumns(post),
       last_event_at: read.lastEventAt?.toISOString() ?? null,
     }));
-    const db = trx ?? this.database.db;
-    const written = guardedUpsert(db, POSTS, workspaceId, rows, read);
-    const row = await this.fanOut(db, written, 'read');
-    return trx ? this.result(row) : this.recheckProfiles(workspaceId, row);
+    const accountIds = [...new Set(rows.flatMap((row) => row.account_ids))];
+    const write = async (db: Db) => {
+      await lockUnmirroredAccounts(db, workspaceId, sql<string[]>`${accountIds}::text[]`);
+      return this.result(await this.fanOut(db, guardedUpsert(db, POSTS, workspaceId, rows, read), 'read'));
+    };
+    return trx ? write(trx) : transaction(this.database.db, write);
   }
 
   /**
@@ -148,9 +149,20 @@ export class PostMirrorRepository {
    * the guard alone: an older read still in flight (an import page listed before the post was deleted) must not bring
    * it back as live, and the unique key makes that read wait for this one.
    */
-  async markDeleted(workspaceId: WorkspaceId, postId: string, read: PostRead): Promise<PostWriteResult> {
-    const db = this.database.db;
-    const written = db
+  markDeleted(workspaceId: WorkspaceId, postId: string, read: PostRead): Promise<PostWriteResult> {
+    return transaction(this.database.db, async (db) => {
+      await lockUnmirroredAccounts(
+        db,
+        workspaceId,
+        sql<string[]>`coalesce((select account_ids from post where workspace_id = ${workspaceId} and id = ${postId}), '{}')`,
+      );
+      return this.result(await this.fanOut(db, this.deletion(db, workspaceId, postId, read), 'read'));
+    });
+  }
+
+  /** The guarded upsert that marks the post deleted (markDeleted). */
+  private deletion(db: Db, workspaceId: WorkspaceId, postId: string, read: PostRead) {
+    return db
       .insertInto('post')
       .values((eb) => ({
         workspace_id: workspaceId,
@@ -186,7 +198,6 @@ export class PostMirrorRepository {
       )
       .returningAll()
       .returning(inserted('post'));
-    return this.recheckProfiles(workspaceId, await this.fanOut(db, written, 'read'));
   }
 
   /**
@@ -194,13 +205,13 @@ export class PostMirrorRepository {
    * target them a profile they did not have: a post's `profileIds` are its mirrored accounts' profiles. Each such
    * post has changed as GET /posts/:id answers it, so it gets a new `sequence`, a feed entry and its notifications,
    * in the caller's transaction (its signals raised once that commits). A post whose profiles stay the same (the
-   * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
-   * committed, is not seen here: its own write rechecks once this transaction has committed (recheckProfiles).
+   * new account's profile was already among them) is left alone. A post written concurrently shares these
+   * accounts' locks first: this waits for it to commit, or it waits for this one (lockUnmirroredAccounts).
    */
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
-    // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (recheckProfiles).
-    await lockAccounts(trx, workspaceId, accountIds, 'exclusive');
+    // Held until the caller commits: a post write naming these accounts waits for it, then sees them (lockUnmirroredAccounts).
+    await lockAccounts(trx, workspaceId, accountIds);
     const fresh = sql<string[]>`${[...accountIds]}::text[]`;
     const written = trx
       .updateTable('post')
@@ -285,10 +296,7 @@ export class PostMirrorRepository {
             ).as('event_ids'),
           ]),
       ),
-    )
-      // Only a write on its own rechecks them (recheckProfiles): one in a caller's transaction never reads them.
-      .select(db.isTransaction ? noneUnmirrored : unmirroredAccounts(db))
-      .executeTakeFirstOrThrow();
+    ).executeTakeFirstOrThrow();
     afterCommit(db, () => {
       this.signal.queued(row.notified);
       this.changeSignal.recorded(row.recorded);
@@ -305,108 +313,42 @@ export class PostMirrorRepository {
       entries: row.entries,
     };
   }
-
-  /**
-   * After a committed write whose changed posts named accounts the mirror did not hold: their entries' `profileIds`
-   * miss those accounts' profiles. If a transaction mirroring one of them for the first time was in flight, neither
-   * saw the other's rows, and its refreshProfiles did not see these posts. Waiting for its lock (refreshProfiles holds
-   * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
-   * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
-   */
-  private async recheckProfiles(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
-    const result = this.result(row);
-    if (row.unmirrored_posts.length === 0) return result;
-    const recheckId = randomUUID();
-    const rechecked = await transaction(this.database.db, async (trx) => {
-      await lockAccounts(trx, workspaceId, row.unmirrored_accounts, 'shared');
-      const written = trx
-        .updateTable('post')
-        .set((eb) => ({ sequence: eb('sequence', '+', 1), read_id: recheckId, changed_by: recheckId }))
-        .where((eb) =>
-          eb.and([
-            eb('post.workspace_id', '=', workspaceId),
-            eb('post.id', '=', eb.fn.any(eb.val(row.unmirrored_posts))),
-            eb(
-              profilesOf(trx, eb.ref('post.workspace_id'), eb.ref('post.account_ids')),
-              'is distinct from',
-              eb
-                .selectFrom('change as c')
-                .select('c.profile_ids')
-                .where((eb) =>
-                  eb.and([
-                    eb('c.workspace_id', '=', eb.ref('post.workspace_id')),
-                    eb('c.resource_id', '=', eb.ref('post.id')),
-                    eb('c.type', 'in', ['post.changed', 'post.deleted']),
-                  ]),
-                )
-                .orderBy('c.id', 'desc')
-                .limit(1),
-            ),
-          ]),
-        )
-        .returningAll()
-        .returning(sql<boolean>`false`.as('inserted'));
-      return this.fanOut(trx, written, 'profiles');
-    });
-    return {
-      ...result,
-      changed: result.changed + rechecked.changed,
-      notified: result.notified + rechecked.notified,
-      entries: [...result.entries, ...rechecked.entries],
-    };
-  }
 }
 
-/** Advisory locks on accounts being mirrored for the first time (LockKey.AccountFirstMirrored), by workspace and id, in one order. */
-async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: readonly string[], mode: 'exclusive' | 'shared'): Promise<void> {
+/**
+ * Locks, exclusively, accounts being mirrored for the first time (LockKey.AccountFirstMirrored), by workspace and id,
+ * in one order, until the transaction ends.
+ */
+async function lockAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: readonly string[]): Promise<void> {
   if (accountIds.length === 0) return;
-  const lock = mode === 'exclusive' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
+  await lockEach(trx, workspaceId, sql<string[]>`${[...accountIds]}::text[]`, 'pg_advisory_xact_lock', false);
+}
+
+/**
+ * Before a post write: shares the lock of each account in `accountIds` the mirror does not hold yet, until the
+ * write's transaction ends. A transaction mirroring one of them for the first time either holds it already (this waits
+ * for its commit, and the write, a later statement, sees the account) or waits for the write to commit before its
+ * refreshProfiles reads the posts. Either way the post's profiles count the account, in one transaction.
+ */
+async function lockUnmirroredAccounts(trx: Db, workspaceId: WorkspaceId, accountIds: RawBuilder<string[]>): Promise<void> {
+  await lockEach(trx, workspaceId, accountIds, 'pg_advisory_xact_lock_shared', true);
+}
+
+async function lockEach(trx: Db, workspaceId: WorkspaceId, accountIds: RawBuilder<string[]>, lock: string, unmirroredOnly: boolean) {
   await trx
-    .selectFrom(sql<{ id: string }>`unnest(${[...accountIds].sort()}::text[])`.as<'u'>(sql`u(id)`))
+    .selectFrom(sql<{ id: string }>`unnest(${accountIds})`.as<'u'>(sql`u(id)`))
     .select((eb) =>
       eb.fn(lock, [eb.val(LockKey.AccountFirstMirrored), eb.fn('hashtext', [sql`${workspaceId} || '/' || ${eb.ref('u.id')}`])]).as('locked'),
+    )
+    .$if(unmirroredOnly, (qb) =>
+      qb.where((eb) =>
+        eb.not(
+          eb.exists(
+            eb.selectFrom('account as a').select(eb.lit(1).as('one')).where('a.workspace_id', '=', workspaceId).whereRef('a.id', '=', 'u.id'),
+          ),
+        ),
+      ),
     )
     .orderBy('u.id')
     .execute();
 }
-
-/** unmirroredAccounts' columns, for a write that does not recheck: each post's accounts probed twice for nothing. */
-const noneUnmirrored = [sql<string[]>`'{}'::text[]`.as('unmirrored_posts'), sql<string[]>`'{}'::text[]`.as('unmirrored_accounts')] as const;
-
-/**
- * The write's changed posts that name accounts the mirror does not hold, and those accounts: their entries' profiles
- * may miss one (recheckProfiles).
- */
-const unmirroredAccounts = (db: Db) => {
-  const missing = db
-    .withTables<{ written: Pick<Selectable<DB['post']>, 'workspace_id' | 'id' | 'account_ids' | 'changed_by' | 'read_id'> }>()
-    .selectFrom('written as w')
-    .crossJoinLateral((eb) =>
-      eb
-        .selectFrom(sql<{ id: string }>`unnest(${eb.ref('w.account_ids')})`.as<'u'>(sql`u(id)`))
-        .select('u.id')
-        .as('u'),
-    )
-    .where((eb) =>
-      eb.and([
-        eb('w.changed_by', '=', eb.ref('w.read_id')),
-        eb.not(
-          eb.exists(
-            eb.selectFrom('account as a').select(eb.lit(1).as('one')).whereRef('a.workspace_id', '=', 'w.workspace_id').whereRef('a.id', '=', 'u.id'),
-          ),
-        ),
-      ]),
-    );
-  return [
-    missing
-      .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['w.id']).distinct(), sql<string[]>`'{}'`).as('ids'))
-      .$asScalar()
-      .$notNull()
-      .as('unmirrored_posts'),
-    missing
-      .select((eb) => eb.fn.coalesce(eb.fn.agg<string[]>('array_agg', ['u.id']).distinct(), sql<string[]>`'{}'`).as('ids'))
-      .$asScalar()
-      .$notNull()
-      .as('unmirrored_accounts'),
-  ] as const;
-};
