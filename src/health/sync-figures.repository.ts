@@ -17,6 +17,7 @@ import {
 import { DatabaseService, type Db } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
 import type { DB } from '../generated/kysely/database';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** Tables and subsets up to this many rows are counted exactly; larger ones get PostgreSQL's estimate. */
 export const EXACT_COUNT_LIMIT = 100_000;
@@ -484,6 +485,7 @@ export class SyncFiguresRepository {
    * Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and compiling then
    * takes hundreds of milliseconds, far longer than the scan.
    */
+  @GenerateSql({ params: [(db: Db) => db.selectFrom('post').select('id').execute()] })
   snapshot<T>(work: (db: Db) => Promise<T>): Promise<T> {
     return this.database.db.connection().execute(async (connection) => {
       // One round trip for all: a statement string without parameters may hold several (pg's simple protocol).
@@ -507,6 +509,7 @@ export class SyncFiguresRepository {
    * null when none is. Like `subscriber="healthy"` of pozy_sync_write_to_notification_seconds: a notification retried
    * after a failed attempt, and a replay, are not counted. One entry of notification_unsettled_idx per subscription.
    */
+  @GenerateSql({ params: [] })
   async oldestOwedToHealthy(): Promise<{ subscriptionId: string; ms: number } | null> {
     const row = await this.database.db
       .selectFrom('subscription as s')
@@ -534,6 +537,7 @@ export class SyncFiguresRepository {
   }
 
   /** The status's figures, in the snapshot `db` reads (snapshot()). */
+  @GenerateSql({ params: [Sample.DB] })
   async figuresOf(db: Db): Promise<StatusFigures> {
     const figures = db.withTables<OutsideTables>();
     return {
@@ -545,6 +549,7 @@ export class SyncFiguresRepository {
     };
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async backlogOf(db: FiguresDb): Promise<BacklogFigures> {
     const row = await first(db, BACKLOG);
     const counts = await this.completeCounts(db, row);
@@ -560,6 +565,7 @@ export class SyncFiguresRepository {
   }
 
   /** Rows of the mirror, of stored events and of graphile-worker's jobs. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async tablesOf(db: FiguresDb): Promise<TableFigures> {
     const { rows: sizes } = await db.executeQuery(TABLE_SIZES);
     const figures = {} as TableFigures;
@@ -602,6 +608,7 @@ export class SyncFiguresRepository {
     return figures;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async recentOf(db: FiguresDb): Promise<RecentEvents> {
     const { rows: hour } = await db.executeQuery(HOUR_BY_MINUTE);
     const now = hour[0].now;
@@ -628,6 +635,7 @@ export class SyncFiguresRepository {
   }
 
   /** Counts that reached the limit become the planner's estimate, which is never taken below the count. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async completeCounts(db: FiguresDb, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
     const over = (Object.keys(SUBSETS) as Subset[]).filter((subset) => row[subset] > EXACT_COUNT_LIMIT);
     const estimates = await plannerRows(
@@ -646,6 +654,7 @@ export class SyncFiguresRepository {
    * towards its newer end. `emptyAfter`: no event was received after it. Approximate (a lower bound) only when the
    * halvings run out, for an unusually dense burst.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async newestReceivedAt(db: FiguresDb, now: Date, emptyAfter: Date): Promise<Estimate<Date | null>> {
     let empty = emptyAfter;
     for (const span of NEWEST_WINDOWS_MS) {

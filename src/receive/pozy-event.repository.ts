@@ -7,6 +7,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import type { ResourceType } from '../common/resources';
 import type { WorkspaceId } from '../common/workspace-id';
 import { withDeadline } from './ack-deadline';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export interface NewPozyEvent {
   /** The workspace whose webhook path (or delivery log) brought the event: event ids are unique within one. */
@@ -241,6 +242,7 @@ export class PozyEventRepository {
    * statement is not waited for any more, and commits or fails on its own (a redelivery or the spool's retry of an
    * event it did store is a duplicate).
    */
+  @GenerateSql({ params: [[Sample.EVENT], Sample.NUMBER, Sample.NUMBER] })
   async insertBatch(
     events: readonly NewPozyEvent[],
     coalesceWindowMs: number,
@@ -277,6 +279,7 @@ export class PozyEventRepository {
   }
 
   /** The latest (non-test) event times of a resource, which tell whether its last read already reflects them. */
+  @GenerateSql({ params: [Sample.WORKSPACE, 'post', Sample.UUID] })
   async resourceEvents(workspaceId: WorkspaceId, type: ResourceType, id: string): Promise<ResourceEvents> {
     const ofResource = this.database.db
       .selectFrom('pozy_event')
@@ -323,6 +326,7 @@ export class PozyEventRepository {
    * reconcile now serves), oldest first, at most `limit`. Walks the resource's index from its newest event; a day's
    * margin on Pozy's timestamps bounds the walk for a resource with a long history.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, 'post', Sample.UUID, Sample.STRING, Sample.NUMBER] })
   async traceParentsSince(workspaceId: WorkspaceId, type: ResourceType, id: string, key: string, limit: number): Promise<string[]> {
     const db = this.database.db;
     // No request row, or no read yet: every event of the resource is served.
@@ -352,6 +356,7 @@ export class PozyEventRepository {
    * on received_at. A redelivery of a pruned event is stored again as new: what EVENT_RETENTION_DAYS trades for a
    * bounded table. SKIP LOCKED leaves an event being written right now to the next run.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number, db: Db = this.database.db): Promise<number> {
     const result = await db
       .deleteFrom('pozy_event')

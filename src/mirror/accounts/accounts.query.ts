@@ -8,6 +8,7 @@ import { decodeCursor, page } from '../cursor';
 import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
 import { ACCOUNT_FIELD_ORDER, wholeAccount } from './account-fields';
 import { ListAccountsQuery } from './dto/list-accounts.query';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 const DEFAULT_LIMIT = 50;
 
@@ -21,12 +22,14 @@ export class AccountsQuery {
     this.wholeAnswer = fixedSql(database.db, answer(undefined));
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private answerOf(fields: readonly string[] | undefined): RawBuilder<JsonText> {
     return fields === undefined ? this.wholeAnswer : answer(fields);
   }
 
   /** `db`: the primary's, or the read replica's. */
   /** `workspaces`: the reader's scope, cut to what it asked for. */
+  @GenerateSql({ params: [{}] })
   async list(
     query: ListAccountsQuery,
     db: Db = this.database.db,
@@ -58,6 +61,7 @@ export class AccountsQuery {
   }
 
   /** As PostsQuery.get: 409 `ambiguous_id` when more than one of the reader's workspaces holds this id. */
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<JsonText | undefined> {
     if (readsNothing(workspaces)) return undefined;
     const rows = await db

@@ -15,6 +15,7 @@ import { GuardedTable, guardedUpsert, inserted, WrittenQuery, WrittenRow } from 
 import { wholeObjectJson } from '../whole-object';
 import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
@@ -102,6 +103,7 @@ export class PostMirrorRepository {
    * Writes the whole post as Pozy answered it, unless the mirror already holds a newer state; when that changes
    * the mirrored post, the matching subscribers' notifications are queued in the same statement.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.POST, Sample.READ] })
   write(workspaceId: WorkspaceId, post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
     return this.writeMany(workspaceId, [post], read);
   }
@@ -111,6 +113,7 @@ export class PostMirrorRepository {
    * single post. With `trx`, it runs inside the caller's transaction (opened with `transaction`, src/database/after-commit.ts),
    * and the signals are raised once that commits.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.POST], Sample.READ] })
   async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
     const rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>> = posts.map((post) => ({
       ...postColumns(post),
@@ -126,6 +129,7 @@ export class PostMirrorRepository {
    * The mirror's version of each of these posts it holds: Pozy's updatedAt, whether it is marked deleted, and whether
    * the row holds the whole post (`extra` set): a row without it is read again, whatever its version.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.UUID]] })
   async versions(workspaceId: WorkspaceId, ids: string[]): Promise<Map<string, PostVersion>> {
     if (ids.length === 0) return new Map();
     // Whether `extra` is there, not its value: a sweep's page would otherwise fetch and parse every post's rest.
@@ -148,6 +152,7 @@ export class PostMirrorRepository {
    * the guard alone: an older read still in flight (an import page listed before the post was deleted) must not bring
    * it back as live, and the unique key makes that read wait for this one.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.READ] })
   async markDeleted(workspaceId: WorkspaceId, postId: string, read: PostRead): Promise<PostWriteResult> {
     const db = this.database.db;
     const written = db
@@ -197,6 +202,7 @@ export class PostMirrorRepository {
    * new account's profile was already among them) is left alone. A post written concurrently, before these accounts
    * committed, is not seen here: its own write rechecks once this transaction has committed (recheckProfiles).
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.STRING], Sample.UUID, Sample.DB] })
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
     // Held until the caller commits: a post written meanwhile without these accounts rechecks after it (recheckProfiles).
@@ -249,6 +255,7 @@ export class PostMirrorRepository {
    * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
    * which no read of the post and no event of it led to.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
     const row = await fanOut(
       db,
@@ -295,6 +302,7 @@ export class PostMirrorRepository {
     return row;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): PostWriteResult {
     return {
       outcome: row.written > 0 ? 'written' : 'stale',
@@ -312,6 +320,7 @@ export class PostMirrorRepository {
    * it until it commits) and reading again settles it: a post whose profiles now differ from its latest entry's gets
    * a new entry. A post whose account is still not mirrored is left as it is (refreshProfiles will see it).
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async recheckProfiles(workspaceId: WorkspaceId, row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): Promise<PostWriteResult> {
     const result = this.result(row);
     if (row.unmirrored_posts.length === 0) return result;
