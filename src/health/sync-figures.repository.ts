@@ -2,20 +2,17 @@ import { Injectable } from '@nestjs/common';
 import {
   type Compilable,
   type CompiledQuery,
-  DummyDriver,
   type Expression,
   type ExpressionBuilder,
   expressionBuilder,
   type InferResult,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
+  type Kysely,
   type SelectQueryBuilder,
   sql,
 } from 'kysely';
 import { DatabaseService, type Db } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
+import { statementCompiler } from '../database/precompiled';
 import type { DB } from '../generated/kysely/database';
 import { GenerateSql, Sample } from '../database/sql-snapshot';
 
@@ -85,17 +82,10 @@ type Tables = DB & OutsideTables;
 type FiguresDb = Kysely<Tables>;
 
 /**
- * Builds and compiles the statements below once, when this file loads: a status read runs some twenty, and building
- * them anew each time cost about as much as running them. It has no connection: they run on the read's own.
+ * Builds and compiles the statements below once, when this file loads (database/precompiled.ts): a status read runs
+ * some twenty, and building them anew each time cost about as much as running them. They run on the read's connection.
  */
-const compiler: FiguresDb = new Kysely<Tables>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
+const compiler: FiguresDb = statementCompiler<Tables>();
 
 /** `SELECT 1 FROM ... WHERE ...`: rows to count, or to ask the planner about. */
 type Rows = SelectQueryBuilder<Tables, keyof Tables, { one: 1 }>;

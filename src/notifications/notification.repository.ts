@@ -5,7 +5,7 @@ import { letterNotificationId, NotificationLetterPayload } from '../dead-letters
 import type { DB } from '../generated/kysely/database';
 import { isoText, milliseconds, now } from '../database/sql-expressions';
 import { newerVersionExists } from './notification-expressions';
-import { precompiled } from './precompiled';
+import { precompiled } from '../database/precompiled';
 import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** What one attempt came to, as the deliverer decided. */
@@ -38,7 +38,7 @@ export interface SubscriberHealth {
   leaseHeld: boolean;
 }
 
-// The deliverer's statements run for every batch: each is compiled once (precompiled.ts).
+// The deliverer's statements run for every batch: each is compiled once (database/precompiled.ts).
 
 // Subscriptions with due notifications that no live worker is sending: each is taken by one worker at a time.
 const LEASE_DUE = precompiled((db, a: { owner: string; leaseMs: number; excluded: string[]; limit: number }) =>

@@ -5,7 +5,8 @@ import type { DB } from '../../generated/kysely/database';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
 import { atMostOne } from '../ambiguous-id';
 import { decodeCursor, page } from '../cursor';
-import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
+import { fixedSql } from '../../database/precompiled';
+import { JsonText, wholeObjectText } from '../whole-object';
 import { ACCOUNT_FIELD_ORDER, wholeAccount } from './account-fields';
 import { ListAccountsQuery } from './dto/list-accounts.query';
 import { GenerateSql, Sample } from '../../database/sql-snapshot';
@@ -19,7 +20,7 @@ export class AccountsQuery {
   private readonly wholeAnswer: RawBuilder<JsonText>;
 
   constructor(private readonly database: DatabaseService) {
-    this.wholeAnswer = fixedSql(database.db, answer(undefined));
+    this.wholeAnswer = fixedSql(answer(undefined));
   }
 
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })

@@ -5,7 +5,8 @@ import { DatabaseService, Db } from '../../database/database.service';
 import { plannerRows } from '../../database/planner-estimate';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
-import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
+import { fixedSql } from '../../database/precompiled';
+import { JsonText, wholeObjectText } from '../whole-object';
 import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
@@ -38,7 +39,7 @@ export class PostsQuery {
   private readonly wholeAnswer: RawBuilder<JsonText>;
 
   constructor(private readonly database: DatabaseService) {
-    this.wholeAnswer = fixedSql(database.db, this.answer(undefined));
+    this.wholeAnswer = fixedSql(this.answer(undefined));
   }
 
   /**
