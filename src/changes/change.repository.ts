@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Selectable, sql } from 'kysely';
-import { LockKey } from '../database/advisory-lock';
+import { advisoryXactLock, LockKey } from '../database/advisory-lock';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { ChangeType } from './record-changes';
@@ -60,7 +60,7 @@ export class ChangeRepository {
   @GenerateSql({ params: [Sample.NUMBER] })
   place(limit: number): Promise<{ placed: number; newest: string | null; waitedSeconds: number[] }> {
     return this.database.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);
+      await advisoryXactLock(trx, LockKey.ChangeSequencer);
       // The unplaced entries are found in id order through change_unsequenced_idx, never by a bitmap scan: after a
       // large write (an import), the index entries of rows placed since (dead until vacuumed) outnumber the live ones
       // many times, and only a plain index scan marks them dead as it passes, so that the next pass skips them. A
@@ -96,7 +96,7 @@ export class ChangeRepository {
         ])
         .execute();
       const newest = placed.reduce<string | null>((top, row) => (top === null || BigInt(row.position!) > BigInt(top) ? row.position : top), null);
-      if (newest !== null) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, ${newest})`.execute(trx);
+      if (newest !== null) await trx.selectNoFrom((eb) => eb.fn('pg_notify', [eb.val(SEQUENCED_CHANNEL), eb.val(newest)]).as('notified')).execute();
       return { placed: placed.length, newest, waitedSeconds: placed.map((row) => row.waited) };
     });
   }

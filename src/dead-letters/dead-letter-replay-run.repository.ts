@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { boundedText } from '../common/bounded-text';
 import { Selectable, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import { GenerateSql, Sample } from '../database/sql-snapshot';
 
@@ -72,7 +73,7 @@ export class DeadLetterReplayRunRepository {
     return this.database.db
       .selectFrom('dead_letter_replay_run')
       .selectAll()
-      .select(sql<boolean>`status = 'running' AND heartbeat_at < now() - make_interval(secs => ${REPLAY_HEARTBEAT_STALE_MS / 1000})`.as('stale'));
+      .select(sql<boolean>`status = 'running' AND heartbeat_at < ${now()} - ${milliseconds(REPLAY_HEARTBEAT_STALE_MS)}`.as('stale'));
   }
 
   /** A new run, started now by the database's clock (the bound of the letters it takes). */

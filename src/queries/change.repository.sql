@@ -2,7 +2,7 @@
 
 -- ChangeRepository.place
 select
-  pg_advisory_xact_lock($1);
+  pg_advisory_xact_lock($1::bigint);
 set
   LOCAL enable_bitmapscan = off;
 with

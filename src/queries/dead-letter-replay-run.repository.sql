@@ -8,7 +8,7 @@ values
 select
   *,
   status = 'running'
-  and heartbeat_at < now() - make_interval(secs => $1) as "stale"
+  and heartbeat_at < now() - $1 * interval '1 millisecond' as "stale"
 from
   "dead_letter_replay_run"
 where
@@ -67,7 +67,7 @@ where
 select
   *,
   status = 'running'
-  and heartbeat_at < now() - make_interval(secs => $1) as "stale"
+  and heartbeat_at < now() - $1 * interval '1 millisecond' as "stale"
 from
   "dead_letter_replay_run"
 where
@@ -77,7 +77,7 @@ where
 select
   *,
   status = 'running'
-  and heartbeat_at < now() - make_interval(secs => $1) as "stale"
+  and heartbeat_at < now() - $1 * interval '1 millisecond' as "stale"
 from
   "dead_letter_replay_run"
 where

@@ -42,9 +42,9 @@ select
       order by
         id
     )
-  ) as digest
+  ) as "digest"
 from
-  workspace;
+  "workspace";
 
 -- WorkspaceRepository.update
 update "workspace"

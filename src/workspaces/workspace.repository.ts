@@ -142,9 +142,11 @@ export class WorkspaceRepository {
    */
   @GenerateSql({ params: [] })
   async fingerprint(): Promise<string> {
-    const { rows } = await sql<{ digest: string | null }>`
-      SELECT md5(string_agg(id || ':' || version, ',' ORDER BY id)) AS digest FROM workspace`.execute(this.database.db);
-    return rows[0]?.digest ?? '';
+    const row = await this.database.db
+      .selectFrom('workspace')
+      .select(sql<string | null>`md5(string_agg(id || ':' || version, ',' ORDER BY id))`.as('digest'))
+      .executeTakeFirst();
+    return row?.digest ?? '';
   }
 
   /** Changes a workspace, raising its version; false when there is none (removed meanwhile). `state`: only from that one. */
