@@ -3,6 +3,7 @@ import { RawBuilder, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import { isoText } from '../database/sql-expressions';
 import type { WorkspaceId } from '../common/workspace-id';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** What a timeline is of: a post, or a profile (its accounts' reads, events, feed entries and notifications). */
 export type TimelineSubject = { type: 'post'; id: string } | { type: 'profile'; id: string };
@@ -67,6 +68,7 @@ export class TimelineRepository {
    * `versionsKeptSince`: versions read since then are all kept (the history's retention prunes only older ones), so a
    * read since then with no version changed nothing; an older one may have had its version pruned (`changed` null).
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, { type: 'post', id: Sample.STRING }, null, Sample.NUMBER, Sample.DATE] })
   async page(
     workspaceId: WorkspaceId,
     subject: TimelineSubject,

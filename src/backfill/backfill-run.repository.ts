@@ -5,6 +5,7 @@ import { DatabaseService, type Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import type { BackfillRun as BackfillRunRow } from '../generated/prisma/client';
 import type { WorkspaceId } from '../common/workspace-id';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 const TRIGGERS = ['schedule', 'admin'] as const;
 const STATUSES = ['running', 'succeeded', 'failed'] as const;
@@ -61,12 +62,14 @@ export class BackfillRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Where the next run starts: the newest log row the last successful run saw, or null (never ran). */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async checkpoint(workspaceId: WorkspaceId): Promise<Date | null> {
     const row = await checkpointRun(this.database.db, workspaceId).select('newest_log_at').executeTakeFirst();
     return row?.newest_log_at ?? null;
   }
 
   /** started_at is the database's clock, like finished_at. */
+  @GenerateSql({ params: [{ workspaceId: Sample.WORKSPACE, id: Sample.UUID, trigger: 'cron', scanFrom: Sample.DATE }] })
   async create(run: Pick<BackfillRun, 'workspaceId' | 'id' | 'trigger' | 'scanFrom'>): Promise<void> {
     await this.database.db
       .insertInto('backfill_run')
@@ -74,6 +77,7 @@ export class BackfillRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [Sample.UUID, { newestLogAt: Sample.DATE, rowsScanned: 1, eventsRecovered: 1, eventsSkipped: 0, narrowedTypes: false }] })
   async progress(
     id: string,
     p: Pick<BackfillRun, 'newestLogAt' | 'rowsScanned' | 'eventsRecovered' | 'eventsSkipped' | 'narrowedTypes'>,
@@ -91,6 +95,7 @@ export class BackfillRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [Sample.UUID, 'succeeded', null] })
   async finish(id: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
     await this.database.db
       .updateTable('backfill_run')
@@ -99,18 +104,21 @@ export class BackfillRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<BackfillRun | undefined> {
     const row = await this.database.db.selectFrom('backfill_run').selectAll().where('id', '=', id).executeTakeFirst();
     return row && fromRow(row);
   }
 
   /** The newest run; in the caller's snapshot when it passes one (the status reads every figure in one). */
+  @GenerateSql({ params: [] })
   async latest(db: Db = this.database.db): Promise<BackfillRun | undefined> {
     const row = await db.selectFrom('backfill_run').selectAll().orderBy('started_at', 'desc').limit(1).executeTakeFirst();
     return row && fromRow(row);
   }
 
   /** The workspace's newest run. */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async latestOf(workspaceId: WorkspaceId): Promise<BackfillRun | undefined> {
     const row = await this.database.db
       .selectFrom('backfill_run')
@@ -122,6 +130,7 @@ export class BackfillRunRepository {
     return row && fromRow(row);
   }
 
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async running(workspaceId: WorkspaceId): Promise<BackfillRun | undefined> {
     const row = await this.database.db
       .selectFrom('backfill_run')
@@ -135,6 +144,7 @@ export class BackfillRunRepository {
   }
 
   /** Which of these event ids are not stored yet. */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.UUID]] })
   async missing(workspaceId: WorkspaceId, eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set();
     const rows = await this.database.db
@@ -152,6 +162,7 @@ export class BackfillRunRepository {
    * how many. Rows are picked by primary key with FOR UPDATE SKIP LOCKED, so a run being written now waits for the
    * next prune instead of holding this one up.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
     const { numDeletedRows } = await db

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { Selectable, sql } from 'kysely';
-import { LockKey } from '../database/advisory-lock';
+import { advisoryXactLock, LockKey } from '../database/advisory-lock';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { ChangeType } from './record-changes';
 import { partitionOf, resourceOfType } from './partition';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /**
  * The PostgreSQL channel a sequencer pass announces new positions on, to every replica's long-polling readers; the
@@ -56,9 +57,10 @@ export class ChangeRepository {
    * Answers how many it placed, the newest position (null: none), which its NOTIFY carries as the payload, and how
    * long each entry had waited since its write.
    */
+  @GenerateSql({ params: [Sample.NUMBER] })
   place(limit: number): Promise<{ placed: number; newest: string | null; waitedSeconds: number[] }> {
     return this.database.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${LockKey.ChangeSequencer})`.execute(trx);
+      await advisoryXactLock(trx, LockKey.ChangeSequencer);
       // The unplaced entries are found in id order through change_unsequenced_idx, never by a bitmap scan: after a
       // large write (an import), the index entries of rows placed since (dead until vacuumed) outnumber the live ones
       // many times, and only a plain index scan marks them dead as it passes, so that the next pass skips them. A
@@ -94,7 +96,7 @@ export class ChangeRepository {
         ])
         .execute();
       const newest = placed.reduce<string | null>((top, row) => (top === null || BigInt(row.position!) > BigInt(top) ? row.position : top), null);
-      if (newest !== null) await sql`SELECT pg_notify(${SEQUENCED_CHANNEL}, ${newest})`.execute(trx);
+      if (newest !== null) await trx.selectNoFrom((eb) => eb.fn('pg_notify', [eb.val(SEQUENCED_CHANNEL), eb.val(newest)]).as('notified')).execute();
       return { placed: placed.length, newest, waitedSeconds: placed.map((row) => row.waited) };
     });
   }
@@ -103,6 +105,7 @@ export class ChangeRepository {
    * Up to `limit` entries after `after` (and no further than `after + scan`, so that a filter matching little still
    * answers quickly) matching `filter`, in position order, with the feed's bounds, all in one snapshot.
    */
+  @GenerateSql({ params: [Sample.DB, Sample.STRING, Sample.NUMBER, 100, { workspaces: [Sample.WORKSPACE], types: ['post.updated'] }] })
   async page(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
     // A partition is a hash PostgreSQL does not compute: the statement reads every entry of the window that the other
     // filters match (`scan` at most, which a partitioned read keeps small), and the partition is picked from them here.
@@ -113,6 +116,7 @@ export class ChangeRepository {
     return { ...read, rows: rows.slice(0, limit) };
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async window(db: Db, after: string, limit: number, scan: number, filter: ChangeFilter): Promise<ChangePageRead> {
     const rows = await db
       .with('bounds', (qc) =>
@@ -197,6 +201,7 @@ export class ChangeRepository {
   }
 
   /** The oldest position kept and the newest handed out (null for a feed that has never had a change). */
+  @GenerateSql({ params: [Sample.DB] })
   async bounds(db: Db): Promise<{ oldest: string | null; newest: string | null }> {
     const row = await db
       .selectFrom('change')
@@ -206,6 +211,7 @@ export class ChangeRepository {
   }
 
   /** When each of these positions' entries changed the mirror; a position not kept (or not placed yet) is absent. */
+  @GenerateSql({ params: [[Sample.UUID]] })
   async changedAt(positions: readonly string[]): Promise<Map<string, Date>> {
     if (positions.length === 0) return new Map();
     const rows = await this.database.db
@@ -222,6 +228,7 @@ export class ChangeRepository {
    * up to the newest, so a cursor is expired exactly when it is older than the oldest position kept, minus one.
    * `keepAfter`: an active named consumer's lowest committed position; every entry after it is kept, whatever its age.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number, keepAfter: string | null = null): Promise<number> {
     const result = await this.database.db
       .with('head', (qc) =>

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import type { ChangeType } from './record-changes';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** A named consumer's definition: its filters (empty lists: no filter) and its partitions. */
 export interface ConsumerDefinition {
@@ -41,6 +42,12 @@ export class ConsumerRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** null when a consumer of this name exists. Every partition starts at `cursor`. */
+  @GenerateSql({
+    params: [
+      { name: Sample.STRING, types: ['post.updated'], workspaces: [Sample.WORKSPACE], profileIds: [], platforms: [], partitions: 2 },
+      Sample.STRING,
+    ],
+  })
   async create(definition: ConsumerDefinition, cursor: string): Promise<StoredConsumer | null> {
     return this.database.db.transaction().execute(async (trx) => {
       const row = await trx
@@ -68,17 +75,20 @@ export class ConsumerRepository {
   }
 
   /** Consumers by name after `after`, `limit` at most. */
+  @GenerateSql({ params: [Sample.NUMBER, null] })
   async list(limit: number, after: string | null): Promise<StoredConsumer[]> {
     let query = this.database.db.selectFrom('consumer').selectAll().orderBy('name').limit(limit);
     if (after !== null) query = query.where('name', '>', after);
     return this.withPartitions(await query.execute());
   }
 
+  @GenerateSql({ params: [Sample.STRING] })
   async find(name: string): Promise<StoredConsumer | null> {
     const row = await this.database.db.selectFrom('consumer').selectAll().where('name', '=', name).executeTakeFirst();
     return row ? (await this.withPartitions([row]))[0] : null;
   }
 
+  @GenerateSql({ params: [Sample.STRING] })
   async delete(name: string): Promise<boolean> {
     const { numDeletedRows } = await this.database.db.deleteFrom('consumer').where('name', '=', name).executeTakeFirst();
     return numDeletedRows === 1n;
@@ -88,6 +98,7 @@ export class ConsumerRepository {
    * Moves a partition's committed position to `cursor`: never backwards (`behind`), the same one again changes nothing
    * (`unchanged`). An expired partition takes any cursor (the caller checked it is still retained) and is active again.
    */
+  @GenerateSql({ params: [Sample.STRING, Sample.NUMBER, Sample.STRING] })
   async commit(name: string, partition: number, cursor: string): Promise<CommitOutcome> {
     return this.database.db.transaction().execute(async (trx) => {
       const row = await trx
@@ -115,6 +126,7 @@ export class ConsumerRepository {
   }
 
   /** Records a read; skipped when this partition's last read was recorded within the last second (by any replica). */
+  @GenerateSql({ params: [Sample.STRING, Sample.NUMBER] })
   async touch(name: string, partition: number): Promise<void> {
     await this.database.db
       .updateTable('consumer_partition')
@@ -126,6 +138,7 @@ export class ConsumerRepository {
   }
 
   /** Every active partition's committed position: what retention must keep (a row per partition; 64 at most per consumer). */
+  @GenerateSql({ params: [] })
   async activePartitions(): Promise<{ name: string; workspaces: string[]; partition: number; cursor: string }[]> {
     const rows = await this.database.db
       .selectFrom('consumer_partition as p')
@@ -137,6 +150,7 @@ export class ConsumerRepository {
   }
 
   /** Marks these partitions expired, unless a commit moved them meanwhile; answers those it marked. */
+  @GenerateSql({ params: [[{ name: Sample.STRING, partition: 0, cursor: Sample.STRING }]] })
   async expire(
     partitions: readonly { name: string; partition: number; cursor: string }[],
   ): Promise<{ name: string; partition: number; cursor: string }[]> {
@@ -161,6 +175,7 @@ export class ConsumerRepository {
    * Per consumer, its lowest committed position over its active partitions (`cursor`, null when every partition has
    * expired), and whether any partition has expired: one pass over consumer_partition, which holds a row per partition.
    */
+  @GenerateSql({ params: [] })
   async positions(): Promise<{ name: string; cursor: string | null; expired: boolean }[]> {
     const rows = await this.database.db
       .selectFrom('consumer_partition')
@@ -174,6 +189,7 @@ export class ConsumerRepository {
     return rows.map((row) => ({ name: row.consumer_name, cursor: row.cursor, expired: Number(row.expired) > 0 }));
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async withPartitions(
     rows: { name: string; types: string[]; workspaces: string[]; profile_ids: string[]; platforms: string[]; partitions: number; created_at: Date }[],
   ): Promise<StoredConsumer[]> {

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { sql } from 'kysely';
 import type { DB } from '../generated/kysely/database';
-import { LockKey } from './advisory-lock';
+import { advisoryXactLock, LockKey } from './advisory-lock';
 import type { Db } from './database.service';
 
 /**
@@ -58,7 +58,7 @@ export async function ensureLogicalPublication(db: Db, name: string, logger: Log
   let walLevel: string | null = null;
   try {
     const action = await db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${LockKey.LogicalPublication}::bigint)`.execute(trx);
+      await advisoryXactLock(trx, LockKey.LogicalPublication);
       await sql`SELECT set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute(trx);
       walLevel = (await sql<{ level: string }>`SELECT current_setting('wal_level') AS level`.execute(trx)).rows[0].level;
       await ensureReplicaIdentity(trx, logger);

@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { boundedText } from '../common/bounded-text';
 import { Selectable, sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
+import { milliseconds, now } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export const REPLAY_QUEUES = ['delivery', 'ack'] as const;
 export type ReplayQueue = (typeof REPLAY_QUEUES)[number];
@@ -66,14 +68,16 @@ function toRun(row: Row): ReplayRun {
 export class DeadLetterReplayRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private select() {
     return this.database.db
       .selectFrom('dead_letter_replay_run')
       .selectAll()
-      .select(sql<boolean>`status = 'running' AND heartbeat_at < now() - make_interval(secs => ${REPLAY_HEARTBEAT_STALE_MS / 1000})`.as('stale'));
+      .select(sql<boolean>`status = 'running' AND heartbeat_at < ${now()} - ${milliseconds(REPLAY_HEARTBEAT_STALE_MS)}`.as('stale'));
   }
 
   /** A new run, started now by the database's clock (the bound of the letters it takes). */
+  @GenerateSql({ params: [{ id: Sample.UUID, queue: 'delivery', host: Sample.STRING, spoolId: null }] })
   async create(run: Pick<ReplayRun, 'id' | 'queue' | 'host' | 'spoolId'>): Promise<ReplayRun> {
     await this.database.db
       .insertInto('dead_letter_replay_run')
@@ -82,6 +86,7 @@ export class DeadLetterReplayRunRepository {
     return (await this.get(run.id))!;
   }
 
+  @GenerateSql({ params: [Sample.UUID, Sample.NUMBER] })
   async setTotal(id: string, total: number): Promise<void> {
     await this.database.db.updateTable('dead_letter_replay_run').set({ total }).where('id', '=', id).execute();
   }
@@ -90,6 +95,7 @@ export class DeadLetterReplayRunRepository {
    * Runs of this queue (of this spool, for `ack`) still marked running, whose process is gone: the caller runs the
    * queue alone now (it holds the queue's lock, or the spool is its own). Answers how many were.
    */
+  @GenerateSql({ params: ['delivery', null] })
   async interruptLeftovers(queue: ReplayQueue, spoolId: string | null): Promise<number> {
     const { numUpdatedRows } = await this.database.db
       .updateTable('dead_letter_replay_run')
@@ -101,6 +107,7 @@ export class DeadLetterReplayRunRepository {
     return Number(numUpdatedRows);
   }
 
+  @GenerateSql({ params: [Sample.UUID, { replayed: 1, skipped: 0, batches: 1 }] })
   async progress(id: string, progress: ReplayProgress): Promise<void> {
     await this.database.db
       .updateTable('dead_letter_replay_run')
@@ -109,6 +116,7 @@ export class DeadLetterReplayRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [[Sample.UUID]] })
   async heartbeat(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.database.db
@@ -119,6 +127,7 @@ export class DeadLetterReplayRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [Sample.UUID, 'succeeded', { replayed: 1, skipped: 0, batches: 1 }, null] })
   async finish(id: string, status: Exclude<ReplayRunStatus, 'running'>, progress: ReplayProgress, error: string | null): Promise<void> {
     await this.database.db
       .updateTable('dead_letter_replay_run')
@@ -127,12 +136,14 @@ export class DeadLetterReplayRunRepository {
       .execute();
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<ReplayRun | undefined> {
     const row = await this.select().where('id', '=', id).executeTakeFirst();
     return row && toRun(row);
   }
 
   /** The newest run of this queue (this spool's, for `ack`) still marked running, if any. */
+  @GenerateSql({ params: ['delivery', null] })
   async running(queue: ReplayQueue, spoolId: string | null): Promise<ReplayRun | undefined> {
     const row = await this.select()
       .where('queue', '=', queue)
@@ -145,6 +156,7 @@ export class DeadLetterReplayRunRepository {
   }
 
   /** Deletes up to `limit` finished runs started before `cutoff` (a running one is never pruned); answers how many. */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
     const { numDeletedRows } = await db

@@ -6,6 +6,7 @@ import { DatabaseService, type Db } from '../database/database.service';
 import type { DeadLetter as DeadLetterRow } from '../generated/prisma/client';
 import { RESOURCE_TYPES } from '../common/resources';
 import { ReconcilePayload } from '../queue/tasks';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** What a replay of a reconcile letter reads again. */
 export type ReconcileLetterPayload = Pick<ReconcilePayload, 'resource' | 'id'>;
@@ -91,6 +92,19 @@ export class DeadLetterRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** A reconcile given up on. (Notification letters are written with the attempt that gave up: notification.repository.ts.) */
+  @GenerateSql({
+    params: [
+      {
+        workspaceId: Sample.WORKSPACE,
+        resourceKey: `post:${Sample.STRING}`,
+        reason: 'unreachable',
+        error: Sample.STRING,
+        attempts: 3,
+        firstFailureAt: Sample.DATE,
+        payload: { resource: 'post', id: Sample.STRING },
+      },
+    ],
+  })
   async addReconcile(
     letter: Pick<DeadLetter, 'workspaceId' | 'resourceKey' | 'reason' | 'error' | 'attempts' | 'firstFailureAt'> & {
       payload: ReconcileLetterPayload;
@@ -118,6 +132,7 @@ export class DeadLetterRepository {
   }
 
   /** Newest first; in the caller's snapshot when it passes one (the status page reads them with its figures). */
+  @GenerateSql({ params: [Sample.NUMBER] })
   async list(limit: number, db: Db = this.database.db): Promise<ListedDeadLetter[]> {
     const rows = await db
       .selectFrom('dead_letter')
@@ -130,12 +145,14 @@ export class DeadLetterRepository {
     return rows.map((row) => listed(asRow(row)));
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<DeadLetter | undefined> {
     const row = await this.database.db.selectFrom('dead_letter').select(LETTER_COLUMNS).where('id', '=', id).executeTakeFirst();
     return row ? typed(asRow(row)) : undefined;
   }
 
   /** How many letters are neither replayed nor resolved (created up to `upTo`): what a bulk replay takes. */
+  @GenerateSql({ params: [] })
   async countUnreplayed(upTo?: Date): Promise<number> {
     let query = this.database.db
       .selectFrom('dead_letter')
@@ -152,6 +169,7 @@ export class DeadLetterRepository {
    * created up to `upTo`: a bulk replay's batch, read by keyset (dead_letter_replay_idx), so a batch costs what it
    * holds and a letter left as it is (skipped) is not met again.
    */
+  @GenerateSql({ params: [null, Sample.DATE, Sample.NUMBER] })
   async unreplayedPage(after: Pick<DeadLetter, 'createdAt' | 'id'> | null, upTo: Date, limit: number): Promise<DeadLetter[]> {
     const page = await this.database.db
       .selectFrom('dead_letter')
@@ -180,6 +198,7 @@ export class DeadLetterRepository {
     return rows.map((row) => typed(asRow(row)));
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async markReplayed(id: string): Promise<void> {
     await this.database.db
       .updateTable('dead_letter')
@@ -192,6 +211,7 @@ export class DeadLetterRepository {
    * Retention: deletes up to `limit` letters replayed or resolved before `cutoff`; answers how many. Picked by primary
    * key with SKIP LOCKED, so a letter being replayed right now is left to the next batch.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const { numDeletedRows } = await this.database.db
       .deleteFrom('dead_letter')

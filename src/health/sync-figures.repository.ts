@@ -2,21 +2,19 @@ import { Injectable } from '@nestjs/common';
 import {
   type Compilable,
   type CompiledQuery,
-  DummyDriver,
   type Expression,
   type ExpressionBuilder,
   expressionBuilder,
   type InferResult,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
+  type Kysely,
   type SelectQueryBuilder,
   sql,
 } from 'kysely';
 import { DatabaseService, type Db } from '../database/database.service';
 import { plannerRows } from '../database/planner-estimate';
+import { statementCompiler } from '../database/precompiled';
 import type { DB } from '../generated/kysely/database';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** Tables and subsets up to this many rows are counted exactly; larger ones get PostgreSQL's estimate. */
 export const EXACT_COUNT_LIMIT = 100_000;
@@ -84,17 +82,10 @@ type Tables = DB & OutsideTables;
 type FiguresDb = Kysely<Tables>;
 
 /**
- * Builds and compiles the statements below once, when this file loads: a status read runs some twenty, and building
- * them anew each time cost about as much as running them. It has no connection: they run on the read's own.
+ * Builds and compiles the statements below once, when this file loads (database/precompiled.ts): a status read runs
+ * some twenty, and building them anew each time cost about as much as running them. They run on the read's connection.
  */
-const compiler: FiguresDb = new Kysely<Tables>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
+const compiler: FiguresDb = statementCompiler<Tables>();
 
 /** `SELECT 1 FROM ... WHERE ...`: rows to count, or to ask the planner about. */
 type Rows = SelectQueryBuilder<Tables, keyof Tables, { one: 1 }>;
@@ -484,6 +475,7 @@ export class SyncFiguresRepository {
    * Without JIT: the planner's cost of a bounded scan of a large table can pass jit_above_cost, and compiling then
    * takes hundreds of milliseconds, far longer than the scan.
    */
+  @GenerateSql({ params: [(db: Db) => db.selectFrom('post').select('id').execute()] })
   snapshot<T>(work: (db: Db) => Promise<T>): Promise<T> {
     return this.database.db.connection().execute(async (connection) => {
       // One round trip for all: a statement string without parameters may hold several (pg's simple protocol).
@@ -507,6 +499,7 @@ export class SyncFiguresRepository {
    * null when none is. Like `subscriber="healthy"` of pozy_sync_write_to_notification_seconds: a notification retried
    * after a failed attempt, and a replay, are not counted. One entry of notification_unsettled_idx per subscription.
    */
+  @GenerateSql({ params: [] })
   async oldestOwedToHealthy(): Promise<{ subscriptionId: string; ms: number } | null> {
     const row = await this.database.db
       .selectFrom('subscription as s')
@@ -534,6 +527,7 @@ export class SyncFiguresRepository {
   }
 
   /** The status's figures, in the snapshot `db` reads (snapshot()). */
+  @GenerateSql({ params: [Sample.DB] })
   async figuresOf(db: Db): Promise<StatusFigures> {
     const figures = db.withTables<OutsideTables>();
     return {
@@ -545,6 +539,7 @@ export class SyncFiguresRepository {
     };
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async backlogOf(db: FiguresDb): Promise<BacklogFigures> {
     const row = await first(db, BACKLOG);
     const counts = await this.completeCounts(db, row);
@@ -560,6 +555,7 @@ export class SyncFiguresRepository {
   }
 
   /** Rows of the mirror, of stored events and of graphile-worker's jobs. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async tablesOf(db: FiguresDb): Promise<TableFigures> {
     const { rows: sizes } = await db.executeQuery(TABLE_SIZES);
     const figures = {} as TableFigures;
@@ -602,6 +598,7 @@ export class SyncFiguresRepository {
     return figures;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async recentOf(db: FiguresDb): Promise<RecentEvents> {
     const { rows: hour } = await db.executeQuery(HOUR_BY_MINUTE);
     const now = hour[0].now;
@@ -628,6 +625,7 @@ export class SyncFiguresRepository {
   }
 
   /** Counts that reached the limit become the planner's estimate, which is never taken below the count. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async completeCounts(db: FiguresDb, row: Record<Subset, number>): Promise<Record<Subset, Figure>> {
     const over = (Object.keys(SUBSETS) as Subset[]).filter((subset) => row[subset] > EXACT_COUNT_LIMIT);
     const estimates = await plannerRows(
@@ -646,6 +644,7 @@ export class SyncFiguresRepository {
    * towards its newer end. `emptyAfter`: no event was received after it. Approximate (a lower bound) only when the
    * halvings run out, for an unusually dense burst.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async newestReceivedAt(db: FiguresDb, now: Date, emptyAfter: Date): Promise<Estimate<Date | null>> {
     let empty = emptyAfter;
     for (const span of NEWEST_WINDOWS_MS) {

@@ -1,7 +1,6 @@
 import { applyDecorators, Header } from '@nestjs/common';
 import { ArrayMaxSize, IsIn } from 'class-validator';
 import { Expression, RawBuilder, sql } from 'kysely';
-import type { Db } from '../database/database.service';
 import { namesLiteral } from '../database/sql-expressions';
 import { ListParam } from '../common/query-params';
 
@@ -101,13 +100,3 @@ export const pageJson = (data: readonly JsonText[], nextCursor: string | null): 
 
 /** On a handler that answers JsonText: Fastify sends a string it is told is JSON without serialising it again. */
 export const AnswersJsonText = () => Header('content-type', 'application/json; charset=utf-8');
-
-/**
- * An expression with no parameters (the whole answer of a resource), compiled once to SQL text: Kysely otherwise builds
- * and compiles its tree on every request, which was the largest share of a page's CPU in Node after the JSON itself.
- */
-export function fixedSql<T>(db: Db, expression: RawBuilder<T>): RawBuilder<T> {
-  const compiled = expression.compile(db);
-  if (compiled.parameters.length > 0) throw new Error(`fixedSql: the expression has parameters: ${compiled.sql}`);
-  return sql.raw<T>(compiled.sql);
-}

@@ -7,6 +7,7 @@ import type { Notification, NotificationAttempt as NotificationAttemptRow } from
 import { NOTIFICATION_STATES, NotificationState, ReplaySource } from './dto/notification.query';
 import { oneOf } from './known-values';
 import { newerVersionExists } from './notification-expressions';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export type NotificationSummary = Omit<
   Pick<
@@ -68,6 +69,7 @@ export class NotificationHistoryRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Newest first. */
+  @GenerateSql({ params: [{ subscriptionId: Sample.UUID, state: 'dead', limit: 100 }] })
   async list(filter: { subscriptionId?: string; state?: NotificationState; limit: number }): Promise<NotificationSummary[]> {
     let query = this.database.db.selectFrom('notification').select(SUMMARY).orderBy('created_at', 'desc').orderBy('id').limit(filter.limit);
     if (filter.subscriptionId !== undefined) query = query.where('subscription_id', '=', filter.subscriptionId);
@@ -75,6 +77,7 @@ export class NotificationHistoryRepository {
     return (await query.execute()).map(summary);
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<NotificationDetail | undefined> {
     const row = await this.database.db
       .selectFrom('notification')
@@ -95,6 +98,7 @@ export class NotificationHistoryRepository {
   }
 
   /** The id of a newer version of the same resource for the same subscription, if there is one. */
+  @GenerateSql({ params: [Sample.UUID] })
   async newerThan(id: string): Promise<string | undefined> {
     const row = await this.database.db
       .selectFrom('notification as n')
@@ -118,6 +122,7 @@ export class NotificationHistoryRepository {
    * What a bulk replay of a subscription would take: from the dead-letter queue, or every notification sent
    * (delivered or dead), in both cases only the newest per resource.
    */
+  @GenerateSql({ params: [Sample.UUID, Sample.DATE, 'dead'] })
   async replayable(subscriptionId: string, since: Date, source: ReplaySource): Promise<string[]> {
     const states = source === 'history' ? ['dead', 'delivered'] : ['dead'];
     const rows = await this.database.db
@@ -138,6 +143,7 @@ export class NotificationHistoryRepository {
    * replays a second, after any replays it is still waiting for; the dead letters they came from are marked
    * replayed. A version older than one the subscriber may already have is never replayed. Answers the ids that were.
    */
+  @GenerateSql({ params: [[Sample.UUID], Sample.NUMBER] })
   async replay(ids: string[], perSecond: number): Promise<string[]> {
     const rows = await this.database.db
       .with('chosen', (db) =>
@@ -205,6 +211,7 @@ export class NotificationHistoryRepository {
    * Retention: deletes up to `limit` attempts made before `cutoff`; answers how many. Picked by primary key with SKIP
    * LOCKED, so a row being written right now is left to the next batch.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneAttemptsBefore(cutoff: Date, limit: number): Promise<number> {
     const { numDeletedRows } = await this.database.db
       .deleteFrom('notification_attempt')
@@ -221,6 +228,7 @@ export class NotificationHistoryRepository {
    * window (a replay) is kept. An older pending or dead one of the same resource keeps the newer ones too: they are what
    * stops it from being sent after them. Their remaining attempts go with them (ON DELETE CASCADE).
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const { numDeletedRows } = await this.database.db
       .deleteFrom('notification')

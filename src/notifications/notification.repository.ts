@@ -5,7 +5,8 @@ import { letterNotificationId, NotificationLetterPayload } from '../dead-letters
 import type { DB } from '../generated/kysely/database';
 import { isoText, milliseconds, now } from '../database/sql-expressions';
 import { newerVersionExists } from './notification-expressions';
-import { precompiled } from './precompiled';
+import { precompiled } from '../database/precompiled';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** What one attempt came to, as the deliverer decided. */
 export interface AttemptRecord {
@@ -37,7 +38,7 @@ export interface SubscriberHealth {
   leaseHeld: boolean;
 }
 
-// The deliverer's statements run for every batch: each is compiled once (precompiled.ts).
+// The deliverer's statements run for every batch: each is compiled once (database/precompiled.ts).
 
 // Subscriptions with due notifications that no live worker is sending: each is taken by one worker at a time.
 const LEASE_DUE = precompiled((db, a: { owner: string; leaseMs: number; excluded: string[]; limit: number }) =>
@@ -339,20 +340,44 @@ export class NotificationRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Takes up to `limit` subscriptions with due notifications for this worker, for `leaseMs`. */
+  @GenerateSql({ params: [Sample.STRING, Sample.NUMBER, [Sample.UUID], Sample.NUMBER] })
   async leaseDue(owner: string, leaseMs: number, excluded: string[], limit: number) {
     return (await LEASE_DUE(this.database.db, { owner, leaseMs, excluded, limit })).rows;
   }
 
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING] })
   async release(subscriptionId: string, owner: string): Promise<void> {
     await RELEASE(this.database.db, { subscriptionId, owner });
   }
 
   /** The next due notifications of a subscription, at most one per resource (its newest). */
+  @GenerateSql({ params: [Sample.UUID, Sample.NUMBER] })
   async takeDue(subscriptionId: string, limit: number) {
     await SUPERSEDE(this.database.db, { subscriptionId });
     return (await TAKE_DUE(this.database.db, { subscriptionId, limit })).rows;
   }
 
+  @GenerateSql({
+    params: [
+      Sample.UUID,
+      Sample.STRING,
+      [
+        {
+          id: Sample.UUID,
+          attemptedAt: Sample.DATE,
+          durationMs: 5,
+          statusCode: 200,
+          outcome: 'delivered',
+          error: null,
+          nextAttemptAt: null,
+          failingSince: null,
+          reason: null,
+          replay: false,
+        },
+      ],
+      { pauseAfterMs: 60_000, leaseMs: 30_000, quietGapMs: 1_000 },
+    ],
+  })
   async record(
     subscriptionId: string,
     owner: string,

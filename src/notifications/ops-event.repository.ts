@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { DatabaseService } from '../database/database.service';
 import { isoText } from '../database/sql-expressions';
 import type { OpsEventType } from './notification-types';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** One occurrence of an operational event. */
 export interface OpsOccurrence {
@@ -20,6 +21,7 @@ export class OpsEventRepository {
   constructor(private readonly database: DatabaseService) {}
 
   /** Answers the notifications queued: none when another replica (or an earlier look) recorded the occurrence first. */
+  @GenerateSql({ params: [{ type: 'subscription.paused', key: Sample.STRING, workspaceId: null, data: {} }] })
   async record(occurrence: OpsOccurrence): Promise<number> {
     const db = this.database.db;
     const row = await db
@@ -77,6 +79,7 @@ export class OpsEventRepository {
   }
 
   /** The key of the objective's breach not yet followed by its recovery, or null. */
+  @GenerateSql({ params: [Sample.STRING] })
   async openBreach(objective: string): Promise<{ key: string; at: Date } | null> {
     const last = await this.database.db
       .selectFrom('ops_event')
@@ -91,6 +94,7 @@ export class OpsEventRepository {
   }
 
   /** Retention: deletes up to `limit` occurrences older than `cutoff`; answers how many. */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
     const result = await db

@@ -8,6 +8,7 @@ import type { DB } from '../generated/kysely/database';
 import type { Subscription as SubscriptionRow } from '../generated/prisma/client';
 import { oneOf } from './known-values';
 import { NOTIFICATION_TYPES, NotificationType } from './notification-types';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** A subscription as the admin endpoints answer it (never with its secret, except once when created). */
 export type Subscription = Pick<
@@ -163,6 +164,21 @@ export class SubscriptionRepository {
     this.box = new SecretBox(config.secretsEncryptionKeys);
   }
 
+  @GenerateSql({
+    params: [
+      Sample.UUID,
+      {
+        url: 'https://subscriber.example',
+        workspaceIds: [],
+        profileIds: [],
+        platforms: [],
+        description: null,
+        active: true,
+        secret: Sample.STRING,
+        eventTypes: ['post.updated'],
+      },
+    ],
+  })
   async create(id: string, subscription: NewSubscription): Promise<Subscription> {
     await this.database.db
       .insertInto('subscription')
@@ -185,6 +201,7 @@ export class SubscriptionRepository {
    * Makes `secret` the signing secret; the current one goes on signing too for `overlapMs` (the database's clock),
    * replacing any previous one still in its overlap. Answers undefined when there is no such subscription.
    */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING, Sample.NUMBER] })
   async rotate(id: string, secret: string, overlapMs: number): Promise<Subscription | undefined> {
     const sealed = this.box.seal(secret, secretContext(id));
     const row = await this.database.db
@@ -203,6 +220,7 @@ export class SubscriptionRepository {
   }
 
   /** The secrets that sign this lease's notifications, decrypted; throws SecretKeyError when a key is missing or wrong. */
+  @GenerateSql({ none: 'opens what another method read' })
   signingSecrets(stored: StoredSecrets): SigningSecrets {
     if (stored.secret === null) throw new Error(`Subscription ${stored.id} has no secret (deleted)`);
     const context = secretContext(stored.id);
@@ -218,6 +236,7 @@ export class SubscriptionRepository {
    * Every secret in use (previous ones in their overlap included) counted by the key that encrypted it, null for
    * plaintext, each with one sample: the boot check tries each key on its sample.
    */
+  @GenerateSql({ params: [] })
   async secretsCensus(): Promise<SecretsCensus> {
     const rows = await this.database.db
       .selectFrom((db) =>
@@ -251,6 +270,7 @@ export class SubscriptionRepository {
    * if it still holds what was read, so a rotation or deletion meanwhile wins; a run can stop anywhere and be
    * started again.
    */
+  @GenerateSql({ params: [null, Sample.NUMBER] })
   async resealBatch(after: string | null, limit: number): Promise<ResealBatch> {
     const newest = this.box.newestKeyId;
     if (newest === undefined) throw new Error('SECRETS_ENCRYPTION_KEY is not set: there is no key to encrypt with');
@@ -290,16 +310,19 @@ export class SubscriptionRepository {
   }
 
   /** Decrypts a census sample, only to see that it can: throws SecretKeyError otherwise. */
+  @GenerateSql({ none: 'opens what another method read' })
   checkOpens(sample: StoredSecret): void {
     this.box.open(sample.value, secretContext(sample.subscriptionId));
   }
 
   /** How many secrets are not on the newest key yet (plaintext included): what a re-encryption run leaves to do. */
+  @GenerateSql({ params: [] })
   async secretsNotOnNewestKey(): Promise<number> {
     const newest = this.box.newestKeyId;
     return (await this.secretsCensus()).filter((group) => group.keyId !== (newest ?? null)).reduce((sum, group) => sum + group.count, 0);
   }
 
+  @GenerateSql({ params: [] })
   async list(): Promise<Subscription[]> {
     const rows = (
       await this.database.db.selectFrom('subscription').selectAll().where('deleted_at', 'is', null).orderBy('created_at').orderBy('id').execute()
@@ -309,6 +332,7 @@ export class SubscriptionRepository {
   }
 
   /** Every subscription's health (deleted ones aside), oldest first; in the caller's snapshot when it passes one. */
+  @GenerateSql({ params: [] })
   async health(db: Db = this.database.db): Promise<SubscriberHealth[]> {
     const rows = await db
       .selectFrom('subscription')
@@ -334,12 +358,14 @@ export class SubscriptionRepository {
     return rows.map((row) => ({ id: row.id, url: row.url, active: row.active, health: healthOf(row, backlog) }));
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<Subscription | undefined> {
     const row = await this.database.db.selectFrom('subscription').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
     return row ? toSubscription(modelOf(row), await this.backlog([id])) : undefined;
   }
 
   /** Only the fields given change; answers whether the subscription exists. */
+  @GenerateSql({ params: [Sample.UUID, { url: 'https://subscriber.example', active: true }] })
   async update(id: string, changes: SubscriptionChanges): Promise<boolean> {
     // A field absent or null stays as it is.
     const set: Updateable<DB['subscription']> = {
@@ -367,6 +393,7 @@ export class SubscriptionRepository {
    * Marks it deleted, drops its secrets and cancels what it had pending, in one statement; answers how many were cancelled, or undefined
    * if none such.
    */
+  @GenerateSql({ params: [Sample.UUID] })
   async delete(id: string): Promise<number | undefined> {
     const row = await this.database.db
       .with('deleted', (db) =>
@@ -396,6 +423,7 @@ export class SubscriptionRepository {
    * Closes the circuit breaker: what waited is due now (the database's clock, which the deliverer's claims compare
    * with), in one statement. Answers whether the subscription exists.
    */
+  @GenerateSql({ params: [Sample.UUID] })
   async resume(id: string): Promise<boolean> {
     const rows = await this.database.db
       .with('resumed', (db) =>
@@ -419,6 +447,7 @@ export class SubscriptionRepository {
     return rows.length > 0;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async backlog(ids: string[], db: Db = this.database.db): Promise<Backlog> {
     const backlog: Backlog = new Map();
     if (ids.length === 0) return backlog;

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
 import { milliseconds, now } from '../database/sql-expressions';
 import type { TaskName, TaskPayload } from './tasks';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export interface JobSpec<N extends TaskName = TaskName> {
   task: N;
@@ -27,6 +28,7 @@ export class JobQueueRepository {
    * A pending job with the same key keeps its run time (`preserve_run_at`). Pass `db` (a transaction) to make the
    * jobs part of it.
    */
+  @GenerateSql({ params: [[{ task: 'reconcile', payload: { resource: 'post', id: Sample.STRING }, jobKey: `post:${Sample.STRING}` }]] })
   async addJobs(specs: readonly JobSpec[], db: Db = this.database.db): Promise<number> {
     if (specs.length === 0) return 0;
     const json = JSON.stringify(
@@ -45,6 +47,7 @@ SELECT count(*)::int AS added
   }
 
   /** How many of `keys` have a job still waiting to run (not locked by a worker). */
+  @GenerateSql({ params: [[Sample.UUID]] })
   async countWaitingWithKeys(keys: readonly string[], db: Db = this.database.db): Promise<number> {
     if (keys.length === 0) return 0;
     const { rows } = await sql<{ n: number }>`
@@ -53,6 +56,7 @@ SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY (${
   }
 
   /** Says the pool `poolId` is alive now. */
+  @GenerateSql({ params: [Sample.UUID] })
   async beat(poolId: string): Promise<void> {
     await this.database.db
       .insertInto('worker_heartbeat')
@@ -62,6 +66,7 @@ SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = ANY (${
   }
 
   /** Unlocks the jobs of pools that have not said they are alive for `deadAfterMs`; returns how many. */
+  @GenerateSql({ params: [Sample.NUMBER] })
   async releaseOrphanedJobs(deadAfterMs: number): Promise<number> {
     const alive = this.database.db
       .selectFrom('worker_heartbeat')
@@ -82,6 +87,7 @@ DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND atte
   }
 
   /** Forgets pools not seen for a day (long dead: their jobs were released long ago). */
+  @GenerateSql({ params: [] })
   async forgetLongDeadPools(): Promise<void> {
     await this.database.db
       .deleteFrom('worker_heartbeat')
@@ -90,6 +96,7 @@ DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND atte
   }
 
   /** The pool `poolId` stopped: it holds no job any more. */
+  @GenerateSql({ params: [Sample.UUID] })
   async forgetPool(poolId: string): Promise<void> {
     await this.database.db.deleteFrom('worker_heartbeat').where('pool_id', '=', poolId).execute();
   }
@@ -100,6 +107,7 @@ DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND atte
    * job fails, but a failure moves run_at past its own time: both before the cutoff means the last failure was too.
    * SKIP LOCKED leaves a row being written right now to the next run.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneFailedJobs(cutoff: Date, limit: number, db: Db = this.database.db): Promise<number> {
     const { numAffectedRows } = await sql`
 DELETE FROM graphile_worker._private_jobs WHERE id IN (

@@ -3,6 +3,7 @@ import { Selectable, sql } from 'kysely';
 import { ALL_WORKSPACES, Workspaces } from '../common/read-scope';
 import { DatabaseService } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 type ReadTokenRow = Selectable<DB['read_token']>;
 
@@ -64,6 +65,7 @@ const summary = (row: ReadTokenRow): ReadTokenSummary => ({
 export class ReadTokenRepository {
   constructor(private readonly database: DatabaseService) {}
 
+  @GenerateSql({ params: [{ id: Sample.UUID, name: Sample.STRING, tokenHash: Sample.STRING, workspaces: [Sample.WORKSPACE] }] })
   async create(token: {
     id: string;
     name: string;
@@ -88,6 +90,7 @@ export class ReadTokenRepository {
   }
 
   /** Live tokens, newest first, after `after` (the last of the previous page); `limit` at most. */
+  @GenerateSql({ params: [Sample.NUMBER, null] })
   async list(limit: number, after: ReadTokenPosition | null): Promise<ReadTokenSummary[]> {
     let query = this.database.db
       .selectFrom('read_token')
@@ -105,6 +108,7 @@ export class ReadTokenRepository {
   }
 
   /** Marks a live token deleted; false when none has this id (or it was deleted already). */
+  @GenerateSql({ params: [Sample.UUID] })
   async delete(id: string): Promise<boolean> {
     const { numUpdatedRows } = await this.database.db
       .updateTable('read_token')
@@ -116,6 +120,7 @@ export class ReadTokenRepository {
   }
 
   /** One small aggregate, read by every replica every second (the table holds a row per token ever made). */
+  @GenerateSql({ params: [] })
   async fingerprint(): Promise<ReadTokenFingerprint> {
     const row = await this.database.db
       .selectFrom('read_token')
@@ -124,6 +129,7 @@ export class ReadTokenRepository {
     return { total: row.total, deleted: row.deleted };
   }
 
+  @GenerateSql({ params: [] })
   async live(): Promise<LiveReadToken[]> {
     const rows = await this.database.db
       .selectFrom('read_token')
@@ -143,6 +149,7 @@ export class ReadTokenRepository {
    * Records that these tokens were used: a row is written only when its last use is a minute old or more, so the
    * replicas together write a token at most once a minute however many of them saw it.
    */
+  @GenerateSql({ params: [[Sample.UUID]] })
   async touch(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.database.db

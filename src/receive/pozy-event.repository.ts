@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { type CompiledQuery, type InferResult, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { type Db, DatabaseService } from '../database/database.service';
+import { precompiled } from '../database/precompiled';
 import { milliseconds } from '../database/sql-expressions';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
 import type { ResourceType } from '../common/resources';
 import type { WorkspaceId } from '../common/workspace-id';
 import { withDeadline } from './ack-deadline';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export interface NewPozyEvent {
   /** The workspace whose webhook path (or delivery log) brought the event: event ids are unique within one. */
@@ -88,21 +90,16 @@ interface BatchParams {
   coalesceWindowMs: number;
 }
 
-/** Stands for one of the receive statement's parameters while the statement is compiled. */
-class Slot {
-  constructor(readonly name: keyof BatchParams) {}
-}
-
 // One statement is one transaction: each new event's reconcile request commits with it, and nothing commits
 // unless all of it does. Duplicates (already stored, or delivered concurrently) add to the stored event's copies
 // and request nothing. Requests throttle per resource: with nothing pending, a read is due now, or one window after the last
 // dispatched read; with a read already pending, the event joins it. Rows go in id and key order, so concurrent
 // batches take their locks in one order.
-function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown) {
+function insertEventsAndRequests(db: Db, p: BatchParams) {
   const batch =
-    sql<BatchRow>`unnest(${p('workspaceIds')}::text[], ${p('ids')}::text[], ${p('types')}::text[], ${p('payloads')}::text[], ${p('timestamps')}::timestamptz[],
-    ${p('deliveryIds')}::text[], ${p('attempts')}::int[], ${p('tests')}::boolean[], ${p('resourceTypes')}::text[], ${p('resourceIds')}::text[],
-    ${p('requestKeys')}::text[], ${p('recoveredBy')}::uuid[], ${p('traceParents')}::text[], ${p('copies')}::int[])`.as<'t'>(
+    sql<BatchRow>`unnest(${p.workspaceIds}::text[], ${p.ids}::text[], ${p.types}::text[], ${p.payloads}::text[], ${p.timestamps}::timestamptz[],
+    ${p.deliveryIds}::text[], ${p.attempts}::int[], ${p.tests}::boolean[], ${p.resourceTypes}::text[], ${p.resourceIds}::text[],
+    ${p.requestKeys}::text[], ${p.recoveredBy}::uuid[], ${p.traceParents}::text[], ${p.copies}::int[])`.as<'t'>(
       sql`t(workspace_id, id, type, payload, ts, delivery_id, attempt, test, resource_type, resource_id, request_key, recovered_by, trace_parent, copies)`,
     );
   return db
@@ -186,7 +183,7 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
             .doUpdateSet((eb) => ({
               due_at: eb.fn('greatest', [
                 eb.fn('now'),
-                sql<Date>`${eb.ref('reconcile_request.dispatched_at')} + ${milliseconds(sql<number>`${p('coalesceWindowMs')}`, 'int')}`,
+                sql<Date>`${eb.ref('reconcile_request.dispatched_at')} + ${milliseconds(p.coalesceWindowMs, 'int')}`,
               ]),
               requested_at: eb.fn('now'),
             }))
@@ -210,29 +207,20 @@ function insertEventsAndRequests(db: Db, p: (name: keyof BatchParams) => unknown
     ]);
 }
 
-type BatchResult = InferResult<ReturnType<typeof insertEventsAndRequests>>[number];
+/**
+ * The receive statement, compiled once: its text does not depend on the batch, only its parameters do. Building and
+ * compiling it per batch would cost the receive path about as much client CPU again as executing it (`npm run bench`
+ * shows the receive path's throughput).
+ */
+const INSERT_EVENTS_AND_REQUESTS = precompiled(insertEventsAndRequests);
 
 /** pozy_event, and the reconcile requests its receive statement writes with the events (one aggregate). */
 @Injectable()
 export class PozyEventRepository {
-  /**
-   * The receive statement, compiled once: its text does not depend on the batch, only its parameters do. Building
-   * and compiling it per batch would cost the receive path about as much client CPU again as executing it
-   * (`npm run bench` shows the receive path's throughput).
-   */
-  private readonly insert: { compiled: CompiledQuery<BatchResult>; order: (keyof BatchParams)[] };
-
   constructor(
     private readonly database: DatabaseService,
     private readonly metrics: MetricsService,
-  ) {
-    const compiled = insertEventsAndRequests(database.db, (name) => new Slot(name)).compile();
-    const order = compiled.parameters.map((parameter) => {
-      if (!(parameter instanceof Slot)) throw new Error('The receive statement has a parameter of its own');
-      return parameter.name;
-    });
-    this.insert = { compiled, order };
-  }
+  ) {}
 
   /**
    * Stores events whose ids are distinct, each once ever, with their reconcile requests, in one transaction.
@@ -241,6 +229,7 @@ export class PozyEventRepository {
    * statement is not waited for any more, and commits or fails on its own (a redelivery or the spool's retry of an
    * event it did store is a duplicate).
    */
+  @GenerateSql({ params: [[Sample.EVENT], Sample.NUMBER, Sample.NUMBER] })
   async insertBatch(
     events: readonly NewPozyEvent[],
     coalesceWindowMs: number,
@@ -266,8 +255,7 @@ export class PozyEventRepository {
       copies: events.map((_, i) => copies?.[i] ?? 1),
       coalesceWindowMs,
     };
-    const { compiled, order } = this.insert;
-    const statement = this.database.db.executeQuery<BatchResult>({ ...compiled, parameters: order.map((name) => params[name]) });
+    const statement = INSERT_EVENTS_AND_REQUESTS(this.database.db, params);
     const row = (await withDeadline(statement, timeoutMs)).rows[0];
     const inserted = new Set(row.inserted_keys);
     // New events asking for a read that was already pending (or asked for twice in this batch) cost no read of their own.
@@ -277,6 +265,7 @@ export class PozyEventRepository {
   }
 
   /** The latest (non-test) event times of a resource, which tell whether its last read already reflects them. */
+  @GenerateSql({ params: [Sample.WORKSPACE, 'post', Sample.UUID] })
   async resourceEvents(workspaceId: WorkspaceId, type: ResourceType, id: string): Promise<ResourceEvents> {
     const ofResource = this.database.db
       .selectFrom('pozy_event')
@@ -323,6 +312,7 @@ export class PozyEventRepository {
    * reconcile now serves), oldest first, at most `limit`. Walks the resource's index from its newest event; a day's
    * margin on Pozy's timestamps bounds the walk for a resource with a long history.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, 'post', Sample.UUID, Sample.STRING, Sample.NUMBER] })
   async traceParentsSince(workspaceId: WorkspaceId, type: ResourceType, id: string, key: string, limit: number): Promise<string[]> {
     const db = this.database.db;
     // No request row, or no read yet: every event of the resource is served.
@@ -352,6 +342,7 @@ export class PozyEventRepository {
    * on received_at. A redelivery of a pruned event is stored again as new: what EVENT_RETENTION_DAYS trades for a
    * bounded table. SKIP LOCKED leaves an event being written right now to the next run.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number, db: Db = this.database.db): Promise<number> {
     const result = await db
       .deleteFrom('pozy_event')

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
 import type { WorkspaceId } from '../common/workspace-id';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 /** One reconcile of a resource as its timeline tells it: what was read (if anything), and what came of it. */
 export interface ReadRecord {
@@ -26,6 +27,7 @@ const MAX_DETAIL = 500;
 export class ReconcileReadRepository {
   constructor(private readonly database: DatabaseService) {}
 
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING, { outcome: 'written', sentAt: Sample.DATE, statusCode: 200, readId: Sample.UUID }] })
   async record(workspaceId: WorkspaceId, resourceKey: string, read: ReadRecord): Promise<void> {
     await this.database.db
       .insertInto('reconcile_read')
@@ -45,6 +47,7 @@ export class ReconcileReadRepository {
   }
 
   /** Retention: deletes up to `limit` rows older than `cutoff` (found through the BRIN index on `at`); answers how many. */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
     const result = await db

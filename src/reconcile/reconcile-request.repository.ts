@@ -4,6 +4,7 @@ import { type Db, DatabaseService } from '../database/database.service';
 import { milliseconds, now } from '../database/sql-expressions';
 import type { ResourceType } from '../common/resources';
 import type { WorkspaceId } from '../common/workspace-id';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export interface ReadState {
   /** When the last successful read of the resource began. */
@@ -27,6 +28,7 @@ export class ReconcileRequestRepository {
    * added in, so that a request is never lost nor turned into two jobs. Replicas share the work: rows another pass
    * holds are skipped, not waited for.
    */
+  @GenerateSql({ params: [Sample.NUMBER] })
   takeDue(limit: number, db: Db = this.database.db) {
     return db
       .updateTable('reconcile_request as r')
@@ -49,6 +51,7 @@ export class ReconcileRequestRepository {
   }
 
   /** The workspace's reads waiting to be dispatched, and since when the oldest waits (the workspace's lag). */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async pendingOf(workspaceId: WorkspaceId): Promise<{ pending: number; oldestRequestedAt: Date | null }> {
     const row = await this.database.db
       .selectFrom('reconcile_request')
@@ -60,6 +63,7 @@ export class ReconcileRequestRepository {
   }
 
   /** Makes these workspaces' postponed reads due now (a lifted pause of their key); answers how many. */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async advancePostponed(workspaceIds: readonly WorkspaceId[]): Promise<number> {
     if (workspaceIds.length === 0) return 0;
     const result = await this.database.db
@@ -75,6 +79,7 @@ export class ReconcileRequestRepository {
    * The workspaces whose oldest waiting read is oldest, `limit` of them: among the 1,000 oldest waiting reads (the
    * pending index's first entries), so that the statement reads the same at ten waiting reads and at a million.
    */
+  @GenerateSql({ params: [Sample.NUMBER] })
   async furthestBehind(limit: number, db: Db = this.database.db): Promise<{ workspaceId: WorkspaceId; waitingSince: Date }[]> {
     const oldest = db
       .selectFrom('reconcile_request')
@@ -94,6 +99,7 @@ export class ReconcileRequestRepository {
   }
 
   /** When the earliest pending request falls due (null: none pending). */
+  @GenerateSql({ params: [] })
   async nextDueAt(): Promise<Date | null> {
     const row = await this.database.db
       .selectFrom('reconcile_request')
@@ -106,6 +112,7 @@ export class ReconcileRequestRepository {
    * An operator's read (admin resync): due now, and forced: only a read that starts after this request may count as
    * having seen everything. Answers when it is due.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING, 'post', Sample.UUID] })
   async requestForcedRead(workspaceId: WorkspaceId, key: string, type: ResourceType, id: string): Promise<Date> {
     const row = await this.database.db
       .insertInto('reconcile_request')
@@ -127,6 +134,7 @@ export class ReconcileRequestRepository {
     return row.due_at ?? new Date();
   }
 
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING] })
   async readState(workspaceId: WorkspaceId, key: string): Promise<ReadState> {
     const row = await this.database.db
       .selectFrom('reconcile_request')
@@ -137,6 +145,7 @@ export class ReconcileRequestRepository {
     return { lastReadAt: row?.last_read_at ?? null, forcedAt: row?.forced_at ?? null, requestedAt: row?.requested_at ?? null };
   }
 
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING, Sample.DATE] })
   async recordRead(workspaceId: WorkspaceId, key: string, startedAt: Date): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')
@@ -147,6 +156,7 @@ export class ReconcileRequestRepository {
   }
 
   /** A read failed on a timeout or an unreachable Pozy: how long (by the database's clock) have failures lasted? */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING] })
   async markFailing(workspaceId: WorkspaceId, key: string): Promise<{ since: Date; forMs: number }> {
     const row = await this.database.db
       .updateTable('reconcile_request')
@@ -161,6 +171,7 @@ export class ReconcileRequestRepository {
     return row?.since ? { since: row.since, forMs: row.for_ms } : { since: new Date(), forMs: 0 };
   }
 
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING] })
   async clearFailing(workspaceId: WorkspaceId, key: string): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')
@@ -172,6 +183,7 @@ export class ReconcileRequestRepository {
   }
 
   /** Pozy asked us to wait: the read is pending again, due no sooner than `ms` from now. */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.STRING, Sample.NUMBER] })
   async postpone(workspaceId: WorkspaceId, key: string, ms: number): Promise<void> {
     await this.database.db
       .updateTable('reconcile_request')

@@ -5,6 +5,7 @@ import { transaction } from '../database/after-commit';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { DEFAULT_WORKSPACE, type WorkspaceId } from '../common/workspace-id';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
@@ -139,6 +140,7 @@ const WALK_CHUNK = 10_000;
 export class SweepRunRepository {
   constructor(private readonly database: DatabaseService) {}
 
+  @GenerateSql({ params: [{ workspaceId: Sample.WORKSPACE, id: Sample.UUID, kind: 'import', trigger: 'api', dryRun: false, owner: Sample.STRING }] })
   async create(run: Pick<SweepRun, 'workspaceId' | 'id' | 'kind' | 'trigger' | 'dryRun' | 'owner'>): Promise<SweepRun> {
     const row = await this.database.db
       .insertInto('sweep_run')
@@ -158,12 +160,14 @@ export class SweepRunRepository {
     return toRun(row);
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<SweepRun | undefined> {
     const row = await this.database.db.selectFrom('sweep_run').selectAll().select(readAt).where('id', '=', id).executeTakeFirst();
     return row && toRun(row);
   }
 
   /** The run in progress, if any: at most one runs at a time. */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async running(workspaceId: WorkspaceId): Promise<SweepRun | undefined> {
     const row = await this.database.db
       .selectFrom('sweep_run')
@@ -178,6 +182,7 @@ export class SweepRunRepository {
   }
 
   /** The newest run of `kind`; in the caller's snapshot when it passes one. */
+  @GenerateSql({ params: [Sample.WORKSPACE, 'import'] })
   async latest(workspaceId: WorkspaceId, kind: RunKind, db: Db = this.database.db): Promise<SweepRun | undefined> {
     const row = await db
       .selectFrom('sweep_run')
@@ -192,6 +197,7 @@ export class SweepRunRepository {
   }
 
   /** Whether a run has ever listed the whole workspace into the mirror (an import, or a full sweep that wrote). */
+  @GenerateSql({ params: [Sample.WORKSPACE] })
   async completedOnce(workspaceId: WorkspaceId, db: Db = this.database.db): Promise<boolean> {
     const run = await db
       .selectFrom('sweep_run')
@@ -212,6 +218,7 @@ export class SweepRunRepository {
    * sweep_run_import_failed_idx, whose predicate the literals match) and probes each workspace's newest import and
    * any run that listed it, LATERAL with a LIMIT so that the planner never reads every run instead.
    */
+  @GenerateSql({ params: [true] })
   async failedImports(environmentDefault: boolean, db: Db = this.database.db): Promise<number> {
     const { n } = await db
       .selectFrom('sweep_run as f')
@@ -258,6 +265,7 @@ export class SweepRunRepository {
    * Per workspace that has runs: whether one is marked running, and whether one ever listed the workspace whole. One
    * statement for every workspace, so that the supervisor's look costs the same at one workspace and at thousands.
    */
+  @GenerateSql({ params: [] })
   async overview(): Promise<Map<WorkspaceId, { running: boolean; completed: boolean }>> {
     const rows = await this.database.db
       .selectFrom('sweep_run')
@@ -272,6 +280,7 @@ export class SweepRunRepository {
   }
 
   /** Takes the run over (a resume): from now on only `owner` writes its checkpoint. */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING] })
   async claim(id: string, owner: string): Promise<SweepRun> {
     const row = await this.database.db
       .updateTable('sweep_run')
@@ -297,6 +306,14 @@ export class SweepRunRepository {
    * other way round. `progress` is asked for once `write` has run (it counts what the write did). Throws LostRunError
    * if `owner` no longer owns the run.
    */
+  @GenerateSql({
+    params: [
+      { workspaceId: Sample.WORKSPACE, id: Sample.UUID, owner: Sample.STRING },
+      { resource: 'post', ids: [Sample.STRING] },
+      async () => {},
+      () => ({ postsDone: 1 }),
+    ],
+  })
   commitPage(
     run: { workspaceId: WorkspaceId; id: string; owner: string },
     seen: { resource: SweepResource; ids: string[] },
@@ -314,6 +331,7 @@ export class SweepRunRepository {
   }
 
   /** Writes progress and the checkpoint (inside the page's transaction, if given); throws LostRunError if not the owner. */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING, { postsDone: 1 }] })
   async advance(id: string, owner: string, p: RunProgress, db: Db = this.database.db): Promise<void> {
     const add = (n: number | undefined) => n ?? 0;
     const { numUpdatedRows } = await db
@@ -363,6 +381,7 @@ export class SweepRunRepository {
   }
 
   /** A transient failure the run is waiting out (null: past it). */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING, null] })
   async noteError(id: string, owner: string, message: string | null): Promise<void> {
     await this.database.db
       .updateTable('sweep_run')
@@ -373,6 +392,7 @@ export class SweepRunRepository {
   }
 
   /** Stopped, not finished: the run stays `running` with no owner, for whichever replica resumes it. */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING] })
   async release(id: string, owner: string): Promise<void> {
     await this.database.db.updateTable('sweep_run').set({ owner: null }).where('id', '=', id).where('owner', '=', owner).execute();
   }
@@ -381,6 +401,7 @@ export class SweepRunRepository {
    * Ends the run. What it saw is forgotten, except by a failed import: that one is resumed from its checkpoint,
    * and needs it.
    */
+  @GenerateSql({ params: [Sample.UUID, Sample.STRING, 'succeeded', null] })
   async finish(id: string, owner: string, status: 'succeeded' | 'failed', error: string | null): Promise<void> {
     const row = await this.database.db
       .updateTable('sweep_run')
@@ -400,6 +421,7 @@ export class SweepRunRepository {
   }
 
   /** Which of `ids` the run has already seen listed. */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, 'post', [Sample.UUID]] })
   async seen(workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[]): Promise<Set<string>> {
     // One probe of the primary key per id, whatever the statistics say: a LATERAL subquery with a LIMIT is never
     // turned into a join. The planner takes a new run for an empty one, so as `id = ANY(ids)` or as a join it read
@@ -426,6 +448,7 @@ export class SweepRunRepository {
   }
 
   /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.NUMBER] })
   async seenThenDeleted(workspaceId: WorkspaceId, runId: string, pass: number): Promise<number> {
     const { n } = await this.database.db
       .selectFrom('sweep_seen as s')
@@ -439,6 +462,7 @@ export class SweepRunRepository {
     return n;
   }
 
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, 'post', [Sample.UUID]] })
   async markSeen(workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[], db: Db = this.database.db): Promise<void> {
     if (ids.length === 0) return;
     await db
@@ -463,6 +487,7 @@ export class SweepRunRepository {
    * and the misses: the chunk's live rows the run has not seen listed, read from Pozy before the listing began (a
    * row read since is fresher than the listing).
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.NUMBER, null, Sample.DATE] })
   async missingPosts(
     workspaceId: WorkspaceId,
     runId: string,
@@ -502,6 +527,7 @@ export class SweepRunRepository {
   }
 
   /** The same for accounts, each with its profile (a profile's list says whether it is gone). */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, null, Sample.DATE] })
   async missingAccounts(
     workspaceId: WorkspaceId,
     runId: string,
@@ -556,6 +582,7 @@ export class SweepRunRepository {
    * with sweep_seen not analyzed since the run filled it, probed by the key's first three columns only, reading every
    * id the run had seen for each row: 3 s for a walk of 5,200 posts, against 30 ms so.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private seenRow(workspaceId: WorkspaceId, runId: string, resource: SweepResource, id: Expression<string>) {
     return this.database.db
       .selectFrom('sweep_seen as s')
@@ -567,6 +594,7 @@ export class SweepRunRepository {
       .limit(1);
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async forgetSeen(workspaceId: WorkspaceId, runId: string): Promise<void> {
     await this.database.db.deleteFrom('sweep_seen').where('workspace_id', '=', workspaceId).where('run_id', '=', runId).execute();
   }

@@ -7,6 +7,7 @@ import { PozyModule } from '../pozy/pozy.module';
 import { ReconcileModule } from '../reconcile/reconcile.module';
 import { RunsModule } from '../runs/runs.module';
 import { ManagedWebhooks } from './managed-webhooks.service';
+import { WorkspaceRowsRepository } from './workspace-rows.repository';
 import { WorkspaceRemoval } from './workspace-removal.service';
 import { WorkspacesController } from './workspaces.controller';
 import { WorkspacesService } from './workspaces.service';
@@ -15,6 +16,6 @@ import { WorkspacesService } from './workspaces.service';
 @Module({
   imports: [AdminModule, BackfillModule, RunsModule, PozyModule, ReconcileModule, NotificationsModule],
   controllers: [WorkspacesController],
-  providers: [AdminTokenGuard, WorkspacesService, ManagedWebhooks, WorkspaceRemoval],
+  providers: [AdminTokenGuard, WorkspacesService, ManagedWebhooks, WorkspaceRemoval, WorkspaceRowsRepository],
 })
 export class WorkspaceAdminModule {}

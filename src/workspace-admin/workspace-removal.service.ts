@@ -1,32 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey, workspaceLockPart } from '../database/advisory-lock';
-import { DatabaseService } from '../database/database.service';
-import type { DB } from '../generated/kysely/database';
 import { LockedSchedule } from '../schedule/locked-schedule';
 import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-registry.service';
 import { RemovalProgress, WorkspaceRepository } from '../workspaces/workspace.repository';
 import { ManagedWebhooks } from './managed-webhooks.service';
-
-/**
- * A workspace's tables, in the order its rows are deleted (what refers to a run before the run). Notifications are
- * the subscribers' outboxes, not the workspace's: they stay, and are delivered as committed.
- */
-const WORKSPACE_TABLES = [
-  'sweep_seen',
-  'sweep_run',
-  'backfill_run',
-  'reconcile_request',
-  'dead_letter',
-  'change',
-  'pozy_event',
-  'resource_version',
-  'post',
-  'account',
-] as const satisfies readonly (keyof DB)[];
+import { WORKSPACE_TABLES, WorkspaceRowsRepository } from './workspace-rows.repository';
 
 /** Rows per statement: short enough that no other workspace's write waits behind one for long. */
 const BATCH_ROWS = 500;
@@ -56,9 +37,9 @@ export class WorkspaceRemoval implements OnApplicationBootstrap, BeforeApplicati
 
   constructor(
     private readonly config: AppConfig,
-    private readonly database: DatabaseService,
     private readonly registry: WorkspaceRegistry,
     private readonly repository: WorkspaceRepository,
+    private readonly rows: WorkspaceRowsRepository,
     private readonly webhooks: ManagedWebhooks,
     private readonly jobs: LockedSchedule,
   ) {}
@@ -139,7 +120,7 @@ export class WorkspaceRemoval implements OnApplicationBootstrap, BeforeApplicati
         for (;;) {
           if (this.stopped) return;
           const began = Date.now();
-          const deleted = await this.deleteBatch(table, workspaceId);
+          const deleted = await this.rows.deleteBatch(table, workspaceId, BATCH_ROWS);
           const took = Date.now() - began;
           progress.deleted += deleted;
           if (Date.now() - writtenAt > PROGRESS_EVERY_MS) {
@@ -156,13 +137,5 @@ export class WorkspaceRemoval implements OnApplicationBootstrap, BeforeApplicati
     } finally {
       await lock.release();
     }
-  }
-
-  private async deleteBatch(table: (typeof WORKSPACE_TABLES)[number], workspaceId: string): Promise<number> {
-    // By ctid: a LIMIT on the rows of the workspace's index range, without sorting them.
-    const result = await sql`
-      DELETE FROM ${sql.table(table)} WHERE ctid = ANY (ARRAY(
-        SELECT ctid FROM ${sql.table(table)} WHERE workspace_id = ${workspaceId} LIMIT ${BATCH_ROWS}))`.execute(this.database.db);
-    return Number(result.numAffectedRows ?? 0);
   }
 }

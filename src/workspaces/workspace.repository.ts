@@ -4,6 +4,7 @@ import { SecretBox } from '../common/secret-box';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
+import { GenerateSql, Sample } from '../database/sql-snapshot';
 
 type WorkspaceRow = Selectable<DB['workspace']>;
 
@@ -92,6 +93,19 @@ export class WorkspaceRepository {
     this.box = new SecretBox(config.secretsEncryptionKeys);
   }
 
+  @GenerateSql({
+    params: [
+      {
+        id: Sample.WORKSPACE,
+        name: Sample.STRING,
+        apiKey: Sample.STRING,
+        apiUrl: 'https://pozy.example',
+        rateLimitPerMinute: 60,
+        webhookSecret: Sample.STRING,
+        manageWebhook: true,
+      },
+    ],
+  })
   async create(workspace: NewWorkspace): Promise<StoredWorkspace> {
     const row = await this.database.db
       .insertInto('workspace')
@@ -109,12 +123,14 @@ export class WorkspaceRepository {
     return this.opened(row);
   }
 
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string): Promise<StoredWorkspace | null> {
     const row = await this.database.db.selectFrom('workspace').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? this.opened(row) : null;
   }
 
   /** Every stored workspace, oldest first: the registry's copy (a row per workspace, thousands at most). */
+  @GenerateSql({ params: [] })
   async all(): Promise<StoredWorkspace[]> {
     const rows = await this.database.db.selectFrom('workspace').selectAll().orderBy('created_at').orderBy('id').execute();
     return rows.map((row) => this.opened(row));
@@ -124,13 +140,17 @@ export class WorkspaceRepository {
    * A digest of every row's id and version: any write (each raises `version`), insert or delete changes it, whatever
    * order their transactions commit in, which a max(updated_at) could not promise.
    */
+  @GenerateSql({ params: [] })
   async fingerprint(): Promise<string> {
-    const { rows } = await sql<{ digest: string | null }>`
-      SELECT md5(string_agg(id || ':' || version, ',' ORDER BY id)) AS digest FROM workspace`.execute(this.database.db);
-    return rows[0]?.digest ?? '';
+    const row = await this.database.db
+      .selectFrom('workspace')
+      .select(sql<string | null>`md5(string_agg(id || ':' || version, ',' ORDER BY id))`.as('digest'))
+      .executeTakeFirst();
+    return row?.digest ?? '';
   }
 
   /** Changes a workspace, raising its version; false when there is none (removed meanwhile). `state`: only from that one. */
+  @GenerateSql({ params: [Sample.UUID, { name: Sample.STRING, state: 'active' }] })
   async update(id: string, change: WorkspaceChange, onlyIn?: readonly WorkspaceState[]): Promise<StoredWorkspace | null> {
     const data: Updateable<DB['workspace']> = { updated_at: new Date() };
     if (change.name !== undefined) data.name = change.name;
@@ -159,11 +179,13 @@ export class WorkspaceRepository {
   }
 
   /** The row itself, once its data is gone. */
+  @GenerateSql({ params: [Sample.UUID] })
   async delete(id: string): Promise<void> {
     await this.database.db.deleteFrom('workspace').where('id', '=', id).execute();
   }
 
   /** A page of ids after `after`, by (created_at, id), oldest first. */
+  @GenerateSql({ params: [Sample.NUMBER, null] })
   async page(limit: number, after: { createdAt: Date; id: string } | null): Promise<StoredWorkspace[]> {
     let query = this.database.db.selectFrom('workspace').selectAll().orderBy('created_at').orderBy('id').limit(limit);
     if (after) {
@@ -176,6 +198,7 @@ export class WorkspaceRepository {
   }
 
   /** Re-seals every key and secret on the newest key (npm run secrets:reencrypt); answers how many rows it changed. */
+  @GenerateSql({ params: [] })
   async resealAll(): Promise<{ resealed: number; left: number }> {
     const rows = await this.database.db.selectFrom('workspace').selectAll().execute();
     let resealed = 0;
@@ -205,10 +228,12 @@ export class WorkspaceRepository {
   }
 
   /** Throws SecretKeyError unless every stored key and secret opens with SECRETS_ENCRYPTION_KEY (checked at boot). */
+  @GenerateSql({ params: [] })
   async checkSecretsOpen(): Promise<void> {
     for (const row of await this.database.db.selectFrom('workspace').selectAll().execute()) this.opened(row);
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private opened(row: WorkspaceRow): StoredWorkspace {
     return {
       id: row.id,

@@ -14,6 +14,7 @@ import { GuardedTable, guardedUpsert, rowsFromJson, WrittenQuery, WrittenRow } f
 import { wholeObjectJson } from '../whole-object';
 import { accountColumns, AccountColumns, wholeAccount } from './account-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 export interface ProfileRead {
   readId: string;
@@ -72,6 +73,9 @@ export class AccountMirrorRepository {
    * Writes a profile's whole account list in one transaction: every account listed, and the removal of the rest,
    * with the notifications of what changed.
    */
+  @GenerateSql({
+    params: [Sample.WORKSPACE, Sample.UUID, [Sample.ACCOUNT], { ...Sample.READ, lastEventAt: new Map([[Sample.STRING, Sample.DATE]]) }],
+  })
   async writeProfile(workspaceId: WorkspaceId, profileId: string, accounts: PozyAccountDto[], read: ProfileRead): Promise<ProfileWriteOutcome> {
     const { written, removed } = await transaction(this.database.db, async (trx) => ({
       written: await this.writeAccounts(workspaceId, accounts, read, trx),
@@ -95,6 +99,7 @@ export class AccountMirrorRepository {
   }
 
   /** Which of these account ids the mirror holds (removed ones included). */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.UUID]] })
   async existing(workspaceId: WorkspaceId, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rows = await this.database.db.selectFrom('account').select('id').where('workspace_id', '=', workspaceId).where('id', 'in', ids).execute();
@@ -102,6 +107,7 @@ export class AccountMirrorRepository {
   }
 
   /** Which of these accounts the mirror holds exactly as Pozy listed them (bookkeeping aside). */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.ACCOUNT]] })
   async unchanged(workspaceId: WorkspaceId, accounts: PozyAccountDto[]): Promise<Set<string>> {
     const rows = await this.database.db
       .selectFrom('account as a')
@@ -124,6 +130,7 @@ export class AccountMirrorRepository {
    * it leaves out), inside the caller's transaction (opened with `transaction`): the signals are raised once it commits.
    * Accounts have no version in Pozy: the read that started later wins.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.ACCOUNT], { ...Sample.READ, lastEventAt: new Map([[Sample.STRING, Sample.DATE]]) }, Sample.DB] })
   async writeAccounts(workspaceId: WorkspaceId, accounts: PozyAccountDto[], read: ProfileRead, trx: Db): Promise<AccountsWritten> {
     const rows: Array<AccountColumns & Pick<Insertable<DB['account']>, 'last_event_at'>> = accounts.map((account) => ({
       ...accountColumns(account),
@@ -142,6 +149,7 @@ export class AccountMirrorRepository {
   }
 
   /** Accounts of the profile that its list no longer has were removed (kept, queryable, marked). */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private markRemoved(workspaceId: WorkspaceId, profileId: string, listed: string[], read: ProfileRead, trx: Db) {
     const written = trx
       .updateTable('account')
@@ -172,6 +180,7 @@ export class AccountMirrorRepository {
    * changed, in one statement. What the feed, the history and subscribers see of a change: the account as
    * GET /accounts/:id answers it.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async fanOut(db: Db, written: WrittenQuery<'account'>) {
     const ctes = db.withTables<{ written: WrittenRow<'account'> }>();
     const row = await fanOut(

@@ -5,9 +5,11 @@ import type { DB } from '../../generated/kysely/database';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
 import { atMostOne } from '../ambiguous-id';
 import { decodeCursor, page } from '../cursor';
-import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
+import { fixedSql } from '../../database/precompiled';
+import { JsonText, wholeObjectText } from '../whole-object';
 import { ACCOUNT_FIELD_ORDER, wholeAccount } from './account-fields';
 import { ListAccountsQuery } from './dto/list-accounts.query';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 const DEFAULT_LIMIT = 50;
 
@@ -18,15 +20,17 @@ export class AccountsQuery {
   private readonly wholeAnswer: RawBuilder<JsonText>;
 
   constructor(private readonly database: DatabaseService) {
-    this.wholeAnswer = fixedSql(database.db, answer(undefined));
+    this.wholeAnswer = fixedSql(answer(undefined));
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private answerOf(fields: readonly string[] | undefined): RawBuilder<JsonText> {
     return fields === undefined ? this.wholeAnswer : answer(fields);
   }
 
   /** `db`: the primary's, or the read replica's. */
   /** `workspaces`: the reader's scope, cut to what it asked for. */
+  @GenerateSql({ params: [{}] })
   async list(
     query: ListAccountsQuery,
     db: Db = this.database.db,
@@ -58,6 +62,7 @@ export class AccountsQuery {
   }
 
   /** As PostsQuery.get: 409 `ambiguous_id` when more than one of the reader's workspaces holds this id. */
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<JsonText | undefined> {
     if (readsNothing(workspaces)) return undefined;
     const rows = await db

@@ -3,6 +3,7 @@ import { RawBuilder, sql } from 'kysely';
 import { DatabaseService, Db } from '../../database/database.service';
 import { ALL_WORKSPACES, Workspaces } from '../../common/read-scope';
 import type { JsonText } from '../whole-object';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 /** What the history keeps versions of: pozy-sync's `post` and `account` tables. */
 export type HistoryResource = 'post' | 'account';
@@ -39,6 +40,7 @@ export class HistoryRepository {
    * The workspaces of `workspaces` that hold a resource of this id, as GET /posts/:id and GET /accounts/:id find it
    * (a post the mirror only ever saw deleted, a tombstone, has no version and is not found).
    */
+  @GenerateSql({ params: [Sample.DB, 'post', Sample.STRING, [Sample.WORKSPACE]] })
   async holders(db: Db, type: HistoryResource, id: string, workspaces: Workspaces): Promise<string[]> {
     const inScope = workspaces === ALL_WORKSPACES ? undefined : [...workspaces];
     const rows =
@@ -62,6 +64,7 @@ export class HistoryRepository {
   }
 
   /** Up to `take` versions of the resource, newest first, those before sequence `before` when given: by primary key. */
+  @GenerateSql({ params: [Sample.DB, 'post', Sample.WORKSPACE, Sample.STRING, null, Sample.NUMBER] })
   async versions(db: Db, type: HistoryResource, workspaceId: string, id: string, before: number | null, take: number): Promise<VersionRow[]> {
     const rows = await db
       .selectFrom('resource_version as v')
@@ -81,6 +84,10 @@ export class HistoryRepository {
    * (the sequence breaks a tie), as `body` writes it from `v.data`. One probe of the (workspace, type, id, read_at,
    * sequence) index per workspace.
    */
+  @GenerateSql({
+    params: [Sample.DB, 'post', Sample.STRING, Sample.DATE, sql`'{}'`, [Sample.WORKSPACE]],
+    answers: [[{ workspace_id: Sample.WORKSPACE }]],
+  })
   async asOf(db: Db, type: HistoryResource, id: string, at: Date, body: RawBuilder<JsonText>, workspaces: Workspaces): Promise<AsOfRow[]> {
     const holders = await this.holders(db, type, id, workspaces);
     const rows: AsOfRow[] = [];
@@ -112,6 +119,7 @@ export class HistoryRepository {
    * of the same run (the same cutoff) stopped, so each run reads each old version it keeps once, not once a batch.
    * SKIP LOCKED leaves a version being written right now to the next run.
    */
+  @GenerateSql({ params: [Sample.DATE, Sample.NUMBER] })
   async pruneBefore(cutoff: Date, limit: number): Promise<number> {
     const db = this.database.db;
     if (this.walk?.cutoff !== cutoff.getTime()) this.walk = { cutoff: cutoff.getTime(), from: null };

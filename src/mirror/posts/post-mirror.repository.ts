@@ -14,6 +14,7 @@ import { GuardedTable, guardedUpsert, inserted, WrittenQuery, WrittenRow } from 
 import { wholeObjectJson } from '../whole-object';
 import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 /** What one read of Pozy learned about a post. */
 export interface PostRead {
@@ -101,6 +102,7 @@ export class PostMirrorRepository {
    * Writes the whole post as Pozy answered it, unless the mirror already holds a newer state; when that changes
    * the mirrored post, the matching subscribers' notifications are queued in the same statement.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.POST, Sample.READ] })
   write(workspaceId: WorkspaceId, post: PozyPostDto, read: PostRead): Promise<PostWriteResult> {
     return this.writeMany(workspaceId, [post], read);
   }
@@ -110,6 +112,7 @@ export class PostMirrorRepository {
    * single post. With `trx`, it runs inside the caller's transaction (opened with `transaction`, src/database/after-commit.ts),
    * and the signals are raised once that commits.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.POST], Sample.READ] })
   async writeMany(workspaceId: WorkspaceId, posts: readonly PozyPostDto[], read: PostRead, trx?: Db): Promise<PostWriteResult> {
     const rows: Array<PostColumns & Pick<Insertable<DB['post']>, 'last_event_at'>> = posts.map((post) => ({
       ...postColumns(post),
@@ -127,6 +130,7 @@ export class PostMirrorRepository {
    * The mirror's version of each of these posts it holds: Pozy's updatedAt, whether it is marked deleted, and whether
    * the row holds the whole post (`extra` set): a row without it is read again, whatever its version.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.UUID]] })
   async versions(workspaceId: WorkspaceId, ids: string[]): Promise<Map<string, PostVersion>> {
     if (ids.length === 0) return new Map();
     // Whether `extra` is there, not its value: a sweep's page would otherwise fetch and parse every post's rest.
@@ -149,6 +153,7 @@ export class PostMirrorRepository {
    * the guard alone: an older read still in flight (an import page listed before the post was deleted) must not bring
    * it back as live, and the unique key makes that read wait for this one.
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.READ] })
   markDeleted(workspaceId: WorkspaceId, postId: string, read: PostRead): Promise<PostWriteResult> {
     return transaction(this.database.db, async (db) => {
       await lockUnmirroredAccounts(
@@ -161,6 +166,7 @@ export class PostMirrorRepository {
   }
 
   /** The guarded upsert that marks the post deleted (markDeleted). */
+  @GenerateSql({ none: 'a helper: its statement shows under markDeleted' })
   private deletion(db: Db, workspaceId: WorkspaceId, postId: string, read: PostRead) {
     return db
       .insertInto('post')
@@ -208,6 +214,7 @@ export class PostMirrorRepository {
    * new account's profile was already among them) is left alone. A post written concurrently shares these
    * accounts' locks first: this waits for it to commit, or it waits for this one (lockUnmirroredAccounts).
    */
+  @GenerateSql({ params: [Sample.WORKSPACE, [Sample.STRING], Sample.UUID, Sample.DB] })
   async refreshProfiles(workspaceId: WorkspaceId, accountIds: readonly string[], readId: string, trx: Db): Promise<PostWriteResult> {
     if (accountIds.length === 0) return { outcome: 'stale', created: 0, changed: 0, notified: 0, entries: [] };
     // Held until the caller commits: a post write naming these accounts waits for it, then sees them (lockUnmirroredAccounts).
@@ -260,6 +267,7 @@ export class PostMirrorRepository {
    * GET /posts/:id answers it. `by`: a read of Pozy wrote the rows, or only their profiles changed (a new account),
    * which no read of the post and no event of it led to.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async fanOut(db: Db, written: WrittenQuery<'post'>, by: 'read' | 'profiles') {
     const row = await fanOut(
       db,
@@ -304,6 +312,7 @@ export class PostMirrorRepository {
     return row;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private result(row: Awaited<ReturnType<PostMirrorRepository['fanOut']>>): PostWriteResult {
     return {
       outcome: row.written > 0 ? 'written' : 'stale',

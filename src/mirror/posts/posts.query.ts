@@ -5,12 +5,14 @@ import { DatabaseService, Db } from '../../database/database.service';
 import { plannerRows } from '../../database/planner-estimate';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
-import { fixedSql, JsonText, wholeObjectText } from '../whole-object';
+import { fixedSql } from '../../database/precompiled';
+import { JsonText, wholeObjectText } from '../whole-object';
 import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
 import { atMostOne } from '../ambiguous-id';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 interface Row {
   workspace_id: string;
@@ -40,7 +42,7 @@ export class PostsQuery {
   private readonly postEstimates = new WeakMap<Db, { rows: number; at: number }>();
 
   constructor(private readonly database: DatabaseService) {
-    this.wholeAnswer = fixedSql(database.db, this.answer(undefined));
+    this.wholeAnswer = fixedSql(this.answer(undefined));
   }
 
   /**
@@ -50,6 +52,10 @@ export class PostsQuery {
    * the page's rows are then read whole. Ordered by a timestamp, the posts that have one come first, walked on the
    * (column, id) index, then those without, walked by id. `db`: the primary's, or the read replica's.
    */
+  @GenerateSql({ name: 'by id', params: [{}] })
+  @GenerateSql({ name: 'by id, filtered', params: [{ status: 'published', platform: 'instagram', updatedSince: '2026-11-29T00:00:00Z', limit: 10 }] })
+  @GenerateSql({ name: 'by time', params: [{ sort: 'scheduledFor:desc', profileId: 'abc' }] })
+  @GenerateSql({ name: 'text search', params: [{ q: 'spring sale', hashtag: ['sale'] }] })
   async list(
     query: ListPostsQuery,
     db: Db = this.database.db,
@@ -88,6 +94,7 @@ export class PostsQuery {
    * through the full-text index alone, up to SEARCH_PROBE: when there are fewer, the list reads just those posts by id;
    * when there are more, the word is common enough for the walk.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
     if (filters.query.q === undefined) return filters;
     const [matching] = await plannerRows(db, [
@@ -128,6 +135,7 @@ export class PostsQuery {
    * The post of this id in the reader's workspaces: `undefined` when none holds it, 409 `ambiguous_id` when more than
    * one does (two workspaces of one Pozy key) and the reader did not pick one.
    */
+  @GenerateSql({ params: [Sample.UUID] })
   async get(id: string, fields?: string[], db: Db = this.database.db, workspaces: Workspaces = ALL_WORKSPACES): Promise<JsonText | undefined> {
     if (readsNothing(workspaces)) return undefined;
     const rows = await this.selectRows(
@@ -146,6 +154,7 @@ export class PostsQuery {
    * The page's keys and each post's answer, written by PostgreSQL as JSON text; `profileIds` from the mirrored accounts
    * of its targets, a probe per target by key.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private selectRows(
     fields: string[] | undefined,
     query: ReturnType<PostsQuery['from']>,
@@ -159,15 +168,18 @@ export class PostsQuery {
     ]);
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private answer(fields: readonly string[] | undefined): RawBuilder<JsonText> {
     const profileIds = sql`(${profilesOf(this.database.db, sql.ref('post.workspace_id'), sql.ref('post.account_ids'))})`;
     return wholeObjectText(wholePost('post', profileIds), POST_FIELD_ORDER, fields);
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private from(db: Db) {
     return db.selectFrom('post');
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async byId(db: Db, query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
     const direction = desc ? 'desc' : 'asc';
     const matching = this.from(db)
@@ -183,6 +195,7 @@ export class PostsQuery {
       .execute();
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async byTime(
     db: Db,
     filters: Filters,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { DatabaseService } from '../../database/database.service';
 import { BudgetState, readState } from './budget-policy';
+import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
 export interface StoredBudget {
   state: BudgetState;
@@ -19,6 +20,7 @@ export interface StoredBudget {
 export class BudgetRepository {
   constructor(private readonly database: DatabaseService) {}
 
+  @GenerateSql({ params: [Sample.UUID] })
   async read(keyId: string): Promise<StoredBudget> {
     const stored = await this.select(keyId);
     if (stored) return stored;
@@ -33,6 +35,7 @@ export class BudgetRepository {
     return created;
   }
 
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async select(keyId: string): Promise<StoredBudget | undefined> {
     const row = await this.database.db
       .selectFrom('pozy_budget')
@@ -43,6 +46,9 @@ export class BudgetRepository {
   }
 
   /** Stores `state` unless another take stored one since `version` was read; false then (read again). */
+  @GenerateSql({
+    params: [Sample.UUID, { tokens: 10, at: 0, pausedUntil: 0, slots: [], demandUntil: [], starvedGrantAt: [], remote: null }, Sample.NUMBER],
+  })
   async write(keyId: string, state: BudgetState, version: number): Promise<boolean> {
     const result = await this.database.db
       .updateTable('pozy_budget')
