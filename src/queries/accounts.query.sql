@@ -49,39 +49,63 @@ select
       '"followersCount":' || ("account"."extra" -> 'followersCount')::text,
       '"followersLastUpdated":' || ("account"."extra" -> 'followersLastUpdated')::text,
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "account"."extra" - array[
+            'id',
+            'profileId',
+            'platform',
+            'username',
+            'displayName',
+            'profilePicture',
+            'profileUrl',
+            'isActive',
+            'needsReconnection',
+            'enabled',
+            'parentAccountId',
+            'metadata',
+            'followersCount',
+            'followersLastUpdated',
+            'workspaceId',
+            'lastEventAt',
+            'syncedAt',
+            'removedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("account"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'profileId',
+                  'platform',
+                  'username',
+                  'displayName',
+                  'profilePicture',
+                  'profileUrl',
+                  'isActive',
+                  'needsReconnection',
+                  'enabled',
+                  'parentAccountId',
+                  'metadata',
+                  'followersCount',
+                  'followersLastUpdated',
+                  'workspaceId',
+                  'lastEventAt',
+                  'syncedAt',
+                  'removedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("account"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'profileId',
-              'platform',
-              'username',
-              'displayName',
-              'profilePicture',
-              'profileUrl',
-              'isActive',
-              'needsReconnection',
-              'enabled',
-              'parentAccountId',
-              'metadata',
-              'followersCount',
-              'followersLastUpdated',
-              'workspaceId',
-              'lastEventAt',
-              'syncedAt',
-              'removedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("account"."workspace_id")::text, 'null'),
       '"lastEventAt":' || coalesce(
@@ -172,39 +196,63 @@ select
       '"followersCount":' || ("account"."extra" -> 'followersCount')::text,
       '"followersLastUpdated":' || ("account"."extra" -> 'followersLastUpdated')::text,
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "account"."extra" - array[
+            'id',
+            'profileId',
+            'platform',
+            'username',
+            'displayName',
+            'profilePicture',
+            'profileUrl',
+            'isActive',
+            'needsReconnection',
+            'enabled',
+            'parentAccountId',
+            'metadata',
+            'followersCount',
+            'followersLastUpdated',
+            'workspaceId',
+            'lastEventAt',
+            'syncedAt',
+            'removedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("account"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'profileId',
+                  'platform',
+                  'username',
+                  'displayName',
+                  'profilePicture',
+                  'profileUrl',
+                  'isActive',
+                  'needsReconnection',
+                  'enabled',
+                  'parentAccountId',
+                  'metadata',
+                  'followersCount',
+                  'followersLastUpdated',
+                  'workspaceId',
+                  'lastEventAt',
+                  'syncedAt',
+                  'removedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("account"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'profileId',
-              'platform',
-              'username',
-              'displayName',
-              'profilePicture',
-              'profileUrl',
-              'isActive',
-              'needsReconnection',
-              'enabled',
-              'parentAccountId',
-              'metadata',
-              'followersCount',
-              'followersLastUpdated',
-              'workspaceId',
-              'lastEventAt',
-              'syncedAt',
-              'removedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("account"."workspace_id")::text, 'null'),
       '"lastEventAt":' || coalesce(

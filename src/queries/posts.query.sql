@@ -101,49 +101,83 @@ select
         )
       ),
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "post"."extra" - array[
+            'id',
+            'userId',
+            'title',
+            'content',
+            'status',
+            'scheduledFor',
+            'timezone',
+            'publishedAt',
+            'platforms',
+            'mediaItems',
+            'tags',
+            'hashtags',
+            'mentions',
+            'visibility',
+            'metadata',
+            'recycling',
+            'recycledFromPostId',
+            'queuedFromProfile',
+            'queueId',
+            'createdAt',
+            'updatedAt',
+            'workspaceId',
+            'profileIds',
+            'pozyCreatedAt',
+            'pozyUpdatedAt',
+            'lastEventAt',
+            'syncedAt',
+            'deletedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("post"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'userId',
+                  'title',
+                  'content',
+                  'status',
+                  'scheduledFor',
+                  'timezone',
+                  'publishedAt',
+                  'platforms',
+                  'mediaItems',
+                  'tags',
+                  'hashtags',
+                  'mentions',
+                  'visibility',
+                  'metadata',
+                  'recycling',
+                  'recycledFromPostId',
+                  'queuedFromProfile',
+                  'queueId',
+                  'createdAt',
+                  'updatedAt',
+                  'workspaceId',
+                  'profileIds',
+                  'pozyCreatedAt',
+                  'pozyUpdatedAt',
+                  'lastEventAt',
+                  'syncedAt',
+                  'deletedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("post"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'userId',
-              'title',
-              'content',
-              'status',
-              'scheduledFor',
-              'timezone',
-              'publishedAt',
-              'platforms',
-              'mediaItems',
-              'tags',
-              'hashtags',
-              'mentions',
-              'visibility',
-              'metadata',
-              'recycling',
-              'recycledFromPostId',
-              'queuedFromProfile',
-              'queueId',
-              'createdAt',
-              'updatedAt',
-              'workspaceId',
-              'profileIds',
-              'pozyCreatedAt',
-              'pozyUpdatedAt',
-              'lastEventAt',
-              'syncedAt',
-              'deletedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("post"."workspace_id")::text, 'null'),
       '"profileIds":' || coalesce(
@@ -336,49 +370,83 @@ select
         )
       ),
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "post"."extra" - array[
+            'id',
+            'userId',
+            'title',
+            'content',
+            'status',
+            'scheduledFor',
+            'timezone',
+            'publishedAt',
+            'platforms',
+            'mediaItems',
+            'tags',
+            'hashtags',
+            'mentions',
+            'visibility',
+            'metadata',
+            'recycling',
+            'recycledFromPostId',
+            'queuedFromProfile',
+            'queueId',
+            'createdAt',
+            'updatedAt',
+            'workspaceId',
+            'profileIds',
+            'pozyCreatedAt',
+            'pozyUpdatedAt',
+            'lastEventAt',
+            'syncedAt',
+            'deletedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("post"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'userId',
+                  'title',
+                  'content',
+                  'status',
+                  'scheduledFor',
+                  'timezone',
+                  'publishedAt',
+                  'platforms',
+                  'mediaItems',
+                  'tags',
+                  'hashtags',
+                  'mentions',
+                  'visibility',
+                  'metadata',
+                  'recycling',
+                  'recycledFromPostId',
+                  'queuedFromProfile',
+                  'queueId',
+                  'createdAt',
+                  'updatedAt',
+                  'workspaceId',
+                  'profileIds',
+                  'pozyCreatedAt',
+                  'pozyUpdatedAt',
+                  'lastEventAt',
+                  'syncedAt',
+                  'deletedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("post"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'userId',
-              'title',
-              'content',
-              'status',
-              'scheduledFor',
-              'timezone',
-              'publishedAt',
-              'platforms',
-              'mediaItems',
-              'tags',
-              'hashtags',
-              'mentions',
-              'visibility',
-              'metadata',
-              'recycling',
-              'recycledFromPostId',
-              'queuedFromProfile',
-              'queueId',
-              'createdAt',
-              'updatedAt',
-              'workspaceId',
-              'profileIds',
-              'pozyCreatedAt',
-              'pozyUpdatedAt',
-              'lastEventAt',
-              'syncedAt',
-              'deletedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("post"."workspace_id")::text, 'null'),
       '"profileIds":' || coalesce(
@@ -593,49 +661,83 @@ select
         )
       ),
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "post"."extra" - array[
+            'id',
+            'userId',
+            'title',
+            'content',
+            'status',
+            'scheduledFor',
+            'timezone',
+            'publishedAt',
+            'platforms',
+            'mediaItems',
+            'tags',
+            'hashtags',
+            'mentions',
+            'visibility',
+            'metadata',
+            'recycling',
+            'recycledFromPostId',
+            'queuedFromProfile',
+            'queueId',
+            'createdAt',
+            'updatedAt',
+            'workspaceId',
+            'profileIds',
+            'pozyCreatedAt',
+            'pozyUpdatedAt',
+            'lastEventAt',
+            'syncedAt',
+            'deletedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("post"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'userId',
+                  'title',
+                  'content',
+                  'status',
+                  'scheduledFor',
+                  'timezone',
+                  'publishedAt',
+                  'platforms',
+                  'mediaItems',
+                  'tags',
+                  'hashtags',
+                  'mentions',
+                  'visibility',
+                  'metadata',
+                  'recycling',
+                  'recycledFromPostId',
+                  'queuedFromProfile',
+                  'queueId',
+                  'createdAt',
+                  'updatedAt',
+                  'workspaceId',
+                  'profileIds',
+                  'pozyCreatedAt',
+                  'pozyUpdatedAt',
+                  'lastEventAt',
+                  'syncedAt',
+                  'deletedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("post"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'userId',
-              'title',
-              'content',
-              'status',
-              'scheduledFor',
-              'timezone',
-              'publishedAt',
-              'platforms',
-              'mediaItems',
-              'tags',
-              'hashtags',
-              'mentions',
-              'visibility',
-              'metadata',
-              'recycling',
-              'recycledFromPostId',
-              'queuedFromProfile',
-              'queueId',
-              'createdAt',
-              'updatedAt',
-              'workspaceId',
-              'profileIds',
-              'pozyCreatedAt',
-              'pozyUpdatedAt',
-              'lastEventAt',
-              'syncedAt',
-              'deletedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("post"."workspace_id")::text, 'null'),
       '"profileIds":' || coalesce(
@@ -840,49 +942,83 @@ select
         )
       ),
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "post"."extra" - array[
+            'id',
+            'userId',
+            'title',
+            'content',
+            'status',
+            'scheduledFor',
+            'timezone',
+            'publishedAt',
+            'platforms',
+            'mediaItems',
+            'tags',
+            'hashtags',
+            'mentions',
+            'visibility',
+            'metadata',
+            'recycling',
+            'recycledFromPostId',
+            'queuedFromProfile',
+            'queueId',
+            'createdAt',
+            'updatedAt',
+            'workspaceId',
+            'profileIds',
+            'pozyCreatedAt',
+            'pozyUpdatedAt',
+            'lastEventAt',
+            'syncedAt',
+            'deletedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("post"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'userId',
+                  'title',
+                  'content',
+                  'status',
+                  'scheduledFor',
+                  'timezone',
+                  'publishedAt',
+                  'platforms',
+                  'mediaItems',
+                  'tags',
+                  'hashtags',
+                  'mentions',
+                  'visibility',
+                  'metadata',
+                  'recycling',
+                  'recycledFromPostId',
+                  'queuedFromProfile',
+                  'queueId',
+                  'createdAt',
+                  'updatedAt',
+                  'workspaceId',
+                  'profileIds',
+                  'pozyCreatedAt',
+                  'pozyUpdatedAt',
+                  'lastEventAt',
+                  'syncedAt',
+                  'deletedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("post"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'userId',
-              'title',
-              'content',
-              'status',
-              'scheduledFor',
-              'timezone',
-              'publishedAt',
-              'platforms',
-              'mediaItems',
-              'tags',
-              'hashtags',
-              'mentions',
-              'visibility',
-              'metadata',
-              'recycling',
-              'recycledFromPostId',
-              'queuedFromProfile',
-              'queueId',
-              'createdAt',
-              'updatedAt',
-              'workspaceId',
-              'profileIds',
-              'pozyCreatedAt',
-              'pozyUpdatedAt',
-              'lastEventAt',
-              'syncedAt',
-              'deletedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("post"."workspace_id")::text, 'null'),
       '"profileIds":' || coalesce(
@@ -1104,49 +1240,83 @@ select
         )
       ),
       (
-        select
-          string_agg(
-            to_json(e.key)::text || ':' || e.value::text,
-            ','
-            order by
-              e.n
+        case
+          when "post"."extra" - array[
+            'id',
+            'userId',
+            'title',
+            'content',
+            'status',
+            'scheduledFor',
+            'timezone',
+            'publishedAt',
+            'platforms',
+            'mediaItems',
+            'tags',
+            'hashtags',
+            'mentions',
+            'visibility',
+            'metadata',
+            'recycling',
+            'recycledFromPostId',
+            'queuedFromProfile',
+            'queueId',
+            'createdAt',
+            'updatedAt',
+            'workspaceId',
+            'profileIds',
+            'pozyCreatedAt',
+            'pozyUpdatedAt',
+            'lastEventAt',
+            'syncedAt',
+            'deletedAt',
+            'sequence'
+          ]::text[] <> '{}'::jsonb then (
+            select
+              string_agg(
+                to_json(e.key)::text || ':' || e.value::text,
+                ','
+                order by
+                  e.n
+              )
+            from
+              jsonb_each("post"."extra") with ordinality as e (key, value, n)
+            where
+              e.key <> all (
+                array[
+                  'id',
+                  'userId',
+                  'title',
+                  'content',
+                  'status',
+                  'scheduledFor',
+                  'timezone',
+                  'publishedAt',
+                  'platforms',
+                  'mediaItems',
+                  'tags',
+                  'hashtags',
+                  'mentions',
+                  'visibility',
+                  'metadata',
+                  'recycling',
+                  'recycledFromPostId',
+                  'queuedFromProfile',
+                  'queueId',
+                  'createdAt',
+                  'updatedAt',
+                  'workspaceId',
+                  'profileIds',
+                  'pozyCreatedAt',
+                  'pozyUpdatedAt',
+                  'lastEventAt',
+                  'syncedAt',
+                  'deletedAt',
+                  'sequence'
+                ]::text[]
+              )
           )
-        from
-          jsonb_each("post"."extra") with ordinality as e (key, value, n)
-        where
-          e.key <> all (
-            array[
-              'id',
-              'userId',
-              'title',
-              'content',
-              'status',
-              'scheduledFor',
-              'timezone',
-              'publishedAt',
-              'platforms',
-              'mediaItems',
-              'tags',
-              'hashtags',
-              'mentions',
-              'visibility',
-              'metadata',
-              'recycling',
-              'recycledFromPostId',
-              'queuedFromProfile',
-              'queueId',
-              'createdAt',
-              'updatedAt',
-              'workspaceId',
-              'profileIds',
-              'pozyCreatedAt',
-              'pozyUpdatedAt',
-              'lastEventAt',
-              'syncedAt',
-              'deletedAt',
-              'sequence'
-            ]::text[]
-          )
+        end
       ),
       '"workspaceId":' || coalesce(to_json("post"."workspace_id")::text, 'null'),
       '"profileIds":' || coalesce(
