@@ -213,7 +213,7 @@ describe('GET /changes on one replica', () => {
     expect(follower.cursorsNotGrowing).toEqual([]);
   });
 
-  it('a post written while its account is being mirrored for the first time still gets that profile, in a later entry', async () => {
+  it('a post written while its account is being mirrored for the first time gets that profile: its write waits for the account', async () => {
     const thirdProfileId = world().createProfile('Third')._id;
     const account = world().connectAccount(thirdProfileId, 'tiktok', 'third.tok');
     const post = world().createPost({ content: 'on a new account', accountIds: [account._id] });
@@ -238,20 +238,25 @@ describe('GET /changes on one replica', () => {
       .write(DEFAULT_WORKSPACE, dto(post._id), read())
       .finally(() => (postWriteDone = true));
     try {
-      const firstEntry = await waitFor('the post entry, without the profile', async () => {
-        const rows = await harness.service.pool.query<{ profile_ids: string[] }>('SELECT profile_ids FROM change WHERE resource_id = $1', [post._id]);
-        return rows.rows[0];
+      // The post's write waits on the lock the account's first write holds until it commits.
+      await waitFor('the post write waiting on the account', async () => {
+        const rows = await harness.service.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock_shared%'`,
+        );
+        return rows.rowCount! > 0 ? true : undefined;
       });
-      expect(firstEntry.profile_ids).toEqual([]);
-      // The post's write waits for the account's transaction before it looks again.
       expect(postWriteDone).toBe(false);
+      const early = await harness.service.pool.query('SELECT 1 FROM change WHERE resource_id = $1', [post._id]);
+      expect(early.rowCount).toBe(0);
     } finally {
       release();
       await accountTransaction;
     }
     await postWrite;
     const answer = (await api(`/posts/${post._id}`)).body;
-    expect(answer).toMatchObject({ profileIds: [thirdProfileId], sequence: 2 });
+    expect(answer).toMatchObject({ profileIds: [thirdProfileId], sequence: 1 });
+    const entries = await harness.service.pool.query<{ profile_ids: string[] }>('SELECT profile_ids FROM change WHERE resource_id = $1', [post._id]);
+    expect(entries.rows).toEqual([{ profile_ids: [thirdProfileId] }]);
     await waitFor('the entries placed', async () => ((await unplaced(harness.service)) === 0 ? true : undefined));
     const follower = new FeedFollower([base()], { cursor: from, copy: new Map() });
     await follower.drain();
