@@ -123,6 +123,7 @@ export class PostsQuery {
    * The planner's estimate of the posts, for the share a search's words match: the table grows slowly against a few
    * seconds, so each Db's estimate is kept that long rather than asked of PostgreSQL on every search.
    */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async plannedPosts(db: Db): Promise<number> {
     const known = this.postEstimates.get(db);
     if (known !== undefined && Date.now() - known.at < POST_ESTIMATE_MS) return known.rows;
