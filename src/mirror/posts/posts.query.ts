@@ -5,9 +5,9 @@ import { DatabaseService, Db } from '../../database/database.service';
 import { plannerRows } from '../../database/planner-estimate';
 import type { DB } from '../../generated/kysely/database';
 import { ListPostsQuery } from './dto/list-posts.query';
-import { fixedSql } from '../../database/precompiled';
 import { JsonText, wholeObjectText } from '../whole-object';
 import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
+import { storedAnswer } from './post-answer';
 import { matchesSearch } from './post-search';
 import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
@@ -37,13 +37,9 @@ const POST_ESTIMATE_MS = 10_000;
 /** Reads the mirror only: these never call Pozy. */
 @Injectable()
 export class PostsQuery {
-  /** The whole answer, the same expression on every page: built and compiled once, not on every request. */
-  private readonly wholeAnswer: RawBuilder<JsonText>;
   private readonly postEstimates = new WeakMap<Db, { rows: number; at: number }>();
 
-  constructor(private readonly database: DatabaseService) {
-    this.wholeAnswer = fixedSql(this.answer(undefined));
-  }
+  constructor(private readonly database: DatabaseService) {}
 
   /**
    * Each filter becomes a condition only when it is set, so that every shape of the list is planned with the indexes
@@ -152,8 +148,9 @@ export class PostsQuery {
   }
 
   /**
-   * The page's keys and each post's answer, written by PostgreSQL as JSON text; `profileIds` from the mirrored accounts
-   * of its targets, a probe per target by key.
+   * The page's keys and each post's answer as JSON text: the whole answer as the row's write stored it (post-answer.ts),
+   * only some `fields` built from the columns; `profileIds` then from the mirrored accounts of its targets, a probe per
+   * target by key.
    */
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private selectRows(
@@ -165,12 +162,12 @@ export class PostsQuery {
       'post.workspace_id',
       'post.id',
       sortColumn ? sql<Date | null>`${sql.ref(`post.${sortColumn}`)}`.as('sort_value') : sql<Date | null>`NULL::timestamptz`.as('sort_value'),
-      (fields === undefined ? this.wholeAnswer : this.answer(fields)).as('body'),
+      (fields === undefined ? storedAnswer : this.answer(fields)).as('body'),
     ]);
   }
 
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
-  private answer(fields: readonly string[] | undefined): RawBuilder<JsonText> {
+  private answer(fields: readonly string[]): RawBuilder<JsonText> {
     const profileIds = sql`(${profilesOf(this.database.db, sql.ref('post.workspace_id'), sql.ref('post.account_ids'))})`;
     return wholeObjectText(wholePost('post', profileIds), POST_FIELD_ORDER, fields);
   }
@@ -314,7 +311,7 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, date
     where.push(withDeleted ? eb.or([changed, eb('post.deleted_at', '>=', dates.updatedSince)]) : changed);
   }
   if (among !== undefined) where.push(eb('post.id', '=', eb.fn.any(eb.val(among))));
-  else if (query.q !== undefined) where.push(matchesSearch(eb, query.q));
+  else if (query.q !== undefined) where.push(matchesSearch(query.q));
   // Any of the given ones: the GIN indexes on the arrays answer `&&`.
   if (query.tag !== undefined) where.push(eb('post.tags', '&&', eb.val(query.tag)));
   if (query.hashtag !== undefined) where.push(eb('post.hashtags', '&&', eb.val(query.hashtag)));
