@@ -73,7 +73,11 @@ describe('post.answer: the answer a read sends, stored by the write', () => {
     await insertAccount('ws-a', 'acc-1', 'profile-b');
     await insertAccount('ws-a', 'acc-2', 'profile-a');
     await insertAccount('ws-b', 'acc-1', 'profile-other-workspace');
-    await insertPost('ws-a', 'p-plain', ['acc-1', 'acc-2'], { userId: 'u1', mediaItems: [{ url: 'https://x/1.jpg' }], metadata: { b: 1, a: [1.5, null] } });
+    await insertPost('ws-a', 'p-plain', ['acc-1', 'acc-2'], {
+      userId: 'u1',
+      mediaItems: [{ url: 'https://x/1.jpg' }],
+      metadata: { b: 1, a: [1.5, null] },
+    });
     await insertPost('ws-a', 'p-unknown', ['acc-1'], { zNew: { nested: true }, title: 42, sequence: 'from pozy' }, { title: null });
     await insertPost('ws-a', 'p-no-extra', [], null);
     await insertPost('ws-a', 'p-unmirrored', ['acc-unknown'], {});
@@ -82,12 +86,19 @@ describe('post.answer: the answer a read sends, stored by the write', () => {
 
     const rows = await expectStoredAsBuilt();
     const plain = JSON.parse(rows.find((r) => r.id === 'p-plain')!.stored!) as Record<string, unknown>;
-    expect(plain).toMatchObject({ id: 'p-plain', title: 'A "quoted" title é', scheduledFor: '2026-12-24T09:00:00.123Z', profileIds: ['profile-a', 'profile-b'] });
+    expect(plain).toMatchObject({
+      id: 'p-plain',
+      title: 'A "quoted" title é',
+      scheduledFor: '2026-12-24T09:00:00.123Z',
+      profileIds: ['profile-a', 'profile-b'],
+    });
     expect(await profileIdsOf('p-unmirrored')).toEqual([]);
   });
 
   it('follows every write: an update, a deletion, an account mirrored later, an account moved to another profile', async () => {
-    await sql`UPDATE post SET title = 'Renamed', sequence = sequence + 1, synced_at = now() WHERE workspace_id = 'ws-a' AND id = 'p-plain'`.execute(kysely);
+    await sql`UPDATE post SET title = 'Renamed', sequence = sequence + 1, synced_at = now() WHERE workspace_id = 'ws-a' AND id = 'p-plain'`.execute(
+      kysely,
+    );
     await sql`UPDATE post SET deleted_at = now() WHERE id = 'p-no-extra'`.execute(kysely);
     await expectStoredAsBuilt();
 

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { RawBuilder, sql } from 'kysely';
 import type { Db } from '../../database/database.service';
 import { fixedSql } from '../../database/precompiled';
 import { JsonText, wholeObjectText } from '../whole-object';
@@ -14,10 +14,8 @@ import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
  */
 
 /** The whole answer of the row `post` names (the table, or the function's argument of that name). */
-export const postAnswerExpression = (db: Db) =>
-  fixedSql(
-    wholeObjectText(wholePost('post', sql`(${profilesOf(db, sql.ref('post.workspace_id'), sql.ref('post.account_ids'))})`), POST_FIELD_ORDER),
-  ) as ReturnType<typeof wholeObjectText>;
+export const postAnswerExpression = (db: Db): RawBuilder<JsonText> =>
+  fixedSql(wholeObjectText(wholePost('post', sql`(${profilesOf(db, sql.ref('post.workspace_id'), sql.ref('post.account_ids'))})`), POST_FIELD_ORDER));
 
 /** The body of `post_answer(post post)`: one SELECT of the expression, the argument standing for the row. */
 export const postAnswerFunctionBody = (db: Db): string => ` SELECT ${postAnswerExpression(db).compile(db).sql} `;
