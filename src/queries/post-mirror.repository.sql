@@ -201,78 +201,7 @@ with
       "w"."pozy_updated_at",
       "w"."platform_names" as "platforms",
       "profiles"."ids" as "profile_ids",
-      (
-        jsonb_build_object(
-          'id',
-          "w"."id",
-          'title',
-          "w"."title",
-          'content',
-          "w"."content",
-          'status',
-          "w"."status",
-          'scheduledFor',
-          to_char(
-            "w"."scheduled_for" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'publishedAt',
-          to_char(
-            "w"."published_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'platforms',
-          "w"."platforms",
-          'tags',
-          to_jsonb("w"."tags"),
-          'hashtags',
-          to_jsonb("w"."hashtags"),
-          'visibility',
-          "w"."visibility",
-          'createdAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'updatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          )
-        ) || coalesce("w"."extra", '{}'::jsonb) || jsonb_build_object(
-          'workspaceId',
-          "w"."workspace_id",
-          'profileIds',
-          to_jsonb("profiles"."ids"),
-          'pozyCreatedAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'pozyUpdatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'lastEventAt',
-          to_char(
-            "w"."last_event_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'syncedAt',
-          to_char(
-            "w"."synced_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'deletedAt',
-          to_char(
-            "w"."deleted_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'sequence',
-          "w"."sequence"
-        )
-      ) as "resource",
+      "w"."answer"::jsonb as "resource",
       "w"."read_started_at" as "read_at",
       "w"."read_id",
       (
@@ -715,78 +644,7 @@ with
       "w"."pozy_updated_at",
       "w"."platform_names" as "platforms",
       "profiles"."ids" as "profile_ids",
-      (
-        jsonb_build_object(
-          'id',
-          "w"."id",
-          'title',
-          "w"."title",
-          'content',
-          "w"."content",
-          'status',
-          "w"."status",
-          'scheduledFor',
-          to_char(
-            "w"."scheduled_for" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'publishedAt',
-          to_char(
-            "w"."published_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'platforms',
-          "w"."platforms",
-          'tags',
-          to_jsonb("w"."tags"),
-          'hashtags',
-          to_jsonb("w"."hashtags"),
-          'visibility',
-          "w"."visibility",
-          'createdAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'updatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          )
-        ) || coalesce("w"."extra", '{}'::jsonb) || jsonb_build_object(
-          'workspaceId',
-          "w"."workspace_id",
-          'profileIds',
-          to_jsonb("profiles"."ids"),
-          'pozyCreatedAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'pozyUpdatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'lastEventAt',
-          to_char(
-            "w"."last_event_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'syncedAt',
-          to_char(
-            "w"."synced_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'deletedAt',
-          to_char(
-            "w"."deleted_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'sequence',
-          "w"."sequence"
-        )
-      ) as "resource",
+      "w"."answer"::jsonb as "resource",
       "w"."read_started_at" as "read_at",
       "w"."read_id",
       (
@@ -1141,78 +999,7 @@ with
       "w"."pozy_updated_at",
       "w"."platform_names" as "platforms",
       "profiles"."ids" as "profile_ids",
-      (
-        jsonb_build_object(
-          'id',
-          "w"."id",
-          'title',
-          "w"."title",
-          'content',
-          "w"."content",
-          'status',
-          "w"."status",
-          'scheduledFor',
-          to_char(
-            "w"."scheduled_for" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'publishedAt',
-          to_char(
-            "w"."published_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'platforms',
-          "w"."platforms",
-          'tags',
-          to_jsonb("w"."tags"),
-          'hashtags',
-          to_jsonb("w"."hashtags"),
-          'visibility',
-          "w"."visibility",
-          'createdAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'updatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          )
-        ) || coalesce("w"."extra", '{}'::jsonb) || jsonb_build_object(
-          'workspaceId',
-          "w"."workspace_id",
-          'profileIds',
-          to_jsonb("profiles"."ids"),
-          'pozyCreatedAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'pozyUpdatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'lastEventAt',
-          to_char(
-            "w"."last_event_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'syncedAt',
-          to_char(
-            "w"."synced_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'deletedAt',
-          to_char(
-            "w"."deleted_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'sequence',
-          "w"."sequence"
-        )
-      ) as "resource",
+      "w"."answer"::jsonb as "resource",
       "w"."read_started_at" as "read_at",
       "w"."read_id",
       (
@@ -1515,78 +1302,7 @@ with
       "w"."pozy_updated_at",
       "w"."platform_names" as "platforms",
       "profiles"."ids" as "profile_ids",
-      (
-        jsonb_build_object(
-          'id',
-          "w"."id",
-          'title',
-          "w"."title",
-          'content',
-          "w"."content",
-          'status',
-          "w"."status",
-          'scheduledFor',
-          to_char(
-            "w"."scheduled_for" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'publishedAt',
-          to_char(
-            "w"."published_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'platforms',
-          "w"."platforms",
-          'tags',
-          to_jsonb("w"."tags"),
-          'hashtags',
-          to_jsonb("w"."hashtags"),
-          'visibility',
-          "w"."visibility",
-          'createdAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'updatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          )
-        ) || coalesce("w"."extra", '{}'::jsonb) || jsonb_build_object(
-          'workspaceId',
-          "w"."workspace_id",
-          'profileIds',
-          to_jsonb("profiles"."ids"),
-          'pozyCreatedAt',
-          to_char(
-            "w"."pozy_created_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'pozyUpdatedAt',
-          to_char(
-            "w"."pozy_updated_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'lastEventAt',
-          to_char(
-            "w"."last_event_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'syncedAt',
-          to_char(
-            "w"."synced_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'deletedAt',
-          to_char(
-            "w"."deleted_at" AT TIME ZONE 'UTC',
-            'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
-          ),
-          'sequence',
-          "w"."sequence"
-        )
-      ) as "resource",
+      "w"."answer"::jsonb as "resource",
       now() as "read_at",
       "w"."read_id",
       null::jsonb as "event_ids"

@@ -123,9 +123,10 @@ type PostRow = Selectable<DB['post']>;
 const column = <C extends keyof PostRow>(alias: string, name: C) => sql.ref<PostRow[C]>(`${alias}.${name}`);
 
 /**
- * The post as the mirror answers it, built by PostgreSQL from the row `alias` names: the query endpoints (as JSON text,
- * wholeObjectText) and the feed and notifications (as jsonb, wholeObjectJson) read this one definition. `profileIds`
- * comes from the accounts (see profilesOf); timestamps are written as JavaScript's toISOString writes them.
+ * The post as the mirror answers it, built by PostgreSQL from the row `alias` names: as JSON text (wholeObjectText),
+ * stored with each row when it is written (post-answer.ts) and sent by the query endpoints, and read as jsonb by the
+ * feed and notifications; with `fields`, built at read time. `profileIds` comes from the accounts (see profilesOf);
+ * timestamps are written as JavaScript's toISOString writes them.
  */
 export function wholePost(alias: string, profileIds?: RawBuilder<unknown>): WholeObject {
   const c = <C extends keyof PostRow>(name: C) => column(alias, name);

@@ -11,8 +11,7 @@ import { RecordedEntry } from '../../changes/record-changes';
 import { fanOut } from '../change-notifications';
 import { eventIdsOf, versionedChangesQuery } from '../history/record-versions';
 import { GuardedTable, guardedUpsert, inserted, WrittenQuery, WrittenRow } from '../mirror-write';
-import { wholeObjectJson } from '../whole-object';
-import { postColumns, PostColumns, profilesOf, wholePost } from './post-fields';
+import { postColumns, PostColumns, profilesOf } from './post-fields';
 import type { WorkspaceId } from '../../common/workspace-id';
 import { GenerateSql, Sample } from '../../database/sql-snapshot';
 
@@ -290,7 +289,8 @@ export class PostMirrorRepository {
             'w.pozy_updated_at',
             'w.platform_names as platforms',
             'profiles.ids as profile_ids',
-            wholeObjectJson(wholePost('w', sql`to_jsonb(${eb.ref('profiles.ids')})`)).as('resource'),
+            // The answer the write stored (post-answer.ts), as jsonb: the same object, not built a second time.
+            sql<Record<string, unknown>>`${eb.ref('w.answer')}::jsonb`.as('resource'),
             by === 'read' ? eb.ref('w.read_started_at').as('read_at') : sql<Date>`now()`.as('read_at'),
             'w.read_id',
             (by === 'read'
