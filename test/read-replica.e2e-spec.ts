@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { postsSharingTwoWords } from './support/bulk-load';
+import { postsSharingTwoWords, whileTableLocked } from './support/bulk-load';
 import { HARNESS_ADMIN_TOKEN, Harness, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';
 import { RunningService, startService, waitFor } from './support/service';
@@ -270,12 +270,12 @@ maybe('read replica (DATABASE_READ_URL, a real streaming standby)', () => {
         DATABASE_READ_URL: pair.standbyUrl('pozy_slow'),
         QUERY_STATEMENT_TIMEOUT_MS: '300',
       });
-      await slow.pool.query(postsSharingTwoWords(40_000));
+      await slow.pool.query(postsSharingTwoWords(2_000));
       await slow.pool.query('ANALYZE post');
       await waitFor(
         'the posts on the replica',
         async () => {
-          const read = await get(slow, `/posts/${(40_000).toString(16).padStart(24, '0')}`);
+          const read = await get(slow, `/posts/${(2_000).toString(16).padStart(24, '0')}`);
           return read.status === 200 && read.lag !== undefined ? true : undefined;
         },
         60_000,
@@ -288,11 +288,31 @@ maybe('read replica (DATABASE_READ_URL, a real streaming standby)', () => {
 
     it('cuts a slow read on the replica as on the primary: 503 query_timeout, not a 500 nor a second run on the primary', async () => {
       const phrase = `/posts?q=${encodeURIComponent('"coffee tea"')}&limit=1`;
-      const eventual = await get(slow, phrase);
-      expect(eventual).toMatchObject({ status: 503, body: { error: 'query_timeout' } });
-      // Read from the replica (the header says so): cut there, by the replica pool's own timeout.
-      expect(eventual.lag).toBeGreaterThanOrEqual(0);
-      expect(await get(slow, `${phrase}&consistency=strong`)).toMatchObject({ status: 503, body: { error: 'query_timeout' }, lag: undefined });
+      // A migration's lock on the post table, which the replica takes too once its WAL arrives: reads there wait.
+      const standby = new Client({ connectionString: pair.standbyUrl('pozy_slow') });
+      await standby.connect();
+      const lockedThere = async () =>
+        (
+          await standby.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'post' AND l.mode = 'AccessExclusiveLock'",
+          )
+        ).rows[0].n !== '0';
+      try {
+        await whileTableLocked(
+          pair.primaryUrl('pozy_slow'),
+          'post',
+          async () => {
+            const eventual = await get(slow, phrase);
+            expect(eventual).toMatchObject({ status: 503, body: { error: 'query_timeout' } });
+            // Read from the replica (the header says so): cut there, by the replica pool's own timeout.
+            expect(eventual.lag).toBeGreaterThanOrEqual(0);
+            expect(await get(slow, `${phrase}&consistency=strong`)).toMatchObject({ status: 503, body: { error: 'query_timeout' }, lag: undefined });
+          },
+          lockedThere,
+        );
+      } finally {
+        await standby.end();
+      }
       expect(await get(slow, '/posts?q=coffee&limit=1')).toMatchObject({ status: 200, lag: expect.any(Number) });
     });
   });

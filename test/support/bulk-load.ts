@@ -1,4 +1,4 @@
-import type { Client } from 'pg';
+import { Client } from 'pg';
 
 /**
  * Builds the secondary indexes of `tables` after `load` instead of row by row: several times faster for a million
@@ -25,8 +25,7 @@ export async function withIndexesDeferred(client: Client, tables: string[], load
 
 /**
  * `count` published posts that all hold "coffee" and "tea", never side by side: the phrase "coffee tea" matches none,
- * and PostgreSQL can only find that out by re-reading every post the full-text index says holds both words (over a
- * second for 40,000 on the 2-core build machine), while `q=coffee` answers at once. Post `n`'s id is n in hex, padded.
+ * while `q=coffee` matches every one. Post `n`'s id is n in hex, padded.
  */
 export function postsSharingTwoWords(count: number): string {
   return `
@@ -38,4 +37,30 @@ export function postsSharingTwoWords(count: number): string {
          '[]'::jsonb, ARRAY[]::text[], ARRAY[]::text[], timestamptz '2025-06-01' + i * interval '1 second',
          timestamptz '2026-01-01' + i * interval '1 second', now(), now(), gen_random_uuid(), 1
     FROM generate_series(1, ${count}) AS i`;
+}
+
+/**
+ * Runs `run` while another connection holds an ACCESS EXCLUSIVE lock on `table`, as a migration rewriting it would:
+ * every read of the table waits until the lock goes, which is what a read that outlasts its statement timeout looks
+ * like, however fast the machine. `ready`, when given, is polled (with the lock held) until it holds: on a streaming
+ * replica, the lock arrives with the WAL.
+ */
+export async function whileTableLocked<T>(url: string, table: string, run: () => Promise<T>, ready?: () => Promise<boolean>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
+    if (ready) {
+      const deadline = Date.now() + 60_000;
+      while (!(await ready())) {
+        if (Date.now() > deadline) throw new Error(`Timed out after 60000 ms waiting for the lock on ${table} to be seen`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    return await run();
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
 }
