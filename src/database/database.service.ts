@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import { ensureLogicalPublication, PublicationState } from './logical-publication';
 import { Migrator } from './migrator';
+import { preparingPool } from './prepared-statements';
 
 /**
  * The typed statement builder over pozy-sync's own tables. Its table and column types are generated from
@@ -56,7 +57,8 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
     this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)));
-    this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
+    // Statements marked `prepare` (database/precompiled.ts) go by name: parsed and planned once per connection.
+    this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(this.pool) }) });
   }
 
   async onModuleInit(): Promise<void> {

@@ -11,6 +11,7 @@ import {
   sql,
 } from 'kysely';
 import type { DB } from '../generated/kysely/database';
+import { prepareAs } from './prepared-statements';
 
 /**
  * Statements of fixed shape are built and compiled once per process, then executed with each call's arguments:
@@ -48,14 +49,19 @@ export interface Precompiled<A extends object, O> {
 /**
  * `build` gets a stand-in for each argument and must hand each to the builder as a parameter value, as it is: never
  * computed on, nor as an `in` list (which Kysely expands by its length). The rest of the statement's parameters are
- * its constants, sent as compiled. Compiled on first use.
+ * its constants, sent as compiled. Compiled on first use. `prepare`: the name PostgreSQL keeps it parsed and planned
+ * under on each connection (prepared-statements.ts), for a statement run often enough that parsing it every time shows.
  */
-export function precompiled<A extends object, O, T = DB>(build: (db: Kysely<T>, args: A) => Compilable<O>): Precompiled<A, O> {
+export function precompiled<A extends object, O, T = DB>(
+  build: (db: Kysely<T>, args: A) => Compilable<O>,
+  options: { prepare?: string } = {},
+): Precompiled<A, O> {
   let compiled: { query: CompiledQuery<O>; parameters: readonly unknown[] } | undefined;
   const compile = () => {
     if (compiled) return compiled;
     const standIns = new Proxy({} as A, { get: (_, name) => new Argument(String(name)) });
     const query = build(statementCompiler<T>(), standIns).compile();
+    if (options.prepare) prepareAs(options.prepare, query.sql);
     return (compiled = { query, parameters: query.parameters });
   };
   const run = (db: Executor, args: A) => {

@@ -167,19 +167,24 @@ describe('EventIngester: group commit of received events', () => {
     expect(store.stored.size).toBe(451);
   });
 
-  it('keeps at most a quarter of the connection pool busy with these statements', async () => {
+  it('starts a second statement only for a whole batch waiting, and keeps at most a quarter of the connection pool busy', async () => {
     const { ingester, store } = setup(12);
     store.hold();
     const answers: Promise<StoreOutcome>[] = [];
-    for (let i = 0; i < 20; i += 1) {
+    for (let i = 0; i < 199; i += 1) {
       answers.push(ingester.store(event(`e${i}`)));
       await settle();
     }
+    // The first went alone; the 198 after it wait for it, less than a batch.
+    expect(store.inFlight).toBe(1);
+    for (let i = 199; i < 1_000; i += 1) answers.push(ingester.store(event(`e${i}`)));
+    await settle();
     expect(store.inFlight).toBe(3);
 
     store.release();
     await Promise.all(answers);
     expect(store.mostInFlight).toBe(3);
+    expect(store.stored.size).toBe(1_000);
   });
 
   it('stores two deliveries of one event in the same batch once: the first is stored, the other is its duplicate', async () => {
