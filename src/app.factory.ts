@@ -13,7 +13,7 @@ import { answerClientError, answerFrameworkError, SHUTTING_DOWN } from './http/f
 import { setupOpenApi } from './http/openapi';
 import { serverTimeouts } from './http/server-timeouts';
 import { MetricsService } from './metrics/metrics.service';
-import { createPinoLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
+import { createPinoLogger, lazyRequestLogger, logRequests, PinoNestLogger, requestIdOf } from './logging/logger';
 import { instrumentWebhookRoute } from './webhooks/webhook-metrics';
 import { POZY_WEBHOOK_ROUTES } from './webhooks/webhooks.controller';
 import { WorkspaceRegistry } from './workspaces/workspace-registry.service';
@@ -35,6 +35,8 @@ export async function createApp(config: AppConfig, options: { logDestination?: D
     loggerInstance: logger,
     // logRequests writes one line per request instead of Fastify's two; request lines carry `requestId`.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    // A request's child logger only when Fastify logs through it (an error), not for every request.
+    childLoggerFactory: lazyRequestLogger,
     // The correlation id: the caller's X-Request-Id when it looks like one, else a UUID.
     requestIdHeader: false,
     genReqId: requestIdOf,

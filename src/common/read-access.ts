@@ -12,7 +12,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error';
-import { bearerToken, matchesAnyToken } from './bearer-token';
+import { bearerToken, matchesAnyDigest, tokenDigests } from './bearer-token';
 import { WorkspaceScope } from './read-scope';
 import { AppConfig } from '../config/app-config';
 import { ApiReadAuth, ApiStatusAuth } from '../http/openapi';
@@ -79,6 +79,18 @@ function accepted(config: AppConfig, issued: IssuedReadTokens): { oneOf: string;
   return { oneOf: `${others.join(', ')}, or ADMIN_TOKEN`, notOneOf: `not ${others.join(', nor ')}, nor ADMIN_TOKEN` };
 }
 
+// The digests of API_TOKENS and ADMIN_TOKEN, the tokens that read everything: the configuration never changes them.
+const configuredDigests = new WeakMap<AppConfig, readonly Buffer[]>();
+
+function everythingDigests(config: AppConfig): readonly Buffer[] {
+  let digests = configuredDigests.get(config);
+  if (digests === undefined) {
+    digests = tokenDigests(config.adminToken ? [...config.readTokens, config.adminToken] : config.readTokens);
+    configuredDigests.set(config, digests);
+  }
+  return digests;
+}
+
 /**
  * The read rule: while reads are open (readsOpen) everyone reads everything; otherwise a request needs one of
  * API_TOKENS, ADMIN_TOKEN (both every workspace) or a live token made through the API (its workspaces), except that
@@ -92,8 +104,7 @@ function readerOf(config: AppConfig, issued: IssuedReadTokens, request: FastifyR
     if (anonymous === 'public') return ANONYMOUS_STATUS;
     throw new ApiError('missing_token', `Authorization: Bearer <token> is required: ${accepted(config, issued).oneOf}`);
   }
-  const tokens = config.adminToken ? [...config.readTokens, config.adminToken] : config.readTokens;
-  if (matchesAnyToken(presented, tokens)) return EVERYTHING;
+  if (matchesAnyDigest(presented, everythingDigests(config))) return EVERYTHING;
   const token = issued.match(presented);
   // A wrong token is refused even where anonymous requests pass: its client should learn it was rotated away. A
   // deleted token is a wrong one: the same answer.

@@ -13,6 +13,7 @@ function fakeReplica(): ReadReplica & { failures: unknown[] } {
   const failures: unknown[] = [];
   return {
     failures,
+    configured: true,
     target: (consistency: string): ReadTarget =>
       consistency === 'strong' ? { db: primaryDb, fromReplica: false } : { db: replicaDb, fromReplica: true },
     primary: (): ReadTarget => ({ db: primaryDb, fromReplica: false }),
@@ -22,6 +23,13 @@ function fakeReplica(): ReadReplica & { failures: unknown[] } {
       return (error as { code?: string }).code === 'ECONNREFUSED';
     },
   } as unknown as ReadReplica & { failures: unknown[] };
+}
+
+/** No DATABASE_READ_URL: every read is the primary's. */
+function noReplica(): ReadReplica & { failures: unknown[] } {
+  return { ...fakeReplica(), configured: false, target: () => ({ db: primaryDb, fromReplica: false }) } as unknown as ReadReplica & {
+    failures: unknown[];
+  };
 }
 
 /** Runs the interceptor around `handler`, which reads through the Db the request was given (as @ReadDb() does). */
@@ -113,5 +121,23 @@ describe('ReplicaReadInterceptor', () => {
     // An operator's cancel (the same SQLSTATE, another message) is no timeout of ours.
     const cancelled = Object.assign(new Error('canceling statement due to user request'), { code: '57014' });
     expect((await intercept({ consistency: 'strong' }, async () => Promise.reject(cancelled))).outcome).toEqual({ error: cancelled });
+  });
+
+  it('without a replica reads the primary, stamps no lag, retries nothing, and still answers the refusals', async () => {
+    const read = await intercept({}, async () => 'rows', noReplica());
+    expect(read.outcome).toEqual({ value: 'rows' });
+    expect(read.dbs).toEqual([primaryDb]);
+    expect(read.headers).toEqual({});
+
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const failed = await intercept({}, async () => Promise.reject(refused), noReplica());
+    expect(failed.outcome).toEqual({ error: refused });
+    expect(failed.dbs).toEqual([primaryDb]);
+    expect(failed.replica.failures).toEqual([]);
+
+    const timedOut = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const cut = await intercept({}, async () => Promise.reject(timedOut), noReplica());
+    expect(cut.outcome).toEqual({ error: expect.objectContaining({ status: 503, code: 'query_timeout', retryAfterS: 5 }) });
+    expect(cut.headers).toEqual({});
   });
 });

@@ -22,6 +22,9 @@ import { ReadReplica, ReadTarget } from './read-replica.service';
 const READ_TARGET = Symbol('readTarget');
 type RequestWithTarget = FastifyRequest & { [READ_TARGET]?: ReadTarget };
 
+/** A query cut by the statement timeout, or that found no connection free, as its 503; any other failure as it is. */
+const refused = (error: unknown): Observable<never> => throwError(() => queryRefusal(error) ?? error);
+
 /**
  * Chooses where the request reads, before its handler runs: the read replica unless `consistency=strong` (or no
  * replica, or it is unavailable), else the primary through the query endpoints' own pool. An answer read from the
@@ -30,10 +33,19 @@ type RequestWithTarget = FastifyRequest & { [READ_TARGET]?: ReadTarget };
  */
 @Injectable()
 export class ReplicaReadInterceptor implements NestInterceptor {
-  constructor(private readonly replica: ReadReplica) {}
+  private readonly primary: ReadTarget;
+
+  constructor(private readonly replica: ReadReplica) {
+    this.primary = replica.primary();
+  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<RequestWithTarget>();
+    if (!this.replica.configured) {
+      // No replica: every read is the primary's, with no retry and no lag to stamp; only the refusals remain.
+      request[READ_TARGET] = this.primary;
+      return next.handle().pipe(catchError(refused));
+    }
     const reply = context.switchToHttp().getResponse<FastifyReply>();
     // Read before the validation pipe runs: anything but `strong` reads the replica, and a bad value is refused anyway.
     const strong = (request.query as Record<string, unknown> | undefined)?.consistency === 'strong';
@@ -49,7 +61,7 @@ export class ReplicaReadInterceptor implements NestInterceptor {
         request[READ_TARGET] = this.replica.primary();
         return next.handle();
       }),
-      catchError((error: unknown) => throwError(() => queryRefusal(error) ?? error)),
+      catchError(refused),
       tap({
         next: stampLag,
         // A 404 read from a replica behind may be the lag: say so. A 400 read nothing.

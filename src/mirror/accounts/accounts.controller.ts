@@ -9,7 +9,8 @@ import { parseInstant } from '../../common/instant';
 import { HistoryService } from '../history/history.service';
 import { AccountHistoryResponse, HistoryQuery } from '../history/dto/history.dto';
 import { AccountsQuery } from './accounts.query';
-import { AnswersJsonText, JsonText, pageJson } from '../whole-object';
+import { AnswersJsonText, JsonText } from '../whole-object';
+import { pageBytes } from '../page-bytes';
 import { AccountPageResponse, MirroredAccountResponse } from './dto/account.response';
 import { AccountFieldsQuery, ListAccountsQuery } from './dto/list-accounts.query';
 
@@ -29,9 +30,9 @@ export class AccountsController {
   @ApiOkResponse({ type: AccountPageResponse })
   @ApiErrorResponse(BAD_QUERY)
   @AnswersJsonText()
-  async list(@Query() query: ListAccountsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
+  async list(@Query() query: ListAccountsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<Buffer> {
     const { data, nextCursor } = await this.accounts.list(query, db, scope.narrow(query.workspace));
-    return pageJson(data, nextCursor);
+    return pageBytes(data, nextCursor);
   }
 
   /** A removed account is still answered (with `removedAt`); 404 means the mirror never saw it. */

@@ -11,7 +11,8 @@ import { PostHistoryResponse, HistoryQuery } from '../history/dto/history.dto';
 import { ListPostsQuery, PostFieldsQuery } from './dto/list-posts.query';
 import { MirroredPostResponse, PostPageResponse } from './dto/post.response';
 import { PostsQuery } from './posts.query';
-import { AnswersJsonText, JsonText, pageJson } from '../whole-object';
+import { AnswersJsonText, JsonText } from '../whole-object';
+import { pageBytes } from '../page-bytes';
 
 @ApiTags('Mirror')
 @ReadAccess()
@@ -29,9 +30,9 @@ export class PostsController {
   @ApiOkResponse({ type: PostPageResponse })
   @ApiErrorResponse(BAD_QUERY)
   @AnswersJsonText()
-  async list(@Query() query: ListPostsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<JsonText> {
+  async list(@Query() query: ListPostsQuery, @ReadDb() db: Db, @ReadScope() scope: ReadScope): Promise<Buffer> {
     const { data, nextCursor } = await this.posts.list(query, db, scope.narrow(query.workspace));
-    return pageJson(data, nextCursor);
+    return pageBytes(data, nextCursor);
   }
 
   /** A deleted post is still answered (with `deletedAt`); 404 means the mirror never saw it. */
