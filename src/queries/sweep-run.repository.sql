@@ -139,41 +139,46 @@ returning
   now() as "read_at";
 
 -- SweepRunRepository.commitPage
-insert into
-  "sweep_seen" ("workspace_id", "run_id", "resource", "id")
-select
-  $1 as "workspace_id",
-  cast($2 as uuid) as "run_id",
-  cast($3 as text) as "resource",
-  "listed"."id"
-from
-  unnest($4::text[]) as listed (id)
-on conflict do nothing;
+set
+  LOCAL synchronous_commit = off;
+with
+  "seen" as (
+    insert into
+      "sweep_seen" ("workspace_id", "run_id", "resource", "id")
+    select
+      $1 as "workspace_id",
+      cast($2 as uuid) as "run_id",
+      cast($3 as text) as "resource",
+      "listed"."id"
+    from
+      unnest($4::text[]) as listed (id)
+    on conflict do nothing
+  )
 update "sweep_run"
 set
   "phase" = "phase",
   "posts_offset" = "posts_offset",
-  "accounts_listed_from" = coalesce("accounts_listed_from", $1),
-  "posts_listed_from" = coalesce("posts_listed_from", $2),
+  "accounts_listed_from" = coalesce("accounts_listed_from", $5),
+  "posts_listed_from" = coalesce("posts_listed_from", $6),
   "missing_cursor" = "missing_cursor",
   "accounts_total" = "accounts_total",
   "posts_total" = "posts_total",
-  "accounts_done" = "accounts_done" + $3,
-  "posts_done" = "posts_done" + $4,
-  "pages_read" = "pages_read" + $5,
-  "posts_created" = "posts_created" + $6,
-  "posts_changed" = "posts_changed" + $7,
-  "posts_deleted" = "posts_deleted" + $8,
-  "posts_unchanged" = "posts_unchanged" + $9,
-  "accounts_created" = "accounts_created" + $10,
-  "accounts_changed" = "accounts_changed" + $11,
-  "accounts_deleted" = "accounts_deleted" + $12,
-  "accounts_unchanged" = "accounts_unchanged" + $13,
-  "last_error" = $14
+  "accounts_done" = "accounts_done" + $7,
+  "posts_done" = "posts_done" + $8,
+  "pages_read" = "pages_read" + $9,
+  "posts_created" = "posts_created" + $10,
+  "posts_changed" = "posts_changed" + $11,
+  "posts_deleted" = "posts_deleted" + $12,
+  "posts_unchanged" = "posts_unchanged" + $13,
+  "accounts_created" = "accounts_created" + $14,
+  "accounts_changed" = "accounts_changed" + $15,
+  "accounts_deleted" = "accounts_deleted" + $16,
+  "accounts_unchanged" = "accounts_unchanged" + $17,
+  "last_error" = $18
 where
-  "id" = $15
-  and "owner" = $16
-  and "status" = $17;
+  "id" = $19
+  and "owner" = $20
+  and "status" = $21;
 
 -- SweepRunRepository.advance
 update "sweep_run"
@@ -201,6 +206,46 @@ where
   "id" = $15
   and "owner" = $16
   and "status" = $17;
+
+-- SweepRunRepository.advance (with what the page saw)
+with
+  "seen" as (
+    insert into
+      "sweep_seen" ("workspace_id", "run_id", "resource", "id")
+    select
+      $1 as "workspace_id",
+      cast($2 as uuid) as "run_id",
+      cast($3 as text) as "resource",
+      "listed"."id"
+    from
+      unnest($4::text[]) as listed (id)
+    on conflict do nothing
+  )
+update "sweep_run"
+set
+  "phase" = "phase",
+  "posts_offset" = "posts_offset",
+  "accounts_listed_from" = coalesce("accounts_listed_from", $5),
+  "posts_listed_from" = coalesce("posts_listed_from", $6),
+  "missing_cursor" = "missing_cursor",
+  "accounts_total" = "accounts_total",
+  "posts_total" = "posts_total",
+  "accounts_done" = "accounts_done" + $7,
+  "posts_done" = "posts_done" + $8,
+  "pages_read" = "pages_read" + $9,
+  "posts_created" = "posts_created" + $10,
+  "posts_changed" = "posts_changed" + $11,
+  "posts_deleted" = "posts_deleted" + $12,
+  "posts_unchanged" = "posts_unchanged" + $13,
+  "accounts_created" = "accounts_created" + $14,
+  "accounts_changed" = "accounts_changed" + $15,
+  "accounts_deleted" = "accounts_deleted" + $16,
+  "accounts_unchanged" = "accounts_unchanged" + $17,
+  "last_error" = $18
+where
+  "id" = $19
+  and "owner" = $20
+  and "status" = $21;
 
 -- SweepRunRepository.noteError
 update "sweep_run"
@@ -252,6 +297,49 @@ from
       $5
   ) as "found" on true;
 
+-- SweepRunRepository.seenAndMirrored
+select
+  "listed"."id",
+  "found"."one" as "seen",
+  "m"."id" as "mirrored",
+  "m"."pozy_updated_at",
+  "m"."deleted_at",
+  "m"."whole"
+from
+  unnest($1::text[]) as listed (id)
+  left join lateral (
+    select
+      1 as "one"
+    from
+      "sweep_seen" as "s"
+    where
+      "s"."workspace_id" = $2
+      and "s"."run_id" = $3
+      and "s"."resource" = $4
+      and "s"."id" = "listed"."id"
+    limit
+      $5
+  ) as "found" on true
+  left join lateral (
+    select
+      "p"."id",
+      "p"."pozy_updated_at",
+      "p"."deleted_at",
+      "p"."extra" is not null as "whole"
+    from
+      "post" as "p"
+    where
+      "p"."workspace_id" = $6
+      and "p"."id" = "listed"."id"
+    limit
+      $7
+  ) as "m" on true
+where
+  (
+    "found"."one" is not null
+    or "m"."id" is not null
+  );
+
 -- SweepRunRepository.seenThenDeleted
 select
   cast(count(*) as integer) as "n"
@@ -264,18 +352,6 @@ where
   and "s"."run_id" = $2
   and "s"."resource" = $3
   and "p"."deleted_at" is not null;
-
--- SweepRunRepository.markSeen
-insert into
-  "sweep_seen" ("workspace_id", "run_id", "resource", "id")
-select
-  $1 as "workspace_id",
-  cast($2 as uuid) as "run_id",
-  cast($3 as text) as "resource",
-  "listed"."id"
-from
-  unnest($4::text[]) as listed (id)
-on conflict do nothing;
 
 -- SweepRunRepository.missingPosts
 with

@@ -5,7 +5,7 @@ import type { Db } from '../database/database.service';
 import { TableStatistics } from '../database/table-statistics';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
-import { holds, PostMirrorRepository } from '../mirror/posts/post-mirror.repository';
+import { holds, PostMirrorRepository, PostVersion } from '../mirror/posts/post-mirror.repository';
 import { PozyAccountDto } from '../pozy/dto/pozy-account.dto';
 import { PozyPostDto } from '../pozy/dto/pozy-post.dto';
 import { PostsPage, POSTS_PAGE_LIMIT, PozyClient } from '../pozy/pozy-client.service';
@@ -37,6 +37,12 @@ const LOG_EVERY_PAGES = 10;
 const MAX_PATIENCE_MS = 60_000;
 /** The tables a run's pages fill (the mirror, its feed, history and outbox, the run's own record of what it saw): kept analyzed. */
 const FILLED_TABLES = ['post', 'account', 'change', 'resource_version', 'notification', 'sweep_seen'] as const;
+
+/** A listed page's posts to write, and the mirror's version of those it holds; `posts` is emptied once they are taken. */
+interface PageToWrite {
+  posts: PozyPostDto[];
+  mirrored: Map<string, PostVersion>;
+}
 
 /** The run was asked to stop (the service is shutting down): it stays `running`, for the next start to resume. */
 export class StopRequested extends Error {
@@ -247,7 +253,8 @@ export class SweepRunner {
         const ids = page.posts.map((p) => p._id);
         // Seen: in a page being written when the lookup began (taken first: it may commit meanwhile), or committed.
         const writtenMeanwhile = writing.among(ids);
-        const seen = await this.runs.seen(x.run.workspaceId, x.run.id, tag, ids);
+        // With what the mirror holds of each post, in the same statement: the write skips the posts it holds already.
+        const { seen, mirrored } = await this.runs.seenAndMirrored(x.run.workspaceId, x.run.id, tag, ids);
         for (const id of writtenMeanwhile) seen.add(id);
         if (readAt > 0 && (page.posts.length === 0 || !seen.has(page.posts[0]._id))) {
           // Posts deleted behind the cursor moved the list by more than the overlap: read an earlier page again.
@@ -280,9 +287,12 @@ export class SweepRunner {
         };
         x.requested = 0;
         // The page is written while the next ones are listed and checked; its checkpoint waits for the page before.
+        // What the write keeps of the page is its fresh posts (not the page itself) until they are written.
+        const sentAt = page.sentAt;
+        const toWrite = { posts: fresh, mirrored };
         await writing.add(
           fresh.map((p) => p._id),
-          (after) => this.writePosts(x, fresh, page.sentAt, progress, after).then((counts) => this.countItems(x, 'post', counts)),
+          (after) => this.writePosts(x, toWrite, sentAt, progress, after).then((counts) => this.countItems(x, 'post', counts)),
         );
         offset = readAt + page.posts.length;
         this.progress(x, fresh.length, page.total);
@@ -336,16 +346,14 @@ export class SweepRunner {
     return count();
   }
 
-  private writePosts(
-    x: Execution,
-    fresh: PozyPostDto[],
-    sentAt: Date,
-    progress: RunProgress,
-    after: Promise<unknown>,
-  ): Promise<Partial<SweepCounts>> {
-    const attributes = { 'pozy_sync.run.id': x.run.id, 'pozy_sync.page.items': fresh.length, 'pozy_sync.page.offset': progress.postsOffset ?? 0 };
+  private writePosts(x: Execution, page: PageToWrite, sentAt: Date, progress: RunProgress, after: Promise<unknown>): Promise<Partial<SweepCounts>> {
+    const attributes = {
+      'pozy_sync.run.id': x.run.id,
+      'pozy_sync.page.items': page.posts.length,
+      'pozy_sync.page.offset': progress.postsOffset ?? 0,
+    };
     return this.tracing.span(`${x.run.kind} posts page`, { attributes }, async (span) => {
-      const counts = await this.writePostsPage(x, fresh, sentAt, progress, after);
+      const counts = await this.writePostsPage(x, page, sentAt, progress, after);
       span.setAttributes(Object.fromEntries(Object.entries(counts).map(([outcome, n]) => [`pozy_sync.page.${outcome}`, n])));
       return counts;
     });
@@ -353,36 +361,38 @@ export class SweepRunner {
 
   private async writePostsPage(
     x: Execution,
-    fresh: PozyPostDto[],
+    page: PageToWrite,
     sentAt: Date,
     progress: RunProgress,
     after: Promise<unknown>,
   ): Promise<Partial<SweepCounts>> {
-    const mirrored = await this.posts.versions(
-      x.run.workspaceId,
-      fresh.map((p) => p._id),
-    );
+    const { mirrored } = page;
     // A row mirrored before the mirror kept whole posts is written again, whatever its version: the sweep refills it.
-    const differing = fresh.filter((post) => !holds(mirrored.get(post._id), post.updatedAt));
+    let differing = page.posts.filter((post) => !holds(mirrored.get(post._id), post.updatedAt));
+    const ids = page.posts.map((p) => p._id);
     const counts: Partial<SweepCounts> = {};
     // A post listed again in a later pass was counted by the first.
     const firstPass = x.run.pass === 1;
-    if (firstPass) count(counts, 'unchanged', fresh.length - differing.length);
+    if (firstPass) count(counts, 'unchanged', ids.length - differing.length);
+    // Once written, the posts are let go: the transaction may wait a while yet for the pages before it.
+    page.posts = [];
     await this.transaction(
       x,
-      { resource: postsSeenIn(x.run.pass), ids: fresh.map((p) => p._id) },
+      { resource: postsSeenIn(x.run.pass), ids },
       async (trx) => {
+        const posts = differing;
+        differing = [];
         if (x.run.dryRun) {
-          count(counts, 'created', differing.filter((p) => !mirrored.has(p._id)).length);
-          count(counts, 'changed', differing.filter((p) => mirrored.has(p._id)).length);
+          count(counts, 'created', posts.filter((p) => !mirrored.has(p._id)).length);
+          count(counts, 'changed', posts.filter((p) => mirrored.has(p._id)).length);
           return;
         }
-        if (differing.length === 0) return;
-        const written = await this.posts.writeMany(x.run.workspaceId, differing, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
+        if (posts.length === 0) return;
+        const written = await this.posts.writeMany(x.run.workspaceId, posts, { readId: randomUUID(), startedAt: sentAt, lastEventAt: null }, trx);
         count(counts, 'created', written.created);
         count(counts, 'changed', written.changed - written.created);
         // Different in the list, yet not written: a reconcile job already wrote a newer read of the post.
-        if (firstPass) count(counts, 'unchanged', differing.length - written.changed);
+        if (firstPass) count(counts, 'unchanged', posts.length - written.changed);
       },
       () => ({ ...progress, posts: counts }),
       after,

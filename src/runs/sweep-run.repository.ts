@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { Expression, Selectable, sql } from 'kysely';
+import { Expression, QueryCreator, Selectable, sql } from 'kysely';
 import { boundedText } from '../common/bounded-text';
 import { transaction } from '../database/after-commit';
 import { DatabaseService, Db } from '../database/database.service';
 import type { DB } from '../generated/kysely/database';
 import { DEFAULT_WORKSPACE, type WorkspaceId } from '../common/workspace-id';
 import { GenerateSql, Sample } from '../database/sql-snapshot';
+import type { PostVersion } from '../mirror/posts/post-mirror.repository';
 
 export const RUN_KINDS = ['import', 'sweep'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
@@ -302,9 +303,9 @@ export class SweepRunRepository {
 
   /**
    * One transaction: `write` (a page's mirror write, whose signals are raised once it commits: `afterCommit`), then
-   * what the run saw and its checkpoint, so that a crash never leaves a page written without its checkpoint or the
-   * other way round. `progress` is asked for once `write` has run (it counts what the write did). Throws LostRunError
-   * if `owner` no longer owns the run.
+   * what the run saw and its checkpoint, in one statement, so that a crash never leaves a page written without its
+   * checkpoint or the other way round. `progress` is asked for once `write` has run (it counts what the write did).
+   * Throws LostRunError if `owner` no longer owns the run.
    */
   @GenerateSql({
     params: [
@@ -322,19 +323,49 @@ export class SweepRunRepository {
     after?: Promise<unknown>,
   ): Promise<void> {
     return transaction(this.database.db, async (trx) => {
+      // The page commits without waiting for its WAL to reach the disk (the service's own crash loses nothing: the
+      // commit is PostgreSQL's). A crash of PostgreSQL or its machine may then lose the pages committed in its last
+      // moment (at most 3 × wal_writer_delay), never part of one: the page's rows, feed entries, versions,
+      // notifications, what it saw and its checkpoint are one transaction, and a resume starts from the checkpoint
+      // that survived, listing the lost pages again and writing them as they were. Nothing lasting builds on a lost
+      // page first: any transaction that commits synchronously afterwards (the sequencer placing its feed entries,
+      // a delivery's attempt, a webhook's write of the same post) flushes the WAL up to its own commit, this page's
+      // included. What a reader saw of a lost page in that moment (a notification sent, at least once anyway) is
+      // written again, with the same sequence, by the resumed run.
+      await sql`SET LOCAL synchronous_commit = off`.execute(trx);
       await write(trx);
-      await this.markSeen(run.workspaceId, run.id, seen.resource, seen.ids, trx);
       // The checkpoint after the page before it: a later page's waits here, holding its rows, until that one commits.
       await after;
-      await this.advance(run.id, run.owner, progress(), trx);
+      await this.advance(run.id, run.owner, progress(), trx, { workspaceId: run.workspaceId, ...seen });
     });
   }
 
-  /** Writes progress and the checkpoint (inside the page's transaction, if given); throws LostRunError if not the owner. */
-  @GenerateSql({ params: [Sample.UUID, Sample.STRING, { postsDone: 1 }] })
-  async advance(id: string, owner: string, p: RunProgress, db: Db = this.database.db): Promise<void> {
+  /**
+   * Writes progress and the checkpoint (inside the page's transaction, if given), and with them, in the same
+   * statement, the ids the page saw (`seen`); throws LostRunError if not the owner.
+   */
+  @GenerateSql(
+    { params: [Sample.UUID, Sample.STRING, { postsDone: 1 }] },
+    {
+      name: 'with what the page saw',
+      params: [Sample.UUID, Sample.STRING, { postsDone: 1 }, Sample.DB, { workspaceId: Sample.WORKSPACE, resource: 'post', ids: [Sample.STRING] }],
+    },
+  )
+  async advance(
+    id: string,
+    owner: string,
+    p: RunProgress,
+    db: Db = this.database.db,
+    seen?: { workspaceId: WorkspaceId; resource: SweepResource; ids: string[] },
+  ): Promise<void> {
     const add = (n: number | undefined) => n ?? 0;
-    const { numUpdatedRows } = await db
+    // What the page saw goes in as a CTE of the checkpoint's statement: one round trip less per page.
+    // (Typed as the plain creator: the update reads nothing of the CTE.)
+    const base: QueryCreator<DB> =
+      seen && seen.ids.length > 0
+        ? (db.with('seen', (qc) => this.seenInsert(qc, seen.workspaceId, id, seen.resource, seen.ids)) as unknown as QueryCreator<DB>)
+        : db;
+    const { numUpdatedRows } = await base
       .updateTable('sweep_run')
       .set((eb) => ({
         phase: p.phase ?? eb.ref('phase'),
@@ -447,6 +478,48 @@ export class SweepRunRepository {
     return new Set(rows.map((r) => r.id));
   }
 
+  /**
+   * A listed page of posts: which of `ids` the run has already seen listed (as `seen`), and the mirror's version of
+   * each post it holds (PostMirrorRepository.versions), in one statement: a probe of each table's primary key per id,
+   * LATERAL with a LIMIT for the reason `seen` gives.
+   */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, 'post', [Sample.UUID]] })
+  async seenAndMirrored(
+    workspaceId: WorkspaceId,
+    runId: string,
+    resource: SweepResource,
+    ids: string[],
+  ): Promise<{ seen: Set<string>; mirrored: Map<string, PostVersion> }> {
+    const rows = await this.database.db
+      .selectFrom(sql<{ id: string }>`unnest(${ids}::text[])`.as<'listed'>(sql`listed(id)`))
+      .leftJoinLateral(
+        () => this.seenRow(workspaceId, runId, resource, sql.ref<string>('listed.id')).as('found'),
+        (join) => join.onTrue(),
+      )
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('post as p')
+            // Whether `extra` is there, not its value (as PostMirrorRepository.versions).
+            .select((eb) => ['p.id', 'p.pozy_updated_at', 'p.deleted_at', eb('p.extra', 'is not', null).as('whole')])
+            .where('p.workspace_id', '=', workspaceId)
+            .whereRef('p.id', '=', 'listed.id')
+            .limit(1)
+            .as('m'),
+        (join) => join.onTrue(),
+      )
+      .select(['listed.id', 'found.one as seen', 'm.id as mirrored', 'm.pozy_updated_at', 'm.deleted_at', 'm.whole'])
+      .where((eb) => eb.or([eb('found.one', 'is not', null), eb('m.id', 'is not', null)]))
+      .execute();
+    const seen = new Set<string>();
+    const mirrored = new Map<string, PostVersion>();
+    for (const r of rows) {
+      if (r.seen !== null) seen.add(r.id);
+      if (r.mirrored !== null) mirrored.set(r.id, { pozyUpdatedAt: r.pozy_updated_at, deleted: r.deleted_at !== null, whole: r.whole === true });
+    }
+    return { seen, mirrored };
+  }
+
   /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */
   @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.NUMBER] })
   async seenThenDeleted(workspaceId: WorkspaceId, runId: string, pass: number): Promise<number> {
@@ -462,10 +535,10 @@ export class SweepRunRepository {
     return n;
   }
 
-  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, 'post', [Sample.UUID]] })
-  async markSeen(workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[], db: Db = this.database.db): Promise<void> {
-    if (ids.length === 0) return;
-    await db
+  /** The insert of what a page saw into `sweep_seen` (a CTE of the page's checkpoint: advance). */
+  @GenerateSql({ none: 'a helper: its statement shows under advance' })
+  private seenInsert(db: QueryCreator<DB>, workspaceId: WorkspaceId, runId: string, resource: SweepResource, ids: string[]) {
+    return db
       .insertInto('sweep_seen')
       .columns(['workspace_id', 'run_id', 'resource', 'id'])
       .expression(
@@ -478,8 +551,7 @@ export class SweepRunRepository {
             'listed.id',
           ]),
       )
-      .onConflict((oc) => oc.doNothing())
-      .execute();
+      .onConflict((oc) => oc.doNothing());
   }
 
   /**
