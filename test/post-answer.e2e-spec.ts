@@ -11,7 +11,7 @@ const MIGRATIONS_DIR = join(__dirname, '..', 'prisma', 'migrations');
 /**
  * Each post's answer is stored when its row is written (post.answer, by the trigger post_keep_answer), and the read
  * path sends it as it is. These pin that the stored text is, on every shape of row and after every kind of write
- * (insert, update, a deletion, an account mirrored later, an account moved to another profile), exactly what the
+ * (insert, update, a deletion, a post rewritten after its account was mirrored, an account moved to another profile), exactly what the
  * answer built from the row's columns at read time is; and that the function the trigger calls is this version's
  * expression (otherwise a new migration must replace it: the failure prints the statement).
  */
@@ -95,15 +95,17 @@ describe('post.answer: the answer a read sends, stored by the write', () => {
     expect(await profileIdsOf('p-unmirrored')).toEqual([]);
   });
 
-  it('follows every write: an update, a deletion, an account mirrored later, an account moved to another profile', async () => {
+  it('follows every write: an update, a deletion, a post rewritten after its account was mirrored, an account moved', async () => {
     await sql`UPDATE post SET title = 'Renamed', sequence = sequence + 1, synced_at = now() WHERE workspace_id = 'ws-a' AND id = 'p-plain'`.execute(
       kysely,
     );
     await sql`UPDATE post SET deleted_at = now() WHERE id = 'p-no-extra'`.execute(kysely);
     await expectStoredAsBuilt();
 
-    // The post's account is mirrored after the post: its profile joins the post's answer.
+    // The post's account is mirrored after the post: refreshProfiles rewrites the post (its sequence raised, as here),
+    // and the rewrite answers the account's profile (the whole path: test/change-feed.e2e-spec.ts, history.e2e-spec.ts).
     await insertAccount('ws-a', 'acc-unknown', 'profile-late');
+    await sql`UPDATE post SET sequence = sequence + 1 WHERE workspace_id = 'ws-a' AND id = 'p-unmirrored'`.execute(kysely);
     expect(await profileIdsOf('p-unmirrored')).toEqual(['profile-late']);
 
     // An account moved to another profile: every post of it answers the new profile, in that workspace only.

@@ -21,16 +21,20 @@ BEGIN
 END $$;
 CREATE TRIGGER post_keep_answer BEFORE INSERT OR UPDATE ON "post" FOR EACH ROW EXECUTE FUNCTION post_keep_answer();
 
--- A post's profileIds are its mirrored accounts' profiles: an account mirrored for the first time, or moved to
--- another profile, rewrites the answers of its workspace's posts that target it (the update runs post_keep_answer).
-CREATE FUNCTION account_rewrites_answers() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A post's profileIds are its mirrored accounts' profiles. An account mirrored for the first time rewrites its posts
+-- through refreshProfiles (src/mirror/posts/post-mirror.repository.ts), under the advisory locks that keep it from
+-- deadlocking with post writes. An account moved to another profile rewrites its workspace's posts that target it
+-- here (the update runs post_keep_answer), locking them in id order, the order every post write locks in.
+CREATE FUNCTION account_moved_rewrites_answers() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE "post" SET "answer" = NULL WHERE "workspace_id" = NEW."workspace_id" AND "account_ids" @> ARRAY[NEW."id"];
+  UPDATE "post" SET "answer" = NULL
+   WHERE ("workspace_id", "id") IN (SELECT p."workspace_id", p."id" FROM "post" p
+                                     WHERE p."workspace_id" = NEW."workspace_id" AND p."account_ids" @> ARRAY[NEW."id"]
+                                     ORDER BY p."id" FOR UPDATE);
   RETURN NULL;
 END $$;
-CREATE TRIGGER account_mirrored_rewrites_answers AFTER INSERT ON "account" FOR EACH ROW EXECUTE FUNCTION account_rewrites_answers();
 CREATE TRIGGER account_moved_rewrites_answers AFTER UPDATE OF "profile_id" ON "account" FOR EACH ROW
-  WHEN (OLD."profile_id" IS DISTINCT FROM NEW."profile_id") EXECUTE FUNCTION account_rewrites_answers();
+  WHEN (OLD."profile_id" IS DISTINCT FROM NEW."profile_id") EXECUTE FUNCTION account_moved_rewrites_answers();
 
 -- The posts mirrored before: written once more, by the trigger.
 UPDATE "post" SET "answer" = NULL;

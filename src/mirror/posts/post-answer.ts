@@ -8,8 +8,8 @@ import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
  * A post's whole answer (what GET /posts and GET /posts/:id send for it, `profileIds` included) is built by PostgreSQL
  * when the row is written and kept in `post.answer`, so a page reads one column per post instead of building each one
  * on every read. The function `post_answer(post)` builds it, and the trigger `post_keep_answer` calls it on every
- * insert and update of a post. The triggers `account_mirrored_rewrites_answers` and `account_moved_rewrites_answers`
- * rewrite the posts of an account mirrored for the first time or moved to another profile (migration
+ * insert and update of a post. An account mirrored for the first time rewrites its posts through refreshProfiles, and
+ * the trigger `account_moved_rewrites_answers` those of an account moved to another profile (migration
  * 20261210100000_post_answer). The function's body is this file's expression, character for character:
  * test/post-answer.e2e-spec.ts fails when they differ, and prints the statement a new migration needs.
  */
