@@ -415,7 +415,11 @@ describe('GET /changes with two replicas writing at once', () => {
     const STEPS = 300;
     for (let i = 0; i < STEPS; i += 1) {
       world.randomStep(rng, { silent: false });
-      if (i === STEPS / 2) stopHalfway = true;
+      if (i === STEPS / 2) {
+        // Stopped once it holds part of the load, however slow the machine is to place the first entries.
+        await waitFor('the stopped consumer to receive part of the load', async () => (halfway.received > 0 ? true : undefined), 60_000);
+        stopHalfway = true;
+      }
       if (i % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await followingHalf;
