@@ -8,6 +8,8 @@ import { timedRead } from './support/queue';
 import { freePort } from './support/ports';
 import { everything } from './support/runs';
 import { RunningService, startService, waitFor } from './support/service';
+import { PozyUnavailableError } from '../src/pozy/pozy-errors';
+import { WorkspaceRegistry } from '../src/workspaces/workspace-registry.service';
 
 const ADMIN = 'admin_workspaces_token';
 const KEY_A = 'sk_ws_alpha';
@@ -316,18 +318,23 @@ describe('workspaces added, isolated and removed at run time', () => {
     expect(created.status).toBe(201);
     const [subscription] = a.subscriptions();
     a.setSubscriptionActive(subscription._id, false);
+    let seen = '';
     const health = await waitFor(
       "alpha's subscription to be on again",
       async () => {
         const state = await workspaceState('alpha');
         const webhook = state.webhook as { health: { reenabledAt?: string; isActive?: boolean } | null };
+        const stored = (await service.pool.query("SELECT webhook_health FROM workspace WHERE id = 'alpha'")).rows[0] as unknown;
+        seen = `answered ${JSON.stringify(webhook.health)}, stored ${JSON.stringify(stored)}, in Pozy ${JSON.stringify(a.subscription(subscription._id))}`;
         return webhook.health?.reenabledAt && a.subscription(subscription._id)?.isActive ? webhook.health : undefined;
       },
       // A check pass reads every workspace's subscriptions in Pozy, each within POZY_TIMEOUT_MS and its retries: on a
       // machine busy with other suites, more than one pass.
       90_000,
       200,
-    );
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; last seen: ${seen}`);
+    });
     expect(health).toMatchObject({ isActive: true, reenabledBecause: expect.stringContaining('inactive') });
     const told = await waitFor('the ops endpoint told', async () => (ops.received.length > 0 ? ops.received : undefined));
     expect(told.map((r) => [r.json.type, r.json.data.workspaceId])).toEqual([['ops.webhook.disabled_in_pozy', 'alpha']]);
@@ -339,6 +346,45 @@ describe('workspaces added, isolated and removed at run time', () => {
       60_000,
       200,
     );
+  }, 180_000);
+
+  it('finishes turning a subscription on when Pozy applied the request but its answer was lost', async () => {
+    const before = (await workspaceState('alpha')) as { webhook: { health: { reenabledAt: string } }; lastBackfill: { id: string } };
+    // Pozy turns it on, and the answer never arrives (a timeout, a reset connection): the check cannot know it worked.
+    const client = service.app.get(WorkspaceRegistry).get('alpha')!.client;
+    const put = client.updateSubscription.bind(client);
+    client.updateSubscription = async (id, change) => {
+      await put(id, change);
+      throw new PozyUnavailableError('PUT /v1/webhooks/settings: the answer was lost', true);
+    };
+    const [subscription] = a.subscriptions();
+    try {
+      a.setSubscriptionActive(subscription._id, false);
+      const health = await waitFor(
+        'the repair finished by a later check',
+        async () => {
+          const { webhook } = (await workspaceState('alpha')) as { webhook: { health: { reenabledAt?: string; turningOn?: unknown } } };
+          return webhook.health.reenabledAt !== before.webhook.health.reenabledAt ? webhook.health : undefined;
+        },
+        90_000,
+        200,
+      );
+      expect(health).toMatchObject({ isActive: true, reenabledBecause: expect.stringContaining('inactive') });
+      expect(health).not.toHaveProperty('turningOn');
+      expect(a.subscription(subscription._id)?.isActive).toBe(true);
+      const backfill = await waitFor(
+        "alpha's second backfill",
+        async () => {
+          const last = (await workspaceState('alpha')).lastBackfill as { id: string; status: string };
+          return last.id !== before.lastBackfill.id && last.status === 'succeeded' ? last : undefined;
+        },
+        60_000,
+        200,
+      );
+      expect(backfill.id).not.toBe(before.lastBackfill.id);
+    } finally {
+      client.updateSubscription = put;
+    }
   }, 180_000);
 
   it("removes a workspace: its rows go, its managed webhook in Pozy too; keepData keeps another's rows", async () => {

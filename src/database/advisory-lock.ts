@@ -51,15 +51,15 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-/**
- * Takes `key` without waiting, on a connection of its own held until `release()`; null when another session (another
- * replica) holds it. A replica that dies loses the connection, and the lock with it.
- */
 /** Waits for a one-number advisory lock that `trx`'s transaction holds until it ends. */
 export async function advisoryXactLock(trx: Db, key: LockKey): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
 }
 
+/**
+ * Takes `key` without waiting, on a connection of its own held until `release()`; null when another session (another
+ * replica) holds it. A replica that dies loses the connection, and the lock with it.
+ */
 export function tryAdvisoryLock(db: Db, name: LockName): Promise<HeldLock | null> {
   const [key, part] = typeof name === 'number' ? [name, undefined] : name;
   // pg's one-bigint and two-int4 locks are separate spaces: a two-number name never meets a one-number one.

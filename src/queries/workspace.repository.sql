@@ -24,6 +24,14 @@ from
 where
   "id" = $1;
 
+-- WorkspaceRepository.webhookHealth
+select
+  "webhook_health"
+from
+  "workspace"
+where
+  "id" = $1;
+
 -- WorkspaceRepository.all
 select
   *

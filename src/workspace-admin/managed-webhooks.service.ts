@@ -103,24 +103,33 @@ export class ManagedWebhooks implements OnApplicationBootstrap, BeforeApplicatio
   /** Reads the workspace's subscription in Pozy; turns it on again and backfills when Pozy reports it inactive. */
   async check(workspace: MirroredWorkspace): Promise<WebhookHealth> {
     const webhookId = workspace.stored!.webhookId!;
-    const before = workspace.stored!.webhookHealth;
+    // From the table, not the registry: a copy a poll behind would drop what the previous check wrote.
+    const before = await this.repository.webhookHealth(workspace.id);
     const health: WebhookHealth = {
       checkedAt: new Date().toISOString(),
       ...(before?.reenabledAt ? { reenabledAt: before.reenabledAt, reenabledBecause: before.reenabledBecause } : {}),
+      ...(before?.turningOn ? { turningOn: before.turningOn } : {}),
     };
     try {
       const listed = (await workspace.client.listSubscriptions()).find((subscription) => subscription._id === webhookId);
       if (!listed) {
+        delete health.turningOn;
         health.error = `Pozy no longer lists subscription ${webhookId}: remove the workspace and add it again, or set manageWebhook false and point Pozy at ${this.receiveUrl(workspace.id)}`;
         this.logger.warn(`Workspace ${workspace.id}: ${health.error}`);
       } else {
         health.isActive = listed.isActive;
         health.failureCount = listed.failureCount;
-        if (listed.isActive === false) {
-          await workspace.client.updateSubscription(webhookId, { isActive: true });
+        const found = listed.isActive === false ? { failureCount: listed.failureCount ?? null } : before?.turningOn;
+        if (found) {
+          if (listed.isActive === false) {
+            // Kept if the request fails: Pozy may have turned it on without its answer reaching us.
+            health.turningOn = found;
+            await workspace.client.updateSubscription(webhookId, { isActive: true });
+          }
+          delete health.turningOn;
           health.isActive = true;
           health.reenabledAt = new Date().toISOString();
-          health.reenabledBecause = `Pozy reported it inactive after ${listed.failureCount ?? 'some'} failures`;
+          health.reenabledBecause = `Pozy reported it inactive after ${found.failureCount ?? 'some'} failures`;
           const started = await this.backfill.start('admin', workspace.id);
           await this.ops.emit({
             type: 'ops.webhook.disabled_in_pozy',
@@ -128,13 +137,13 @@ export class ManagedWebhooks implements OnApplicationBootstrap, BeforeApplicatio
             workspaceId: workspace.id,
             data: {
               pozySubscriptionId: webhookId,
-              failureCount: listed.failureCount ?? null,
+              failureCount: found.failureCount,
               reenabledAt: health.reenabledAt,
               backfillRunId: started.started ? started.runId : null,
             },
           });
           this.logger.warn(
-            `Workspace ${workspace.id}: Pozy had turned its webhook subscription off (${listed.failureCount ?? '?'} failures); turned it on again` +
+            `Workspace ${workspace.id}: Pozy had turned its webhook subscription off (${found.failureCount ?? '?'} failures); turned it on again` +
               (started.started ? `, backfill ${started.runId} recovers what was missed` : ', a backfill is already running'),
           );
         } else if ((listed.failureCount ?? 0) > (before?.failureCount ?? 0)) {

@@ -22,6 +22,11 @@ export interface WebhookHealth {
   /** When pozy-sync last turned the subscription on again, and why. */
   reenabledAt?: string;
   reenabledBecause?: string;
+  /**
+   * Found off by a check whose request to turn it on failed: Pozy may have applied it all the same, so the next check
+   * that finds it on finishes the repair (the backfill, the ops event) instead of taking it for never switched off.
+   */
+  turningOn?: { failureCount: number | null };
   /** The last check or repair that failed, bounded. */
   error?: string;
 }
@@ -127,6 +132,13 @@ export class WorkspaceRepository {
   async get(id: string): Promise<StoredWorkspace | null> {
     const row = await this.database.db.selectFrom('workspace').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? this.opened(row) : null;
+  }
+
+  /** The last check of its managed subscription, as stored now (the registry's copy may be a poll behind). */
+  @GenerateSql({ params: [Sample.UUID] })
+  async webhookHealth(id: string): Promise<WebhookHealth | null> {
+    const row = await this.database.db.selectFrom('workspace').select('webhook_health').where('id', '=', id).executeTakeFirst();
+    return (row?.webhook_health as WebhookHealth | null | undefined) ?? null;
   }
 
   /** Every stored workspace, oldest first: the registry's copy (a row per workspace, thousands at most). */

@@ -2994,7 +2994,7 @@ export interface components {
             runId: string;
         };
         WorkspaceWebhookResponse: {
-            /** @description The last check of the managed subscription: `{ checkedAt, isActive, failureCount, reenabledAt?, reenabledBecause?, error? }`. */
+            /** @description The last check of the managed subscription: `{ checkedAt, isActive, failureCount, reenabledAt?, reenabledBecause?, turningOn?, error? }`; `turningOn`: found off, and the request to turn it on failed (the next check finishes the repair). */
             health: Record<string, never> | null;
             /** @description Whether pozy-sync made the subscription in Pozy and keeps it healthy. */
             managed: boolean;

@@ -13,7 +13,8 @@ export class WorkspaceWebhookResponse {
   @ApiProperty({
     type: Object,
     nullable: true,
-    description: 'The last check of the managed subscription: `{ checkedAt, isActive, failureCount, reenabledAt?, reenabledBecause?, error? }`.',
+    description:
+      'The last check of the managed subscription: `{ checkedAt, isActive, failureCount, reenabledAt?, reenabledBecause?, turningOn?, error? }`; `turningOn`: found off, and the request to turn it on failed (the next check finishes the repair).',
   })
   health!: unknown;
 
