@@ -119,7 +119,8 @@ export class ManagedWebhooks implements OnApplicationBootstrap, BeforeApplicatio
       } else {
         health.isActive = listed.isActive;
         health.failureCount = listed.failureCount;
-        const found = listed.isActive === false ? { failureCount: listed.failureCount ?? null } : before?.turningOn;
+        // Off now, or found off by a check whose request to turn it on failed and seen on since.
+        const found = listed.isActive === false ? { failureCount: listed.failureCount ?? null } : listed.isActive ? before?.turningOn : undefined;
         if (found) {
           if (listed.isActive === false) {
             // Kept if the request fails: Pozy may have turned it on without its answer reaching us.
