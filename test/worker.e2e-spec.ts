@@ -4,6 +4,8 @@ import { ConfigModule } from '../src/config/config.module';
 import { DatabaseModule } from '../src/database/database.module';
 import { DatabaseService } from '../src/database/database.service';
 import { QueueModule } from '../src/queue/queue.module';
+import { WorkerService } from '../src/queue/worker.service';
+import type { Runner } from 'graphile-worker';
 import { ReconcileTask } from '../src/reconcile/reconcile.task';
 import { PozySimulator } from '../simulator/simulator';
 import { createTestDatabase, TestDatabase } from './support/database';
@@ -17,6 +19,7 @@ describe('job queue (graphile-worker inside the service)', () => {
   /** The service reads this simulator's API; its events are delivered by the tests themselves. */
   let pozy: Record<string, string>;
   let postId: string;
+  let accountId: string;
 
   beforeAll(async () => {
     db = await createTestDatabase('worker');
@@ -24,6 +27,7 @@ describe('job queue (graphile-worker inside the service)', () => {
     pozy = { POZY_API_URL: sim.url, POZY_API_KEY: sim.apiKey };
     const profile = sim.world.createProfile('Worker test');
     const account = sim.world.connectAccount(profile._id, 'linkedin', 'worker');
+    accountId = account._id;
     postId = sim.world.createPost({ content: 'x', accountIds: [account._id], scheduledFor: Date.now() + 60_000 })._id;
   });
 
@@ -48,6 +52,28 @@ describe('job queue (graphile-worker inside the service)', () => {
       expect(rows).toEqual([{ id: postId, status: 'scheduled' }]);
       const ready = await fetch(`${service.baseUrl}/health/ready`);
       expect(await ready.json()).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, worker: { status: 'up', running: true } } });
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('starts a new job runner when graphile-worker stops its own, and reads what arrives after', async () => {
+    const service = await startService(db.url, { ...pozy, RECONCILE_COALESCE_WINDOW_MS: '0' });
+    try {
+      const worker = service.app.get(WorkerService);
+      // What graphile-worker does when its worker pool fails (a connection not given within the pool's timeout).
+      await (worker as unknown as { runner: Runner }).runner.kill('its worker pool failed');
+      const later = sim.world.createPost({ content: 'after the runner stopped', accountIds: [accountId], scheduledFor: Date.now() + 60_000 })._id;
+      expect((await deliver(service.baseUrl, postEvent(later))).status).toBe(200);
+      await waitFor(
+        'the post read by the new runner',
+        async () => ((await service.pool.query('SELECT 1 FROM post WHERE id = $1', [later])).rowCount ? true : undefined),
+        60_000,
+        100,
+      );
+      expect(worker.running).toBe(true);
+      const ready = await fetch(`${service.baseUrl}/health/ready`);
+      expect(await ready.json()).toMatchObject({ details: { worker: { status: 'up', running: true } } });
     } finally {
       await service.close();
     }

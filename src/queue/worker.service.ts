@@ -12,6 +12,9 @@ import { JobHandler, TaskHandler } from './task-handler.decorator';
 import { HEARTBEAT_MS, WorkerHeartbeat } from './worker-heartbeat';
 import { TASK_NAMES, TaskName, TASKS } from './tasks';
 
+/** How long after a runner stopped on its own a new one starts. */
+const RESTART_MS = 1_000;
+
 /** A job whose payload does not validate: a bug to see, so it fails (and stays visible in the queue with its error). */
 export class InvalidJobPayloadError extends Error {}
 
@@ -23,6 +26,9 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private runner: Runner | undefined;
   private heartbeat: WorkerHeartbeat | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarting: Promise<void> | undefined;
+  private stopping = false;
   /** Jobs run by this process, by outcome (a failed attempt is retried later with backoff). */
   readonly stats = { completed: 0, failed: 0 };
 
@@ -55,9 +61,13 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       this.logger.log('ROLE=api: jobs are left to worker replicas');
       return;
     }
+    await this.start();
+  }
+
+  private async start(): Promise<void> {
     const events: WorkerEvents = new EventEmitter();
     const poolCreated = new Promise<string>((resolve) => events.once('pool:create', ({ workerPool }) => resolve(workerPool.id)));
-    this.runner = await run({
+    const runner = await run({
       events,
       pgPool: this.database.pool,
       taskList: this.taskList,
@@ -80,17 +90,57 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
         },
       },
     });
+    this.runner = runner;
     // graphile-worker announces its pool as it creates it, inside run(); never wait on it forever.
     const poolId = await Promise.race([poolCreated, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5_000).unref())]);
     if (poolId) await this.startHeartbeat(poolId);
     else this.logger.warn('graphile-worker did not announce its pool: jobs of killed workers stay locked for 4 h');
-    this.runner.events.on('job:success', () => (this.stats.completed += 1));
-    this.runner.events.on('job:error', () => (this.stats.failed += 1));
+    runner.events.on('job:success', () => (this.stats.completed += 1));
+    runner.events.on('job:error', () => (this.stats.failed += 1));
+    // graphile-worker stops its runner when its worker pool fails (no connection within the pool's timeout, on a
+    // machine out of breath): without a new one, this replica would run no job again, every read left waiting.
+    void runner.promise.then(
+      () => this.stoppedOnItsOwn(runner, 'its worker pool ended'),
+      (error: unknown) => this.stoppedOnItsOwn(runner, (error as Error).message),
+    );
     this.logger.log(`Worker running (${TASK_NAMES.join(', ')}; concurrency ${this.config.workerConcurrency})`);
+  }
+
+  /** A runner that ended without beforeApplicationShutdown: its pool is given up (its jobs released) and a new one starts. */
+  private stoppedOnItsOwn(runner: Runner, why: string): void {
+    if (this.runner !== runner || this.stopping) return;
+    this.runner = undefined;
+    clearInterval(this.heartbeatTimer);
+    const heartbeat = this.heartbeat;
+    this.heartbeat = undefined;
+    this.logger.error(`The job runner stopped on its own (${why}); starting a new one in ${RESTART_MS} ms`);
+    this.restartTimer = setTimeout(() => {
+      this.restarting = (async () => {
+        // Forgetting the dead pool lets the new one's heartbeat release the jobs it had locked.
+        await heartbeat?.stop().catch(() => undefined);
+        if (!this.stopping) await this.start();
+      })().catch((error: unknown) => {
+        this.logger.error(`Starting a new job runner failed: ${(error as Error).message}`);
+        this.scheduleRetry();
+      });
+    }, RESTART_MS);
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopping) return;
+    this.restartTimer = setTimeout(() => {
+      this.restarting = this.start().catch((error: unknown) => {
+        this.logger.error(`Starting a new job runner failed: ${(error as Error).message}`);
+        this.scheduleRetry();
+      });
+    }, RESTART_MS);
   }
 
   /** Lets running jobs finish; past SHUTDOWN_GRACE_MS they are released back to the queue to run again. */
   async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    await this.restarting;
     if (!this.runner) return;
     const runner = this.runner;
     this.runner = undefined;
