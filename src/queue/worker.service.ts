@@ -114,24 +114,18 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     const heartbeat = this.heartbeat;
     this.heartbeat = undefined;
     this.logger.error(`The job runner stopped on its own (${why}); starting a new one in ${RESTART_MS} ms`);
-    this.restartTimer = setTimeout(() => {
-      this.restarting = (async () => {
-        // Forgetting the dead pool lets the new one's heartbeat release the jobs it had locked.
-        await heartbeat?.stop().catch(() => undefined);
-        if (!this.stopping) await this.start();
-      })().catch((error: unknown) => {
-        this.logger.error(`Starting a new job runner failed: ${(error as Error).message}`);
-        this.scheduleRetry();
-      });
-    }, RESTART_MS);
+    // Forgetting the dead pool lets the new one's heartbeat release the jobs it had locked.
+    void heartbeat?.stop().catch(() => undefined);
+    this.startLater();
   }
 
-  private scheduleRetry(): void {
+  private startLater(): void {
     if (this.stopping) return;
     this.restartTimer = setTimeout(() => {
       this.restarting = this.start().catch((error: unknown) => {
         this.logger.error(`Starting a new job runner failed: ${(error as Error).message}`);
-        this.scheduleRetry();
+        // A runner that started before the failure (its heartbeat's) runs on: never two at once.
+        if (!this.runner) this.startLater();
       });
     }, RESTART_MS);
   }
