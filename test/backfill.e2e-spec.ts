@@ -89,10 +89,14 @@ describe("backfill from Pozy's delivery logs", () => {
     await settled(harness);
     expect(await mirrorDifferences(harness.service.pool, world, harness.seen)).toEqual([]);
 
-    const status = (await (await fetch(`${harness.service.baseUrl}/sync/status`)).json()) as {
-      backfill: { lastRun: { id: string }; gaps: Array<{ events: number }> };
-    };
-    expect(status.backfill.lastRun.id).toBe(run.id);
+    // One reading of the figures answers every caller for STATUS_CACHE_MS, and a reading begun before the run ended
+    // (the freshness objective's own, say) may still be the one answered: the status shows the run soon after.
+    const status = await waitFor('the status to show the run', async () => {
+      const answered = (await (await fetch(`${harness.service.baseUrl}/sync/status`)).json()) as {
+        backfill: { lastRun: { id: string } | null; gaps: Array<{ events: number }> };
+      };
+      return answered.backfill.lastRun?.id === run.id ? answered : undefined;
+    });
     expect(status.backfill.gaps.reduce((sum, g) => sum + g.events, 0)).toBe(lost.length);
   });
 
