@@ -1,4 +1,6 @@
 import type { Post } from '../simulator/world/pozy-shapes';
+import type { Compilable, CompiledQuery } from 'kysely';
+import { QueryPool } from '../src/database/query-pool';
 import { HARNESS_ADMIN_TOKEN, settled } from './support/harness';
 import { getJson } from './support/http';
 import { waitFor } from './support/service';
@@ -191,6 +193,34 @@ describe('GET /posts: search, filters and orders over whole posts', () => {
     const ids = await walk(`publishedFrom=${new Date(from).toISOString()}&publishedTo=${new Date(to).toISOString()}&sort=publishedAt:desc`, 4);
 
     expect(ids).toEqual(ordered(expected, 'publishedAt', true));
+  });
+
+  it("a search's next pages ask the planner nothing more: its estimate is kept", async () => {
+    const db = harness.service.app.get(QueryPool).db;
+    const executeQuery = db.executeQuery.bind(db);
+    const explained: string[] = [];
+    const spy = jest.spyOn(db, 'executeQuery').mockImplementation((query: CompiledQuery | Compilable, ...rest) => {
+      const text = 'compile' in query ? query.compile().sql : query.sql;
+      if (text.startsWith('EXPLAIN')) explained.push(text);
+      return executeQuery(query, ...rest);
+    });
+    try {
+      const expected = truth().filter((p) => words(p.title).has('giraffe') || words(p.content).has('giraffe'));
+      expect(expected.length).toBeGreaterThan(4);
+      const started = Date.now();
+      // Spelled as no other test does, so no estimate is kept from before.
+      const ids = await walk('q=GiRaFfE', 1);
+      const elapsedMs = Date.now() - started;
+
+      expect(ids).toEqual(ordered(expected, 'id', false));
+      // One page per post: the search's estimate, and the table's size, asked once per 10 s they are kept (so once,
+      // unless the machine is slow enough for the walk to outlast that), not once per page.
+      expect(explained.length).toBeGreaterThanOrEqual(1);
+      expect(explained.length).toBeLessThanOrEqual(2 * Math.ceil(elapsedMs / 10_000));
+      expect(explained.length).toBeLessThan(ids.length);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('a filter and an order together: tag=sale by scheduledFor, newest first', async () => {

@@ -31,13 +31,16 @@ const SEARCH_PROBE = 1_000;
  * alternatives (SEARCH_LIMITS.ors) a search of rare words stays below this; a common word's share is measured.
  */
 const COMMON_SEARCH_SHARE = 0.025;
-/** How long the planner's estimate of the posts is reused (see plannedPosts). */
+/** How long the planner's estimates are reused (see plannedPosts, isCommonSearch). */
 const POST_ESTIMATE_MS = 10_000;
+/** Searches whose estimate is kept per Db, the least recently asked forgotten first. */
+const SEARCH_ESTIMATES = 1_000;
 
 /** Reads the mirror only: these never call Pozy. */
 @Injectable()
 export class PostsQuery {
   private readonly postEstimates = new WeakMap<Db, { rows: number; at: number }>();
+  private readonly searchEstimates = new WeakMap<Db, Map<string, SearchEstimate>>();
 
   constructor(private readonly database: DatabaseService) {}
 
@@ -93,26 +96,55 @@ export class PostsQuery {
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
     if (filters.query.q === undefined) return filters;
-    const [matching] = await plannerRows(db, [
-      db
-        .selectFrom('post')
-        .select('post.id')
-        .where((eb) => eb.and(conditions(eb, filters)))
-        .compile(),
-    ]);
-    if (matching >= COMMON_SEARCH_SHARE * (await this.plannedPosts(db))) return filters;
-    const ids = await db.transaction().execute(async (trx) => {
-      // For this statement only: through the indexes' bitmaps, never by walking the table or an order.
-      await sql`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)`.execute(trx);
-      const rows = await trx
-        .selectFrom('post')
-        .select('post.id')
-        .where((eb) => eb.and(conditions(eb, filters)))
-        .limit(SEARCH_PROBE + 1)
-        .execute();
-      return [...new Set(rows.map((row) => row.id))];
+    if (await this.isCommonSearch(db, filters)) return filters;
+    const ids = await db.connection().execute(async (connection) => {
+      // For this statement only: through the indexes' bitmaps, never by walking the table or an order. The
+      // transaction and its settings in one round trip (a statement without parameters may hold several).
+      try {
+        await sql`BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`.execute(connection);
+        const rows = await connection
+          .selectFrom('post')
+          .select('post.id')
+          .where((eb) => eb.and(conditions(eb, filters)))
+          .limit(SEARCH_PROBE + 1)
+          .execute();
+        return [...new Set(rows.map((row) => row.id))];
+      } finally {
+        // Read only: nothing to keep, and the settings end with it.
+        await sql`ROLLBACK`.execute(connection);
+      }
     });
     return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
+  }
+
+  /**
+   * Whether the planner expects the search to match COMMON_SEARCH_SHARE of the posts or more. Its estimate moves only
+   * with the statistics, so each search's (its statement and parameters) is kept POST_ESTIMATE_MS: the next page of a
+   * search, and a word many readers look for, plan nothing more.
+   */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
+  private async isCommonSearch(db: Db, filters: Filters): Promise<boolean> {
+    const estimate = db
+      .selectFrom('post')
+      .select('post.id')
+      .where((eb) => eb.and(conditions(eb, filters)))
+      .compile();
+    let known = this.searchEstimates.get(db);
+    if (known === undefined) this.searchEstimates.set(db, (known = new Map<string, SearchEstimate>()));
+    const key = JSON.stringify([estimate.sql, estimate.parameters]);
+    const cached = known.get(key);
+    if (cached !== undefined && Date.now() - cached.at < POST_ESTIMATE_MS) {
+      // Asked again: the most recently asked comes last in the map's order.
+      known.delete(key);
+      known.set(key, cached);
+      return cached.common;
+    }
+    const [matching] = await plannerRows(db, [estimate]);
+    const common = matching >= COMMON_SEARCH_SHARE * (await this.plannedPosts(db));
+    known.delete(key);
+    known.set(key, { common, at: Date.now() });
+    if (known.size > SEARCH_ESTIMATES) known.delete(known.keys().next().value!);
+    return common;
   }
 
   /**
@@ -251,6 +283,12 @@ export class PostsQuery {
     }
     return rows;
   }
+}
+
+/** Whether the planner expects a search to be common (see isCommonSearch), and when it was asked. */
+interface SearchEstimate {
+  common: boolean;
+  at: number;
 }
 
 interface Filters {
