@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { OpsEvents } from '../notifications/ops-events.service';
 import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey, LockName, workspaceLockPart } from '../database/advisory-lock';
 import type { Db } from '../database/database.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
+import { isNoConnection } from '../common/database-errors';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
@@ -18,6 +20,8 @@ import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-re
 const SUPERVISE_EVERY_MS = 10_000;
 /** A failed import is tried again (from its checkpoint) this long after it failed. */
 const IMPORT_RETRY_AFTER_MS = 60_000;
+/** A run stopped by a database with no connection to give waits this long before it is resumed. */
+const NO_CONNECTION_PAUSE_MS = 2_000;
 /**
  * A failed import is told of (`ops.import.failed`) at most once in each such span of its run's life, counted from the
  * run's start on the database's clock: retried every IMPORT_RETRY_AFTER_MS, a lasting failure would otherwise send
@@ -312,6 +316,14 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       }
       if (error instanceof LostRunError) {
         this.logger.warn(error.message);
+        return;
+      }
+      if (isNoConnection(error)) {
+        // A busy database (no connection within the pool's timeout) is not the run's failure: it is resumed from its
+        // checkpoint shortly, by the next look here or on another replica, rather than failed, told of, and left a minute.
+        this.logger.warn(`${kindName(run.kind)} ${run.id} of ${workspace.id}: no database connection in time; resumed from its checkpoint`);
+        await delay(NO_CONNECTION_PAUSE_MS, undefined, { signal: stop }).catch(() => undefined);
+        await this.runs.release(run.id, this.owner).catch(() => undefined);
         return;
       }
       // Pozy refused what retrying cannot change (a bad key, a malformed answer), or our own database failed. A
