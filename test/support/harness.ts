@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { AckSpool } from '../../src/receive/ack-spool';
 import { FaultConfig } from '../../simulator/faults';
 import { PozySimulator, SimulatorOptions } from '../../simulator/simulator';
 import type { PozyEvent } from '../../simulator/world/pozy-shapes';
@@ -83,6 +84,9 @@ export async function settled(harness: Harness, timeoutMs = 30_000): Promise<voi
     timer = setTimeout(() => reject(new Error(`the simulator still had deliveries after ${timeoutMs} ms`)), timeoutMs);
   });
   await Promise.race([harness.sim.idle(), deadline]).finally(() => clearTimeout(timer));
+  // A delivery acknowledged through the spool (a busy database) is in neither the events nor the backlog until stored.
+  const spool = harness.service.app.get(AckSpool);
+  await waitFor('the spool to be stored', async () => (spool.counts().pending === 0 ? true : undefined), timeoutMs);
   await waitFor('the mirror to catch up', async () => ((await backlog(harness.service.pool)) === 0 ? true : undefined), timeoutMs);
 }
 

@@ -41,6 +41,11 @@ export async function startService(
     INITIAL_IMPORT: 'off',
     // A spool of its own: test files run in parallel.
     SPOOL_DIR: mkdtempSync(join(tmpdir(), 'pozy-spool-')),
+    // The most a receiver may wait for a busy test database (the suites run side by side on few cores), so that an
+    // event is answered stored, as tests expect, unless a test makes the database slower; a spooled one is retried
+    // soon. The spool's own tests set both.
+    ACK_TIMEOUT_MS: '4500',
+    SPOOL_RETRY_FIRST_MS: '1000',
     // The tests' subscribers listen on loopback, which is refused unless allowed.
     NOTIFY_ALLOWED_HOSTS: '127.0.0.1',
     ...env,
