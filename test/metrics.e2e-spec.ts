@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseMetrics } from './support/metrics';
 import { settled } from './support/harness';
+import { waitFor } from './support/service';
 import { deliver, postEvent } from './support/pozy-events';
 import { SimulatorSpec, startSpec } from './support/spec';
 
@@ -41,7 +42,12 @@ describe('GET /metrics', () => {
     expect((await deliver(base, postEvent(post._id), { headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     await settled(harness);
 
-    const m = await scrape();
+    // The gauges come from a reading of the figures that one begun while the read was still owed may answer: the
+    // scrape that counts is one after a reading saw the read done.
+    const m = await waitFor('a scrape with the read done', async () => {
+      const scraped = await scrape();
+      return scraped.get('pozy_sync_reconcile_pending') === 0 && scraped.get('pozy_sync_mirror_lag_seconds') === 0 ? scraped : undefined;
+    });
     const received = (outcome: string, reason = '') => m.get(`pozy_sync_webhooks_received_total{outcome="${outcome}",reason="${reason}"}`) ?? 0;
     expect(received('accepted')).toBe(3);
     expect(received('duplicate')).toBe(1);

@@ -26,15 +26,16 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     const url = new URL(db.url);
     proxy = await TcpProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
     direct = db.pool(2);
-    // Shortened for the test: acknowledgment 500 ms (2 s), retries after 300 ms (10 s) then 1.5 s (20 min),
-    // dead-lettered once timeouts have lasted over 1 s (60 s).
+    // Shortened for the test: acknowledgment 500 ms (2 s), retries after 300 ms (10 s) then 3 s (20 min),
+    // dead-lettered once timeouts have lasted over 2.5 s (60 s): the first retry's failure, about 0.8 s after the
+    // spool, is well inside that on a slow machine, and the second's, about 4.3 s after, past it.
     service = await startService(proxy.url(db.url), {
       ROLE: 'api',
       ADMIN_TOKEN: 'spool-admin-token',
       ACK_TIMEOUT_MS: '500',
       SPOOL_RETRY_FIRST_MS: '300',
-      SPOOL_RETRY_SECOND_MS: '1500',
-      DEAD_LETTER_AFTER_MS: '1000',
+      SPOOL_RETRY_SECOND_MS: '3000',
+      DEAD_LETTER_AFTER_MS: '2500',
     });
   });
 
@@ -74,7 +75,7 @@ describe('the acknowledgment spool: PostgreSQL unreachable for the receiver', ()
     expect(rows[0].n).toBe(10);
   });
 
-  it('moves events to the acknowledgment dead-letter queue after over 60 s (here 1 s) of timeouts; a replay stores each once', async () => {
+  it('moves events to the acknowledgment dead-letter queue after over 60 s (here 2.5 s) of timeouts; a replay stores each once', async () => {
     proxy.set('blackhole');
     const events = Array.from({ length: 3 }, () => postEvent('66aa01f3c2b1e4d5f6a7ffff'));
     for (const event of events) expect((await deliver(service.baseUrl, event)).body.spooled).toBe(true);
