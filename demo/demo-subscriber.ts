@@ -47,6 +47,11 @@ export async function startDemoSubscriber(): Promise<DemoSubscriber> {
   const address = server.address();
   if (typeof address !== 'object' || !address) throw new Error('the demo subscriber is not listening');
   subscriber.url = `http://127.0.0.1:${address.port}/pozy-sync`;
-  subscriber.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  subscriber.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // The service's deliveries keep their connections busy: a close waiting for them to end may never come.
+      server.closeAllConnections();
+    });
   return subscriber;
 }

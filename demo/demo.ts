@@ -195,14 +195,31 @@ function portFree(port: number): Promise<void> {
   });
 }
 
-function stopChild(child: ChildProcess): Promise<unknown> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+/** SIGTERM, and SIGKILL if it has not exited within SERVICE_STOP_WAIT_MS: either way, waited for (no zombie left). */
+async function stopChild(child: ChildProcess): Promise<unknown> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
-  return exited;
+  const killer = setTimeout(() => {
+    console.error(`the service did not exit within ${SERVICE_STOP_WAIT_MS / 1000} s of SIGTERM: killed`);
+    child.kill('SIGKILL');
+  }, SERVICE_STOP_WAIT_MS);
+  return exited.finally(() => clearTimeout(killer));
 }
 
 const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+/** A stop still under way after this is left behind, so that one stuck part never keeps the demo from exiting. */
+const STOP_WAIT_MS = 30_000;
+/** The service gets this long after SIGTERM (less than STOP_WAIT_MS, so that it is killed and waited for). */
+const SERVICE_STOP_WAIT_MS = 20_000;
+
+function bounded(stop: Promise<unknown>): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still not stopped after ${STOP_WAIT_MS / 1000} s; going on`)), STOP_WAIT_MS);
+  });
+  return Promise.race([stop, late]).finally(() => clearTimeout(timer));
+}
 
 async function main(): Promise<void> {
   Logger.overrideLogger(['error', 'warn']);
@@ -307,7 +324,7 @@ async function main(): Promise<void> {
     (finishing ??= (async () => {
       // A start under way (initdb takes seconds) completes, then is stopped like the rest.
       await resources.catch(() => undefined);
-      for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error(`stopping: ${String(error)}`));
+      for (const stop of stops.reverse()) await bounded(stop()).catch((error: unknown) => console.error(`stopping: ${String(error)}`));
       process.exit(signalled && !ranToEnd ? 128 + constants.signals[signalled] : failed ? 1 : 0);
     })());
   for (const signal of SIGNALS) {
