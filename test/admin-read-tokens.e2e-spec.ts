@@ -137,7 +137,6 @@ describe('read tokens made through the admin API (/admin/tokens), scoped to work
     });
 
     it('is honoured by the other replica within the deadline, which closes its reads to anonymous requests', async () => {
-      const started = Date.now();
       // While its reads are open any token passes there: what shows it has seen the token is that anonymous reads stop.
       await waitFor(
         'the other replica to see a live token',
@@ -157,7 +156,6 @@ describe('read tokens made through the admin API (/admin/tokens), scoped to work
         body: { error: 'invalid_token' },
       });
       expect(await readStatus(other.baseUrl, ADMIN_TOKEN)).toBe(200);
-      expect(Date.now() - started).toBeLessThan(REPLICA_DEADLINE_MS);
     });
 
     it("hands the token's scope to the handler, and narrows a requested list to it", async () => {
@@ -243,12 +241,12 @@ describe('read tokens made through the admin API (/admin/tokens), scoped to work
         async () => ((await readStatus(other.baseUrl, scoped.token)) === 403 ? true : undefined),
         REPLICA_DEADLINE_MS,
       );
+      // Both within the one deadline, counted from the deletion.
       await waitFor(
         'the echo replica to refuse it',
         async () => ((await call(echo.baseUrl, 'GET', '/scope-echo', { token: scoped.token })).status === 403 ? true : undefined),
-        REPLICA_DEADLINE_MS,
+        Math.max(0, REPLICA_DEADLINE_MS - (Date.now() - started)),
       );
-      expect(Date.now() - started).toBeLessThan(REPLICA_DEADLINE_MS);
       // The token for every workspace still reads there, and anonymous requests are still refused.
       expect(await readStatus(other.baseUrl, every.token)).toBe(200);
       expect(await readStatus(other.baseUrl)).toBe(401);

@@ -616,7 +616,8 @@ describe('Pozy simulator', () => {
       await waitFor('the request to be held', async () => (sim.stats().api.byRoute['GET /v1/posts']?.timeout ? true : undefined));
       const started = Date.now();
       await sim.stop();
-      expect(Date.now() - started).toBeLessThan(2000);
+      // Not held for the fault's timeout; the bound leaves room for a busy machine.
+      expect(Date.now() - started).toBeLessThan(5000);
       expect(await pending).toBe('closed');
     });
 
@@ -1436,7 +1437,8 @@ describe('Pozy simulator', () => {
       const started = Date.now();
       await sim.stop();
       await sim.idle();
-      expect(Date.now() - started).toBeLessThan(1000);
+      // Well before the retry's 10 s, with room for a busy machine.
+      expect(Date.now() - started).toBeLessThan(5000);
       // The attempt cut short by stop() is neither logged nor counted.
       expect(sim.stats().webhooks).toMatchObject({ pending: 0, attempts: 1, failures: 1, deadLettered: 0 });
       expect(endpoint.deliveries).toHaveLength(2);
