@@ -31,6 +31,9 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private stopping = false;
   /** Jobs run by this process, by outcome (a failed attempt is retried later with backoff). */
   readonly stats = { completed: 0, failed: 0 };
+  /** Jobs running in this process now, and when the latest began (ms since the epoch): see `busy`. */
+  private jobsRunning = 0;
+  private lastJobStartedAt = -Infinity;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -164,6 +167,14 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     return this.runner !== undefined;
   }
 
+  /**
+   * Whether this process runs a job now or began one within `withinMs`: realtime work (a read an event asked for) that
+   * bulk work on the same database (an import's pages) should give way to.
+   */
+  busy(withinMs: number, now = Date.now()): boolean {
+    return this.jobsRunning > 0 || now - this.lastJobStartedAt < withinMs;
+  }
+
   private wrap<N extends TaskName>(name: N, handler: JobHandler<N>): Task {
     return async (raw, helpers) => {
       const payload = plainToInstance(TASKS[name], raw ?? {});
@@ -173,7 +184,13 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
           `Invalid ${name} payload: ${errors.map((e) => `${e.property} (${Object.values(e.constraints ?? {}).join('; ')})`).join(', ')}`,
         );
       }
-      await handler.handle(payload as Parameters<JobHandler<N>['handle']>[0], helpers);
+      this.jobsRunning += 1;
+      this.lastJobStartedAt = Date.now();
+      try {
+        await handler.handle(payload as Parameters<JobHandler<N>['handle']>[0], helpers);
+      } finally {
+        this.jobsRunning -= 1;
+      }
     };
   }
 }
