@@ -252,8 +252,11 @@ describe('the database with no connection to give during the import', () => {
     );
     watching = false;
     await watch;
-    expect(run).toMatchObject({ id: under.id, status: 'succeeded', error: null });
+    expect(run).toMatchObject({ id: under.id, status: 'succeeded', error: null, last_error: null });
     expect([...statuses]).not.toContain('failed');
+    // It did stop for want of a connection: the run was taken up again from its checkpoint (a claim marks it resumed).
+    const { rows } = await direct.query<{ resumed: boolean }>('SELECT resumed_at IS NOT NULL AS resumed FROM sweep_run WHERE id = $1', [run.id]);
+    expect(rows[0].resumed).toBe(true);
     expect(await mirrorDifferences(direct, sim.world, everything(sim.world))).toEqual([]);
   }, 300_000);
 });

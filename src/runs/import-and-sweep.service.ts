@@ -20,8 +20,12 @@ import { MirroredWorkspace, WorkspaceRegistry } from '../workspaces/workspace-re
 const SUPERVISE_EVERY_MS = 10_000;
 /** A failed import is tried again (from its checkpoint) this long after it failed. */
 const IMPORT_RETRY_AFTER_MS = 60_000;
-/** A run stopped by a database with no connection to give waits this long before it is resumed. */
+/**
+ * A run stopped by a database with no connection to give waits this long before it is resumed, doubling with each
+ * such stop in a row; past NO_CONNECTION_STOPS in a row it has lasted about a minute and fails like any other error.
+ */
 const NO_CONNECTION_PAUSE_MS = 2_000;
+const NO_CONNECTION_STOPS = 5;
 /**
  * A failed import is told of (`ops.import.failed`) at most once in each such span of its run's life, counted from the
  * run's start on the database's clock: retried every IMPORT_RETRY_AFTER_MS, a lasting failure would otherwise send
@@ -68,6 +72,11 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   /** This replica, as a run's owner. */
   private readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly current = new Map<WorkspaceId, Execution>();
+  /**
+   * Runs stopped by a database with no connection to give, by run id: how many times in a row (with no post written
+   * in between), and the posts done when the last of them was launched.
+   */
+  private readonly noConnectionStops = new Map<string, { stops: number; postsDone: number }>();
   private readonly stopping = new AbortController();
   /** The supervisor's looks: every SUPERVISE_EVERY_MS, and at once when woken (a place freed, the registry changed). */
   private readonly looks = new WakeableLoop({
@@ -305,6 +314,8 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async execute(workspace: MirroredWorkspace, run: SweepRun, stop: AbortSignal): Promise<void> {
+    const before = this.noConnectionStops.get(run.id);
+    this.noConnectionStops.delete(run.id);
     try {
       await this.runner.execute(run, this.owner, stop, workspace.client);
       if (run.kind === 'import') await this.tellImport(workspace.id, run, 'succeeded', null);
@@ -318,11 +329,17 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn(error.message);
         return;
       }
-      if (isNoConnection(error)) {
+      // In a row: the launch before this one wrote nothing more.
+      const stops = before && before.postsDone >= run.postsDone ? before.stops + 1 : 1;
+      if (isNoConnection(error) && stops <= NO_CONNECTION_STOPS) {
         // A busy database (no connection within the pool's timeout) is not the run's failure: it is resumed from its
         // checkpoint shortly, by the next look here or on another replica, rather than failed, told of, and left a minute.
-        this.logger.warn(`${kindName(run.kind)} ${run.id} of ${workspace.id}: no database connection in time; resumed from its checkpoint`);
-        await delay(NO_CONNECTION_PAUSE_MS, undefined, { signal: stop }).catch(() => undefined);
+        const waitMs = NO_CONNECTION_PAUSE_MS * 2 ** (stops - 1);
+        const message = `no database connection in time; resumed from its checkpoint in ${waitMs / 1000} s`;
+        this.logger.warn(`${kindName(run.kind)} ${run.id} of ${workspace.id}: ${message}`);
+        this.noConnectionStops.set(run.id, { stops, postsDone: run.postsDone });
+        await this.runs.noteError(run.id, this.owner, message).catch(() => undefined);
+        await delay(waitMs, undefined, { signal: stop }).catch(() => undefined);
         await this.runs.release(run.id, this.owner).catch(() => undefined);
         return;
       }
