@@ -100,6 +100,7 @@ export class PostsQuery {
     const ids = await db.connection().execute(async (connection) => {
       // For this statement only: through the indexes' bitmaps, never by walking the table or an order. The
       // transaction and its settings in one round trip (a statement without parameters may hold several).
+      let failed = false;
       try {
         await sql`BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`.execute(connection);
         const rows = await connection
@@ -109,9 +110,15 @@ export class PostsQuery {
           .limit(SEARCH_PROBE + 1)
           .execute();
         return [...new Set(rows.map((row) => row.id))];
+      } catch (error) {
+        failed = true;
+        throw error;
       } finally {
-        // Read only: nothing to keep, and the settings end with it.
-        await sql`ROLLBACK`.execute(connection);
+        // Read only: nothing to keep, and the settings end with it. A probe's own failure (a statement timeout, which
+        // answers 503) is what the caller hears, not the ROLLBACK's.
+        await sql`ROLLBACK`.execute(connection).catch((error: unknown) => {
+          if (!failed) throw error;
+        });
       }
     });
     return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
