@@ -3,7 +3,7 @@ import { mirrorDifferences } from '../simulator/mirror-check';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { Harness, settled, startHarness } from './support/harness';
 import { metricTotal, parseMetrics } from './support/metrics';
-import { everything, latestRun } from './support/runs';
+import { everything, importEnded, latestRun } from './support/runs';
 import { RunningService, startService, waitFor } from './support/service';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -232,14 +232,7 @@ describe('an import against a Pozy that allows less than the budget says, and an
 
   it('waits them out, keeps its checkpoint, and succeeds with every page read', async () => {
     const { sim, service } = harness;
-    const run = await waitFor(
-      'the import to end',
-      async () => {
-        const r = await latestRun(service.pool);
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      90_000,
-    );
+    const run = await importEnded(service.pool, 90_000);
     const pauses = metricTotal(parseMetrics(await (await fetch(`${service.baseUrl}/metrics`)).text()), 'pozy_sync_pozy_rate_limit_pauses_total');
     const api = sim.stats().api;
     process.stdout.write(

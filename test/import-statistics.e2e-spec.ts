@@ -1,8 +1,7 @@
 import type { Pool } from 'pg';
 import { PostsQuery } from '../src/mirror/posts/posts.query';
 import { explainAnalyzed, planNodes, recordingDatabase } from './support/explain';
-import { latestRun } from './support/runs';
-import { waitFor } from './support/service';
+import { importEnded } from './support/runs';
 import { SimulatorSpec, startSpec } from './support/spec';
 
 const POSTS = 6_000;
@@ -37,15 +36,7 @@ describe('statistics from the first minute: the tables an import fills are analy
   });
 
   it('leaves post, account, change, resource_version and sweep_seen analyzed, and the plain first page of GET /posts planned on an index', async () => {
-    const run = await waitFor(
-      'the import to end',
-      async () => {
-        const latest = await latestRun(pool);
-        return latest && latest.status !== 'running' ? latest : undefined;
-      },
-      240_000,
-      200,
-    );
+    const run = await importEnded(pool, 240_000, 'the import to end', 200);
     expect(run).toMatchObject({ status: 'succeeded', error: null });
     expect(run.posts_created).toBeGreaterThan(POSTS * 0.9);
 

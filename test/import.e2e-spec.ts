@@ -9,7 +9,7 @@ import { createTestDatabase, TestDatabase } from './support/database';
 import { apiCalls, Harness, HARNESS_ADMIN_TOKEN, settled, startHarness } from './support/harness';
 import { freePort } from './support/ports';
 import { spawnService } from './support/process';
-import { everything, latestRun } from './support/runs';
+import { everything, importEnded, latestRun } from './support/runs';
 import { TEST_WEBHOOK_SECRET, waitFor } from './support/service';
 
 const POSTS_ROUTE = 'GET /v1/posts';
@@ -158,14 +158,7 @@ describe('posts created and deleted between two pages of the import', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 40));
     }
-    await waitFor(
-      'the import to end',
-      async () => {
-        const run = await latestRun(service.pool);
-        return run && run.status !== 'running' ? run : undefined;
-      },
-      180_000,
-    );
+    await importEnded(service.pool, 180_000);
 
     const run = await latestRun(service.pool);
     expect(run).toMatchObject({ status: 'succeeded' });
@@ -242,14 +235,7 @@ describe('the database with no connection to give during the import', () => {
       for (const client of held) client.release();
     }
 
-    const run = await waitFor(
-      'the import to complete',
-      async () => {
-        const r = await latestRun(direct);
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      120_000,
-    );
+    const run = await importEnded(direct, 120_000, 'the import to complete');
     watching = false;
     await watch;
     expect(run).toMatchObject({ id: under.id, status: 'succeeded', error: null, last_error: null });
@@ -315,14 +301,7 @@ describe('the service killed (SIGKILL) in the middle of the import', () => {
 
     const second = spawnService(env, process.cwd());
     try {
-      const run = await waitFor(
-        'the import to complete after the restart',
-        async () => {
-          const r = await latestRun(direct);
-          return r && r.status !== 'running' ? r : undefined;
-        },
-        90_000,
-      );
+      const run = await importEnded(direct, 90_000, 'the import to complete after the restart');
       expect(run).toMatchObject({ id: killedAt.runId, status: 'succeeded' });
       const pagesAfter = apiCalls({ sim }, POSTS_ROUTE) - pagesBefore;
       const fullListing = Math.ceil(20_000 / 490);
