@@ -24,6 +24,7 @@ import { Client, Pool } from 'pg';
 import { freePort, waitForHttp } from '../bench/net';
 import { BUILT_SERVICE } from '../bench/processes';
 import { EmbeddedDatabase } from '../src/database/embedded-postgres';
+import { withDeadline } from '../src/receive/ack-deadline';
 import { startDemoSubscriber } from './demo-subscriber';
 import { Rng } from '../simulator/faults';
 import { mirrorDifferences } from '../simulator/mirror-check';
@@ -213,13 +214,8 @@ const STOP_WAIT_MS = 30_000;
 /** The service gets this long after SIGTERM (less than STOP_WAIT_MS, so that it is killed and waited for). */
 const SERVICE_STOP_WAIT_MS = 20_000;
 
-function bounded(stop: Promise<unknown>): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still not stopped after ${STOP_WAIT_MS / 1000} s; going on`)), STOP_WAIT_MS);
-  });
-  return Promise.race([stop, late]).finally(() => clearTimeout(timer));
-}
+const bounded = (stop: Promise<unknown>) =>
+  withDeadline(stop, STOP_WAIT_MS, () => new Error(`still not stopped after ${STOP_WAIT_MS / 1000} s; going on`));
 
 async function main(): Promise<void> {
   Logger.overrideLogger(['error', 'warn']);

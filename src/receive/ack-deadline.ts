@@ -6,11 +6,11 @@ export class AckTimeoutError extends Error {
   }
 }
 
-/** Rejects with AckTimeoutError when `promise` has not settled within `ms`. */
-export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** Rejects with `late()` (by default AckTimeoutError) when `promise` has not settled within `ms`. */
+export function withDeadline<T>(promise: Promise<T>, ms: number, late: () => Error = () => new AckTimeoutError(ms)): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new AckTimeoutError(ms)), ms);
+    timer = setTimeout(() => reject(late()), ms);
   });
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
