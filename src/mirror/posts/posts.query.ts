@@ -103,10 +103,7 @@ export class PostsQuery {
       let failed = false;
       try {
         await sql`BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`.execute(connection);
-        const rows = await connection
-          .selectFrom('post')
-          .select('post.id')
-          .where((eb) => eb.and(conditions(eb, filters)))
+        const rows = await matchingIds(connection, filters)
           .limit(SEARCH_PROBE + 1)
           .execute();
         return [...new Set(rows.map((row) => row.id))];
@@ -131,11 +128,7 @@ export class PostsQuery {
    */
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async isCommonSearch(db: Db, filters: Filters): Promise<boolean> {
-    const estimate = db
-      .selectFrom('post')
-      .select('post.id')
-      .where((eb) => eb.and(conditions(eb, filters)))
-      .compile();
+    const estimate = matchingIds(db, filters).compile();
     let known = this.searchEstimates.get(db);
     if (known === undefined) this.searchEstimates.set(db, (known = new Map<string, SearchEstimate>()));
     const key = JSON.stringify([estimate.sql, estimate.parameters]);
@@ -290,6 +283,14 @@ export class PostsQuery {
     }
     return rows;
   }
+}
+
+/** The ids of the posts the filters match: the search's estimate and its probe ask of the same statement. */
+function matchingIds(db: Db, filters: Filters) {
+  return db
+    .selectFrom('post')
+    .select('post.id')
+    .where((eb) => eb.and(conditions(eb, filters)));
 }
 
 /** Whether the planner expects a search to be common (see isCommonSearch), and when it was asked. */
