@@ -15,20 +15,22 @@ function pageWrites(atOnce: () => number) {
       await new Promise<void>((resolve) => finishers.push(resolve));
       underWay -= 1;
     });
+  /** Adds pages 1 to `count` one after another, as the run does (each add waits for a place). */
+  const addAll = async (count: number) => {
+    for (let n = 1; n <= count; n += 1) await add(n);
+  };
   /** Lets the oldest unfinished write end, and the promises waiting on it run. */
   const finishOldest = async () => {
     finishers.shift()?.();
     await new Promise((resolve) => setImmediate(resolve));
   };
-  return { writes, add, started, finishOldest, peak: () => peak };
+  return { writes, addAll, started, finishOldest, peak: () => peak };
 }
 
 describe('PageWrites: the import pages under way at once', () => {
   it('starts up to three pages at once while nothing asks it to give way', async () => {
-    const { writes, add, started, finishOldest, peak } = pageWrites(() => 3);
-    const adding = (async () => {
-      for (let n = 1; n <= 6; n += 1) await add(n);
-    })();
+    const { writes, addAll, started, finishOldest, peak } = pageWrites(() => 3);
+    const adding = addAll(6);
     await new Promise((resolve) => setImmediate(resolve));
 
     expect(started).toEqual([1, 2, 3]);
@@ -46,10 +48,8 @@ describe('PageWrites: the import pages under way at once', () => {
 
   it('writes one page at a time while the process runs jobs, and three again once it stops', async () => {
     let busy = true;
-    const { writes, add, started, finishOldest, peak } = pageWrites(() => (busy ? 1 : 3));
-    const adding = (async () => {
-      for (let n = 1; n <= 6; n += 1) await add(n);
-    })();
+    const { writes, addAll, started, finishOldest, peak } = pageWrites(() => (busy ? 1 : 3));
+    const adding = addAll(6);
     await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([1]);
 
