@@ -423,6 +423,12 @@ export const VARIABLES = {
     meaning: 'on SIGTERM, how long readiness fails (while requests are still answered) before the server stops accepting',
     field: 'shutdownDrainMs',
   }),
+  HEAP_GROWTH_PERCENT: variable({
+    kind: integer(50, 0, 400),
+    meaning:
+      "how far V8's heap may grow past what its last full collection kept before the next one, in percent: a page of an import allocates megabytes that die at once, so the default keeps the process near what it holds; `0`: V8's own rule (which let a 100,000-post import peak at about 330 MB against about 210 MB at 50)",
+    field: 'heapGrowthPercent',
+  }),
   NOTIFY_TIMEOUT_MS: variable({
     kind: integer(10_000, 100, 120_000),
     meaning: 'timeout of one attempt to deliver a change notification',
