@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { setFlagsFromString } from 'node:v8';
 import { createApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
@@ -22,9 +21,6 @@ async function main(): Promise<void> {
     throw error;
   }
   Logger.overrideLogger(config.logLevels);
-  // V8 reads this factor at each full collection, so setting it now (before the app allocates) is enough; by its own
-  // rule the heap grew to four times what a collection kept during an import, all of it dead pages.
-  if (config.heapGrowthPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowthPercent}`);
 
   let embedded: EmbeddedDatabase | undefined;
   let app: NestFastifyApplication | undefined;

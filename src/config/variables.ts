@@ -426,7 +426,7 @@ export const VARIABLES = {
   HEAP_GROWTH_PERCENT: variable({
     kind: integer(50, 0, 400),
     meaning:
-      "how far V8's heap may grow past what its last full collection kept before the next one, in percent: a page of an import allocates megabytes that die at once, so the default keeps the process near what it holds; `0`: V8's own rule (which let a 100,000-post import peak at about 330 MB against about 210 MB at 50)",
+      "while the process starts and while an import or a sweep runs in it, how far V8's heap may grow past what its last full collection kept before the next one, in percent (src/runs/tight-heap.ts): a page allocates megabytes that die at once, so the default keeps the process near what it holds (a 100,000-post import peaked at about 330 MB under V8's own rule, about 210 MB at 50); outside runs, and with `0`, V8's own rule",
     field: 'heapGrowthPercent',
   }),
   NOTIFY_TIMEOUT_MS: variable({

@@ -3,6 +3,7 @@ import { Tracing } from '../tracing/tracing.service';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Db } from '../database/database.service';
 import { TableStatistics } from '../database/table-statistics';
+import { TightHeap } from './tight-heap';
 import { MetricsService } from '../metrics/metrics.service';
 import { AccountMirrorRepository } from '../mirror/accounts/account-mirror.repository';
 import { holds, PostMirrorRepository, PostVersion } from '../mirror/posts/post-mirror.repository';
@@ -134,6 +135,7 @@ export class SweepRunner {
     private readonly statistics: TableStatistics,
     private readonly tracing: Tracing,
     private readonly worker: WorkerService,
+    private readonly heap: TightHeap,
   ) {}
 
   /**
@@ -148,7 +150,7 @@ export class SweepRunner {
       'pozy_sync.run.dry_run': run.dryRun,
       workspaceId: run.workspaceId,
     };
-    return this.tracing.span(`${run.kind} run`, { root: true, attributes }, () => this.executeRun(run, owner, stop, pozy));
+    return this.heap.during(() => this.tracing.span(`${run.kind} run`, { root: true, attributes }, () => this.executeRun(run, owner, stop, pozy)));
   }
 
   private async executeRun(run: SweepRun, owner: string, stop: AbortSignal, pozy: PozyClient): Promise<void> {

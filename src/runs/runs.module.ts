@@ -8,6 +8,7 @@ import { SweepRunRepository } from './sweep-run.repository';
 import { SweepRunner } from './import-and-sweep-runner';
 import { SweepController } from './sweep.controller';
 import { SweepService } from './import-and-sweep.service';
+import { TightHeap } from './tight-heap';
 
 /**
  * The runs that list the whole workspace from Pozy, resumable, one at a time: the initial import (a run of kind
@@ -17,7 +18,7 @@ import { SweepService } from './import-and-sweep.service';
 @Module({
   imports: [PozyModule, PostsModule, AccountsModule, NotificationsModule, ChangesModule],
   controllers: [SweepController],
-  providers: [SweepRunRepository, SweepRunner, SweepService],
+  providers: [SweepRunRepository, SweepRunner, SweepService, TightHeap],
   exports: [SweepRunRepository, SweepService],
 })
 export class RunsModule {}
