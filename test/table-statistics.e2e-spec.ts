@@ -103,6 +103,38 @@ describe('TableStatistics: when a table a run fills is analyzed', () => {
     expect(rows).toEqual([{ n: 2, reltuples: 4000 }]);
   });
 
+  it('at the end, analyzes the due tables at once, and returns only when every one is analyzed', async () => {
+    await pool.query('CREATE TABLE a_blocked (id int PRIMARY KEY, body text); CREATE TABLE b_free (id int PRIMARY KEY, body text)');
+    for (const table of ['a_blocked', 'b_free']) {
+      await pool.query(`INSERT INTO ${table} SELECT i, repeat('x', 200) FROM generate_series(1, 2000) AS i; SELECT pg_stat_force_next_flush()`);
+    }
+    const count = async (table: string) =>
+      (await pool.query<{ n: number }>('SELECT analyze_count::int AS n FROM pg_stat_user_tables WHERE relname = $1', [table])).rows[0].n;
+    // A_blocked comes first by name: taken one after the other, b_free would wait for it. The lock conflicts with
+    // ANALYZE and is released before the ANALYZE's own lock_timeout (1 s) gives up.
+    // A pool of its own: a connection for each table's ANALYZE, besides the test's and the lock's.
+    const wide = db.pool(4);
+    const atOnce = new TableStatistics(recordingDatabase(wide).database);
+    const locker = await pool.connect();
+    let settled = false;
+    let settling: Promise<void> | undefined;
+    try {
+      await locker.query('BEGIN; LOCK TABLE a_blocked IN SHARE UPDATE EXCLUSIVE MODE');
+      settling = atOnce.settle(['a_blocked', 'b_free']).then(() => {
+        settled = true;
+      });
+      const deadline = Date.now() + 800;
+      while ((await count('b_free')) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect({ bFree: await count('b_free'), aBlocked: await count('a_blocked'), settled }).toEqual({ bFree: 1, aBlocked: 0, settled: false });
+    } finally {
+      await locker.query('COMMIT');
+      locker.release();
+      await settling;
+      await wide.end();
+    }
+    expect({ bFree: await count('b_free'), aBlocked: await count('a_blocked') }).toEqual({ bFree: 1, aBlocked: 1 });
+  });
+
   it('at the end of a run that wrote under a tenth of a table, leaves it to the rule during runs (other runs filled it)', async () => {
     await pool.query('CREATE TABLE shared (id int PRIMARY KEY, body text)');
     const client = await pool.connect();
