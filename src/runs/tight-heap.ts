@@ -7,7 +7,7 @@ import { AppConfig } from '../config/app-config';
  * (HEAP_GROWTH_PERCENT): each page allocates megabytes that die at once, and by V8's own rule the heap grew to four
  * times what a full collection kept (a 100,000-post import peaked at about 330 MB, about 210 MB with 50 %). Outside
  * runs V8's rule holds: under a stream of webhooks the tighter heap collected so often that the receive path's p99
- * rose by half. V8 reads the flag at each full collection, so setting it while the process runs takes effect; the
+ * rose by 60 to 80 %. V8 reads the flag at each full collection, so setting it while the process runs takes effect; the
  * limit a collection set stays until the next one, which is why start-up is kept tight too (by V8's rule a first
  * import began under a limit grown while booting, and peaked 60 MB higher).
  */
