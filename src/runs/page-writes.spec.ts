@@ -24,12 +24,18 @@ function pageWrites(atOnce: () => number) {
     finishers.shift()?.();
     await new Promise((resolve) => setImmediate(resolve));
   };
-  return { writes, addAll, started, finishOldest, peak: () => peak };
+  /** Once `adding` is done, lets every write still under way end, and waits for the last. */
+  const finishAll = async (adding: Promise<void>) => {
+    await adding;
+    while (finishers.length > 0) await finishOldest();
+    await writes.drain();
+  };
+  return { addAll, started, finishOldest, finishAll, peak: () => peak };
 }
 
 describe('PageWrites: the import pages under way at once', () => {
   it('starts up to three pages at once while nothing asks it to give way', async () => {
-    const { writes, addAll, started, finishOldest, peak } = pageWrites(() => 3);
+    const { addAll, started, finishOldest, finishAll, peak } = pageWrites(() => 3);
     const adding = addAll(6);
     await new Promise((resolve) => setImmediate(resolve));
 
@@ -40,15 +46,13 @@ describe('PageWrites: the import pages under way at once', () => {
     await finishOldest();
     await finishOldest();
     expect(started).toEqual([1, 2, 3, 4, 5, 6]);
-    await adding;
-    for (let i = 0; i < 3; i += 1) await finishOldest();
-    await writes.drain();
+    await finishAll(adding);
     expect(peak()).toBe(3);
   });
 
   it('writes one page at a time while the process runs jobs, and three again once it stops', async () => {
     let busy = true;
-    const { writes, addAll, started, finishOldest, peak } = pageWrites(() => (busy ? 1 : 3));
+    const { addAll, started, finishOldest, finishAll, peak } = pageWrites(() => (busy ? 1 : 3));
     const adding = addAll(6);
     await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([1]);
@@ -63,9 +67,7 @@ describe('PageWrites: the import pages under way at once', () => {
     await finishOldest();
     // Page 3 done, and up to three under way again: 4, 5 and 6.
     expect(started).toEqual([1, 2, 3, 4, 5, 6]);
-    await adding;
-    for (let i = 0; i < 3; i += 1) await finishOldest();
-    await writes.drain();
+    await finishAll(adding);
     expect(peak()).toBe(3);
   });
 });

@@ -5,15 +5,16 @@ import { TightHeap } from './tight-heap';
 jest.mock('node:v8', () => ({ setFlagsFromString: jest.fn() }));
 const setFlags = jest.mocked(setFlagsFromString);
 
+const config = (percent?: string) =>
+  AppConfig.fromEnvironment({
+    POZY_API_KEY: 'sk_test',
+    DATABASE_URL: 'postgresql://localhost/x',
+    ...(percent === undefined ? {} : { HEAP_GROWTH_PERCENT: percent }),
+  });
+
 /** A TightHeap as the application made it (tight while it started), once started. */
 const heap = (percent?: string) => {
-  const tight = new TightHeap(
-    AppConfig.fromEnvironment({
-      POZY_API_KEY: 'sk_test',
-      DATABASE_URL: 'postgresql://localhost/x',
-      ...(percent === undefined ? {} : { HEAP_GROWTH_PERCENT: percent }),
-    }),
-  );
+  const tight = new TightHeap(config(percent));
   tight.onApplicationBootstrap();
   setFlags.mockClear();
   return tight;
@@ -30,7 +31,7 @@ describe('TightHeap: the heap kept tight while runs go on, V8 left to itself oth
   beforeEach(() => setFlags.mockClear());
 
   it('is tight while the application starts, then leaves V8 its own rule', () => {
-    const tight = new TightHeap(AppConfig.fromEnvironment({ POZY_API_KEY: 'sk_test', DATABASE_URL: 'postgresql://localhost/x' }));
+    const tight = new TightHeap(config());
     expect(setFlags.mock.calls).toEqual([['--heap-growing-percent=50']]);
     tight.onApplicationBootstrap();
     expect(setFlags.mock.calls).toEqual([['--heap-growing-percent=50'], ['--heap-growing-percent=0']]);
