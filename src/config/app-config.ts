@@ -1,4 +1,5 @@
 import { LogLevel } from '@nestjs/common';
+import { DatabaseEndpoint, parseDatabaseUrl } from './database-url';
 import { keyValuePairs, LOG_LEVELS, OPEN_READS, OtlpProtocol, TraceSamplerName } from './environment';
 import { declaredConfig, DeclaredConfig, Environment, validateEnvironment } from './variables';
 
@@ -79,5 +80,15 @@ export class AppConfig extends Declared {
   requireDatabaseUrl(): string {
     if (!this.databaseUrl) throw new Error('No database URL: the embedded PostgreSQL was not started');
     return this.databaseUrl;
+  }
+
+  /** DATABASE_URL's hosts and the session the service needs on them: a server that takes writes unless it says otherwise. */
+  databaseEndpoint(): DatabaseEndpoint {
+    return parseDatabaseUrl(this.requireDatabaseUrl(), 'read-write');
+  }
+
+  /** DATABASE_READ_URL's hosts: any server, a standby as much as a primary, unless it says otherwise. */
+  readEndpoint(): DatabaseEndpoint | undefined {
+    return this.databaseReadUrl === undefined ? undefined : parseDatabaseUrl(this.databaseReadUrl, 'any');
   }
 }

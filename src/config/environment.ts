@@ -17,6 +17,7 @@ import {
 } from 'class-validator';
 import { validateCronExpression } from 'cron';
 import { readAllowedHosts } from './allowed-hosts';
+import { DatabaseUrlError, parseDatabaseUrl, passwordsOf } from './database-url';
 import type { Environment } from './variables';
 import { isKnownExample, isKnownKey } from './known-examples';
 
@@ -221,6 +222,29 @@ class AdminToken implements ValidatorConstraintInterface {
   }
 }
 
+/** A libpq URL with one host or several (`h1:5432,h2:5432`) and, optionally, libpq's `target_session_attrs`. */
+@ValidatorConstraint({ name: 'databaseUrl' })
+class DatabaseUrl implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && databaseUrlProblem(value) === undefined;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    const problem = typeof args.value === 'string' ? databaseUrlProblem(args.value) : 'it is not a string';
+    return `${args.property} ${problem}`;
+  }
+}
+
+function databaseUrlProblem(value: string): string | undefined {
+  try {
+    parseDatabaseUrl(value, 'any');
+    return undefined;
+  } catch (error) {
+    if (error instanceof DatabaseUrlError) return error.message;
+    throw error;
+  }
+}
+
 @ValidatorConstraint({ name: 'allowedHosts' })
 class AllowedHostList implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
@@ -292,7 +316,6 @@ export function optionalMatching(pattern: RegExp, message: string, accepts: stri
   return optional([Matches(pattern, { message })], accepts);
 }
 
-export const POSTGRES_URL = /^postgres(ql)?:\/\/\S+$/;
 /** The OTEL_* lists' `key=value, ...` format. */
 export const KEY_VALUE_PAIRS = /^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/;
 
@@ -331,6 +354,8 @@ export const encryptionKeys = (): Kind<string | undefined> =>
 export const adminToken = (): Kind<string | undefined> => optional([Validate(AdminToken)], `token, at least ${MIN_TOKEN_LENGTH} characters`);
 export const tokenList = (): Kind<string | undefined> =>
   optional([Validate(TokenList)], `tokens of at least ${MIN_TOKEN_LENGTH} characters, comma-separated, or \`${OPEN_READS}\``);
+export const databaseUrl = (): Kind<string | undefined> =>
+  optional([Validate(DatabaseUrl)], '`postgres://` or `postgresql://` URL, one host or several (`h1:5432,h2:5432`)');
 export const allowedHosts = (): Kind<string | undefined> => optional([Validate(AllowedHostList)], 'host names, IP addresses, CIDRs, comma-separated');
 
 export class ConfigError extends Error {
@@ -351,15 +376,6 @@ const PUBLISHED =
   "is an example this repository publishes (docker-compose.yml's simulator profile, README.md, docs/, the simulator or the demo): anyone can read it, and NODE_ENV=production refuses it; set one of your own";
 
 /** A database URL's passwords, decoded: its user info's, and a `password` parameter's (which pg also reads). */
-function passwordsOf(url: string | undefined): string[] {
-  try {
-    const parsed = new URL(url ?? '');
-    return [decodeURIComponent(parsed.password), parsed.searchParams.get('password') ?? ''].filter((password) => password !== '');
-  } catch {
-    return [];
-  }
-}
-
 /** The variables holding a secret the repository publishes (KNOWN_EXAMPLE_SECRETS), by name and entry, never by value. */
 function knownExampleProblems(env: Environment): string[] {
   const entries = (name: string, value: string | undefined) =>

@@ -7,6 +7,7 @@ import {
   combinationProblems,
   ConfigError,
   cron,
+  databaseUrl,
   describe,
   encryptionKeys,
   httpUrl,
@@ -22,7 +23,6 @@ import {
   optionalOneOf,
   optionalText,
   parseEncryptionKeys,
-  POSTGRES_URL,
   readTokensOf,
   reserve,
   reserveShare,
@@ -107,16 +107,17 @@ export const VARIABLES = {
   }),
   HOST: variable({ kind: text('0.0.0.0'), meaning: 'HTTP interface', field: 'host' }),
   DATABASE_URL: variable({
-    kind: optionalMatching(POSTGRES_URL, 'DATABASE_URL must be a postgres:// or postgresql:// URL', '`postgres://` or `postgresql://` URL'),
-    meaning: 'PostgreSQL',
+    kind: databaseUrl(),
+    meaning:
+      'PostgreSQL; several hosts (`postgresql://h1:5432,h2:5432/db`) are tried in order as libpq does, and a connection is kept only on a server that takes writes (`target_session_attrs=read-write`, the default here; see [Failover](operations.md#failover))',
     secret: true,
     unset: 'embedded PostgreSQL under `.data/postgres`',
     field: 'databaseUrl',
   }),
   DATABASE_READ_URL: variable({
-    kind: optionalMatching(POSTGRES_URL, 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL', '`postgres://` or `postgresql://` URL'),
+    kind: databaseUrl(),
     meaning:
-      "a streaming replica of `DATABASE_URL`'s server (the same database name): `GET /posts`, `GET /accounts` (and their `/:id`), `GET /changes` and `/changes/head` read from it unless asked for `consistency=strong` (see [Read replicas](operations.md#read-replicas)); `ROLE=worker` ignores it",
+      "a streaming replica of `DATABASE_URL`'s server (the same database name): `GET /posts`, `GET /accounts` (and their `/:id`), `GET /changes` and `/changes/head` read from it unless asked for `consistency=strong` (see [Read replicas](operations.md#read-replicas)); several hosts as in `DATABASE_URL`, with `target_session_attrs` `any` (the default here), `standby`, `prefer-standby` or another of libpq's; `ROLE=worker` ignores it",
     secret: true,
     unset: 'every read on the primary',
     field: 'databaseReadUrl',
