@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { AppConfig } from '../src/config/app-config';
+import { ConnectionMonitor } from '../src/database/connection-monitor';
 import { DatabaseService } from '../src/database/database.service';
 import { Lane } from '../src/pozy/budget/budget-policy';
 import { budgetKeyId } from '../src/pozy/budget/budget-key';
@@ -235,7 +236,7 @@ async function publishAndWait(sim: PozySimulator, db: Client, postId: string): P
  */
 async function budgetLines(databaseUrl: string, budgetPerMinute: number): Promise<Array<{ name: string; waits: number[] }>> {
   const config = AppConfig.fromEnvironment({ DATABASE_URL: databaseUrl, POZY_API_KEY: API_KEY, LOG_LEVEL: 'warn' });
-  const database = new DatabaseService(config);
+  const database = new DatabaseService(config, new ConnectionMonitor());
   await database.onModuleInit();
   try {
     const lines: Array<{ name: string; waits: number[] }> = [];

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
+import { ConnectionMonitor } from './database/connection-monitor';
 import { DatabaseService } from './database/database.service';
 import { SubscriptionRepository } from './notifications/subscription.repository';
 import { WorkspaceRepository } from './workspaces/workspace.repository';
@@ -30,7 +31,7 @@ async function main(): Promise<number> {
   const newest = config.secretsEncryptionKeys[0];
   if (!newest) throw new ConfigError(['SECRETS_ENCRYPTION_KEY is not set: there is no key to encrypt with']);
   if (!config.databaseUrl) throw new ConfigError(["DATABASE_URL is not set: give the service's database"]);
-  const database = new DatabaseService(config);
+  const database = new DatabaseService(config, new ConnectionMonitor());
   try {
     // The service migrates at start-up; this only runs against a schema it knows.
     const pending = await database.pendingMigrations();

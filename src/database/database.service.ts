@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Kysely, PostgresDialect } from 'kysely';
-import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
+import { ConnectionMonitor } from './connection-monitor';
+import { FailoverPool } from './failover-pool';
 import { ensureLogicalPublication, PublicationState } from './logical-publication';
 import { Migrator } from './migrator';
 import { preparingPool } from './prepared-statements';
@@ -40,23 +41,26 @@ function findUp(from: string, relative: string): string {
 @Injectable()
 export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseService.name);
-  readonly pool: Pool;
+  readonly pool: FailoverPool;
   readonly db: Db;
   private readonly publicationName: string | null;
   private publicationState: PublicationState | null = null;
 
-  constructor(config: AppConfig) {
+  constructor(config: AppConfig, monitor: ConnectionMonitor) {
     this.publicationName = config.logicalPublication;
-    this.pool = new Pool({
-      connectionString: config.requireDatabaseUrl(),
+    // Every connection is checked to lead to a server that takes writes (failover-pool.ts).
+    this.pool = new FailoverPool({
+      endpoint: config.databaseEndpoint(),
+      name: 'main',
+      observer: monitor,
       max: config.databasePoolSize,
       application_name: 'pozy-sync',
       // A database that cannot give a connection within this fails the request instead of stalling it.
       connectionTimeoutMillis: 2_000,
+      // A primary that vanished (a host fault) is noticed by the kernel, not after the TCP retransmissions give up.
+      keepAlive: true,
     });
-    // An idle client losing its connection must not crash the process; the pool replaces it.
-    this.pool.on('error', (error) => this.logger.warn(`Idle database connection failed: ${error.message}`));
-    this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Database connection failed: ${error.message}`)));
+    monitor.track(this.pool);
     // Statements marked `prepare` (database/precompiled.ts) go by name: parsed and planned once per connection.
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(this.pool) }) });
   }

@@ -1,11 +1,13 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Kysely, PostgresDialect } from 'kysely';
-import { Pool, PoolConfig } from 'pg';
+import { PoolConfig } from 'pg';
 import { ApiError } from '../common/api-error';
 import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
+import { ConnectionMonitor } from './connection-monitor';
 import type { Db } from './database.service';
+import { FailoverPool } from './failover-pool';
 
 /** How long a query waits for one of the pool's connections before it is refused (and how long a connect may take). */
 export const QUERY_CONNECTION_WAIT_MS = 2_000;
@@ -37,19 +39,21 @@ export function queryPoolOptions(config: AppConfig): Pick<PoolConfig, 'statement
  */
 @Injectable()
 export class QueryPool implements OnApplicationShutdown {
-  private readonly logger = new Logger(QueryPool.name);
-  readonly pool: Pool;
+  readonly pool: FailoverPool;
   readonly db: Db;
 
-  constructor(config: AppConfig) {
-    this.pool = new Pool({
-      connectionString: config.requireDatabaseUrl(),
+  constructor(config: AppConfig, monitor: ConnectionMonitor) {
+    // Reads that must be fresh (and the writes of a `/head`): on the primary, checked like every write pool.
+    this.pool = new FailoverPool({
+      endpoint: config.databaseEndpoint(),
+      name: 'query',
+      observer: monitor,
       max: config.databaseQueryPoolSize,
       application_name: 'pozy-sync-query',
       ...queryPoolOptions(config),
+      keepAlive: true,
     });
-    this.pool.on('error', (error) => this.logger.warn(`Idle query connection failed: ${error.message}`));
-    this.pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Query connection failed: ${error.message}`)));
+    monitor.track(this.pool);
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.pool }) });
   }
 

@@ -1,13 +1,14 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { Pool } from 'pg';
 import type { Counter } from 'prom-client';
 import { type Consistency, REPLICA_LAG_SAMPLE_MS } from '../common/read-consistency';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
 import type { DB } from '../generated/kysely/database';
 import { MetricsService } from '../metrics/metrics.service';
+import { ConnectionMonitor } from './connection-monitor';
 import { DatabaseService, Db } from './database.service';
+import { FailoverPool } from './failover-pool';
 import { queryPoolOptions, QueryPool } from './query-pool';
 import { LagTracker, parseLsn } from './replica-lag';
 
@@ -53,7 +54,7 @@ function isConnectionError(error: unknown): boolean {
 @Injectable()
 export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(ReadReplica.name);
-  private readonly replica: { pool: Pool; db: Db } | undefined;
+  private readonly replica: { pool: FailoverPool; db: Db } | undefined;
   private readonly tracker = new LagTracker();
   private readonly sampler: WakeableLoop | undefined;
   private readonly fallbacks: Counter<'reason'>;
@@ -66,6 +67,7 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
     private readonly database: DatabaseService,
     private readonly queries: QueryPool,
     metrics: MetricsService,
+    monitor: ConnectionMonitor,
   ) {
     this.fallbacks = metrics.counter({
       name: 'pozy_sync_replica_fallbacks_total',
@@ -74,14 +76,15 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
     });
     // ROLE=worker serves no query endpoint: no pool, no sampling.
     if (config.databaseReadUrl === undefined || !config.servesHttp) return;
-    const pool = new Pool({
-      connectionString: config.databaseReadUrl,
+    // Its hosts and target_session_attrs as written (`any` unless the URL says): the lag samples decide what it serves.
+    const pool = new FailoverPool({
+      endpoint: config.readEndpoint() ?? config.databaseEndpoint(),
+      name: 'read',
+      observer: monitor,
       max: config.databaseReadPoolSize,
       application_name: 'pozy-sync-read',
       ...queryPoolOptions(config),
     });
-    pool.on('error', (error) => this.logger.warn(`Idle read replica connection failed: ${error.message}`));
-    pool.on('connect', (client) => client.on('error', (error) => this.logger.warn(`Read replica connection failed: ${error.message}`)));
     this.replica = { pool, db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }) };
     this.sampler = new WakeableLoop({
       pass: () => this.sample().then(() => Date.now() + REPLICA_LAG_SAMPLE_MS),
