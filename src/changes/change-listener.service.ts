@@ -1,6 +1,8 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Client } from 'pg';
 import { AppConfig } from '../config/app-config';
+import { connectClient } from '../database/failover-pool';
+import { PrimaryWatch } from '../database/primary-watch';
 import { SEQUENCED_CHANNEL } from './change.repository';
 import { ChangeSignal } from './change-signal';
 
@@ -27,7 +29,13 @@ export class ChangeListener implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     private readonly config: AppConfig,
     private readonly signal: ChangeSignal,
-  ) {}
+    watch: PrimaryWatch,
+  ) {
+    // A LISTEN connection left on a primary that is no longer the primary would hear nothing, and say nothing.
+    watch.onWritable((change) => {
+      if (change.kind !== 'reconnect' && this.client) this.lost(this.client, new Error(`the primary changed (${change.kind})`));
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.servesHttp) return;
@@ -45,36 +53,37 @@ export class ChangeListener implements OnApplicationBootstrap, OnApplicationShut
     clearTimeout(timer);
   }
 
+  /** A connection to a server that takes writes (a standby refuses LISTEN), tried host by host as DATABASE_URL lists them. */
   private connect(): void {
-    const client = new Client({
-      connectionString: this.config.requireDatabaseUrl(),
+    connectClient(this.config.databaseEndpoint(), {
       application_name: 'pozy-sync changes listener',
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    });
-    this.client = client;
-    // The payload is the newest position placed; a replica of an older version sends none.
-    client.on('notification', (message) =>
-      this.signal.sequenced(message.payload && /^\d{1,19}$/.test(message.payload) ? message.payload : undefined),
-    );
-    client.on('error', (error) => this.lost(client, error));
-    client.on('end', () => this.lost(client, new Error('connection ended')));
-    client
-      .connect()
-      .then(() => client.query(`LISTEN ${SEQUENCED_CHANNEL}`))
-      .then(() => {
+      keepAlive: true,
+    })
+      .then(async (client) => {
+        if (this.stopped) return void (await client.end().catch(() => undefined));
+        this.client = client;
+        // The payload is the newest position placed; a replica of an older version sends none.
+        client.on('notification', (message) =>
+          this.signal.sequenced(message.payload && /^\d{1,19}$/.test(message.payload) ? message.payload : undefined),
+        );
+        client.on('error', (error) => this.lost(client, error));
+        client.on('end', () => this.lost(client, new Error('connection ended')));
+        await client.query(`LISTEN ${SEQUENCED_CHANNEL}`);
         if (this.failures > 0) this.logger.log('Listening for change-feed positions again');
         this.failures = 0;
         // Positions placed while the connection was down: readers look again.
         this.signal.sequenced();
       })
-      .catch((error: unknown) => this.lost(client, error instanceof Error ? error : new Error(String(error))));
+      .catch((error: unknown) => this.lost(this.client, error instanceof Error ? error : new Error(String(error))));
   }
 
-  private lost(client: Client, error: Error): void {
+  /** `client` undefined: the connect itself failed. */
+  private lost(client: Client | undefined, error: Error): void {
     if (this.stopped || client !== this.client) return;
     this.client = undefined;
-    client.removeAllListeners('end');
-    client.end().catch(() => undefined);
+    client?.removeAllListeners('end');
+    client?.end().catch(() => undefined);
     if (this.failures === 0) this.logger.warn(`Change-feed listener lost its connection (${error.message}); reconnecting`);
     this.failures += 1;
     const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(this.failures - 1, 5));

@@ -4,6 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '../common/api-error';
 import { ApiErrorResponse } from '../common/error-body.dto';
 import { AppConfig } from '../config/app-config';
+import { PrimaryWatch } from '../database/primary-watch';
 import { WorkerService } from '../queue/worker.service';
 import { Draining } from './draining';
 import { HealthCheckResponse } from './dto/health.response';
@@ -21,6 +22,7 @@ export class HealthController {
     private readonly database: ReadinessRepository,
     private readonly worker: WorkerService,
     private readonly draining: Draining,
+    private readonly primary: PrimaryWatch,
     private readonly config: AppConfig,
   ) {}
 
@@ -45,13 +47,23 @@ export class HealthController {
         () => (this.draining.active ? this.indicators.check('draining').down('shutting down') : this.indicators.check('draining').up()),
         async () => {
           const database = this.indicators.check('database');
+          // A server that answers but refuses writes (a standby, a demoted primary behind a stale endpoint) is no primary.
+          if (!this.primary.writable) {
+            const { state, reason, since } = this.primary.figures();
+            return database.down({ reason: `database_${state}`, message: reason, since: since.toISOString() });
+          }
           const started = Date.now();
           const answered = await this.database.answers(DATABASE_CHECK_TIMEOUT_MS);
-          return answered ? database.up({ responseTimeMs: Date.now() - started }) : database.down('no answer to SELECT 1');
+          if (!answered) this.primary.wake();
+          return answered
+            ? database.up({ responseTimeMs: Date.now() - started })
+            : database.down({ reason: 'database_unreachable', message: 'no answer to SELECT 1' });
         },
         async () => {
           const migrations = this.indicators.check('migrations');
-          const pending = await this.database.pendingMigrations();
+          // Unknown while no writable primary answers: the database check already says why, and this is not a 500.
+          const pending = await this.database.pendingMigrations().catch(() => undefined);
+          if (pending === undefined) return migrations.down({ reason: 'unknown: the database did not answer' });
           return pending.length === 0 ? migrations.up() : migrations.down({ pending });
         },
         () => {
@@ -66,7 +78,8 @@ export class HealthController {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       const result = error.getResponse() as HealthCheckResult;
       const failing = Object.keys(result.error ?? {});
-      throw new ApiError('not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}`, result.details);
+      const reason = (result.error?.database as { reason?: string } | undefined)?.reason;
+      throw new ApiError('not_ready', `Not ready: ${failing.join(', ') || 'a check failed'}${reason ? ` (${reason})` : ''}`, result.details);
     }
   }
 
