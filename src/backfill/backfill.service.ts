@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Counter } from 'prom-client';
+import { isDatabaseUnavailable } from '../common/database-errors';
 import { AppConfig } from '../config/app-config';
+import { PrimaryWatch } from '../database/primary-watch';
 import { MetricsService } from '../metrics/metrics.service';
 import { LockKey, LockName, workspaceLockPart } from '../database/advisory-lock';
 import type { PozyClient } from '../pozy/pozy-client.service';
@@ -28,6 +30,7 @@ interface Target {
   runId: string;
   workspaceId: WorkspaceId;
   pozy: PozyClient;
+  trigger: BackfillRun['trigger'];
 }
 
 /** `default` keeps the lock it always had, so replicas of the version before workspaces still exclude each other. */
@@ -48,6 +51,8 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
   private readonly logger = new Logger(BackfillService.name);
   /** The runs under way in this process, by run id: one per workspace at most. */
   private readonly current = new Map<string, Promise<void>>();
+  /** Runs the database failed under (a failover), by workspace: started again once a writable primary is back. */
+  private readonly interrupted = new Map<WorkspaceId, { runId: string; trigger: BackfillRun['trigger']; message: string }>();
   private cron: ScheduledJob | undefined;
   private stopping = false;
   private readonly runsFinished: Counter<'status'>;
@@ -62,7 +67,9 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
     private readonly jobs: LockedSchedule,
     metrics: MetricsService,
     private readonly tracing: Tracing,
+    primary: PrimaryWatch,
   ) {
+    primary.onWritable(() => void this.resumeInterrupted());
     this.runsFinished = metrics.counter({
       name: 'pozy_sync_backfill_runs_total',
       help: 'Backfill runs finished by this process, by status',
@@ -129,12 +136,32 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       throw error;
     }
     // The lock is held for the whole run.
-    const run: Promise<void> = this.execute({ runId, workspaceId, pozy }, scanFrom).finally(async () => {
+    const run: Promise<void> = this.execute({ runId, workspaceId, pozy, trigger }, scanFrom).finally(async () => {
       await lock.release();
       this.current.delete(runId);
     });
     this.current.set(runId, run);
     return { started: true, runId };
+  }
+
+  /** Starts again each run a failover ended (its failure recorded first, in case the outage kept that from being written). */
+  private async resumeInterrupted(): Promise<void> {
+    for (const [workspaceId, run] of [...this.interrupted]) {
+      if (this.stopping) return;
+      this.interrupted.delete(workspaceId);
+      try {
+        await this.runs.finish(run.runId, 'failed', run.message);
+        const result = await this.start(run.trigger, workspaceId);
+        this.logger.log(
+          result.started
+            ? `Backfill ${run.runId} of ${workspaceId} failed with the database; resumed from its checkpoint as ${result.runId}`
+            : `Backfill ${run.runId} of ${workspaceId} failed with the database; another run (${result.runningRunId ?? 'elsewhere'}) covers it`,
+        );
+      } catch (error) {
+        this.logger.warn(`Backfill ${run.runId} of ${workspaceId} could not be resumed yet: ${(error as Error).message}`);
+        this.interrupted.set(workspaceId, run);
+      }
+    }
   }
 
   /** A trace of its own (a span per page), named by the run id. */
@@ -170,6 +197,8 @@ export class BackfillService implements OnApplicationBootstrap, BeforeApplicatio
       await this.runs.progress(runId, progress).catch(() => undefined);
       await this.runs.finish(runId, 'failed', message).catch(() => undefined);
       this.runsFinished.inc({ status: 'failed' });
+      // Its checkpoint did not move: a new run once the database is back reads the same window again.
+      if (isDatabaseUnavailable(error)) this.interrupted.set(target.workspaceId, { runId, trigger: target.trigger, message });
     } finally {
       // Recovered events are stored as they are found, so a failed run's count too.
       span.setAttributes({

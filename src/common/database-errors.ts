@@ -23,3 +23,21 @@ export function isNoConnection(error: unknown): boolean {
   const code = codeOf(error);
   return (typeof code === 'string' && NO_CONNECTION_CODES.has(code)) || (error instanceof Error && NO_CONNECTION_MESSAGES.test(error.message));
 }
+
+/** Socket-level failures (ECONNREFUSED, ECONNRESET, ...) and pg's own words for a connection that went away. */
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|connection is closed|Client was closed|Query read timeout|not queryable|read-only transaction|in recovery/i;
+
+/**
+ * The database, not the statement, failed: no connection, a connection lost, or a server that cannot take writes now
+ * (shutting down 57P01/57P02, starting or in recovery 57P03, read-only 25006, connection exception class 08). What
+ * failed so is worth doing again once a writable primary is back (a failover), unlike a statement's own error.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (isNoConnection(error)) return true;
+  const code = codeOf(error);
+  if (typeof code === 'string' && (/^E[A-Z]+$/.test(code) || code.startsWith('08') || ['57P01', '57P02', '57P03', '25006'].includes(code))) {
+    return true;
+  }
+  return error instanceof Error && UNAVAILABLE_MESSAGES.test(error.message);
+}

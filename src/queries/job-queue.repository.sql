@@ -76,6 +76,16 @@ where
       "seen_at" > now() - $1::int * interval '1 millisecond'
   );
 
+-- JobQueueRepository.retryDatabaseFailures
+update graphile_worker._private_jobs
+set
+  run_at = now()
+where
+  locked_at is null
+  and run_at > now()
+  and attempts < max_attempts
+  and last_error ~* $1;
+
 -- JobQueueRepository.forgetLongDeadPools
 delete from "worker_heartbeat"
 where

@@ -5,6 +5,10 @@ import { milliseconds, now } from '../database/sql-expressions';
 import type { TaskName, TaskPayload } from './tasks';
 import { GenerateSql, Sample } from '../database/sql-snapshot';
 
+/** How a job's last_error reads when the database failed under it rather than the job (see isDatabaseUnavailable). */
+const DATABASE_FAILURE =
+  'read-only transaction|in recovery|terminating connection|Connection terminated|connection is closed|ECONNREFUSED|ECONNRESET|the database system is|timeout exceeded when trying to connect|connection timeout|not read-write';
+
 export interface JobSpec<N extends TaskName = TaskName> {
   task: N;
   payload: TaskPayload<N>;
@@ -83,6 +87,18 @@ DELETE FROM graphile_worker._private_jobs WHERE ${dead} AND key IS NULL AND atte
     const { numAffectedRows } = await sql`UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE ${dead}`.execute(
       this.database.db,
     );
+    return Number(numAffectedRows ?? 0);
+  }
+
+  /**
+   * Jobs whose last attempt failed for want of a writable database (a failover, a restart), waiting out graphile-worker's
+   * backoff of up to minutes: due now instead, since the cause is gone. Answers how many.
+   */
+  @GenerateSql()
+  async retryDatabaseFailures(): Promise<number> {
+    const { numAffectedRows } = await sql`
+UPDATE graphile_worker._private_jobs SET run_at = now()
+WHERE locked_at IS NULL AND run_at > now() AND attempts < max_attempts AND last_error ~* ${DATABASE_FAILURE}`.execute(this.database.db);
     return Number(numAffectedRows ?? 0);
   }
 

@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import { run, Runner, Task, TaskList, WorkerEvents } from 'graphile-worker';
 import { AppConfig } from '../config/app-config';
 import { DatabaseService } from '../database/database.service';
+import { PrimaryWatch } from '../database/primary-watch';
 import { graphileLogger } from './graphile-logger';
 import { JobQueueRepository } from './job-queue.repository';
 import { JobHandler, TaskHandler } from './task-handler.decorator';
@@ -28,6 +29,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private restarting: Promise<void> | undefined;
+  /** Heartbeats of replaced or stopped runners whose pool could not be forgotten yet (the database was down). */
+  private readonly unforgotten: WorkerHeartbeat[] = [];
   private stopping = false;
   /** Jobs run by this process, by outcome (a failed attempt is retried later with backoff). */
   readonly stats = { completed: 0, failed: 0 };
@@ -40,7 +43,43 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     private readonly database: DatabaseService,
     private readonly queue: JobQueueRepository,
     private readonly config: AppConfig,
-  ) {}
+    primary: PrimaryWatch,
+  ) {
+    primary.onWritable((change) => this.afterOutage(change.kind));
+  }
+
+  /**
+   * A writable primary again after none (or another): the runner is replaced, and jobs that failed for want of the
+   * database run now rather than after their backoff. Replaced, because graphile-worker keeps the jobs it could not mark
+   * done or failed on a lost connection locked by its pool for hours; a new pool's heartbeat releases them at once.
+   */
+  private afterOutage(kind: string): void {
+    if (!this.config.runsWorker || this.stopping) return;
+    void this.replaceRunner(`a writable primary again (${kind})`)
+      .then(() => this.queue.retryDatabaseFailures())
+      .then((due) => due > 0 && this.logger.log(`${due} job(s) that failed on the database are due now`))
+      .catch((error: unknown) => this.logger.warn(`Could not make failed jobs due: ${(error as Error).message}`));
+  }
+
+  private async replaceRunner(why: string): Promise<void> {
+    const runner = this.runner;
+    // None running: one is being started (after it stopped on its own), on the primary there is now.
+    if (!runner) return;
+    this.runner = undefined;
+    clearInterval(this.heartbeatTimer);
+    const heartbeat = this.heartbeat;
+    this.heartbeat = undefined;
+    this.logger.warn(`Replacing the job runner: ${why}`);
+    // Its jobs finish or fail on their own; its pool is forgotten now, so its locked jobs are orphans to release.
+    void runner.stop().catch((error: unknown) => this.logger.warn(`The replaced job runner did not stop cleanly: ${(error as Error).message}`));
+    await this.forget(heartbeat);
+    clearTimeout(this.restartTimer);
+    this.restarting = this.start().catch((error: unknown) => {
+      this.logger.error(`Starting a new job runner failed: ${(error as Error).message}`);
+      if (!this.runner) this.startLater();
+    });
+    await this.restarting;
+  }
 
   /** Refuses to boot when a task has no handler (or two), before the service accepts anything. */
   onModuleInit(): void {
@@ -118,7 +157,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     this.heartbeat = undefined;
     this.logger.error(`The job runner stopped on its own (${why}); starting a new one in ${RESTART_MS} ms`);
     // Forgetting the dead pool lets the new one's heartbeat release the jobs it had locked.
-    void heartbeat?.stop().catch(() => undefined);
+    void this.forget(heartbeat);
     this.startLater();
   }
 
@@ -148,8 +187,15 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     this.logger.log('Worker stopped');
   }
 
+  /** Forgets a runner's pool, or keeps it to forget when the next runner starts: its jobs are released either way. */
+  private async forget(heartbeat: WorkerHeartbeat | undefined): Promise<void> {
+    await heartbeat?.stop().catch(() => this.unforgotten.push(heartbeat));
+  }
+
   /** Says this pool is alive, and takes back the jobs of pools that died (now, and on every beat). */
   private async startHeartbeat(poolId: string): Promise<void> {
+    // A pool that could not be forgotten in the outage that stopped it: forgotten now, so its jobs go on this beat.
+    for (const dead of this.unforgotten.splice(0)) await this.forget(dead);
     const heartbeat = new WorkerHeartbeat(this.queue, poolId);
     this.heartbeat = heartbeat;
     const beat = async () => {

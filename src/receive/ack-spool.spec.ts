@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import type { AppConfig } from '../config/app-config';
+import type { PrimaryChange, PrimaryWatch } from '../database/primary-watch';
 import { AckSpool } from './ack-spool';
 import { type BatchOutcome, eventKey, type NewPozyEvent, type PozyEventRepository } from './pozy-event.repository';
 import { ReconcileSignal } from './reconcile-signal';
@@ -59,8 +60,21 @@ function setup(spoolDir?: (root: string) => string) {
     ackTimeoutMs: 2_000,
     reconcileCoalesceWindowMs: 1_000,
   } as AppConfig;
+  /** PrimaryWatch as the spool sees it: `writableAgain()` is a writable primary found after an outage. */
+  const primary = {
+    listeners: [] as Array<(change: PrimaryChange) => void>,
+    onWritable(listener: (change: PrimaryChange) => void) {
+      primary.listeners.push(listener);
+    },
+    wake() {},
+    writableAgain() {
+      const server = { address: '10.0.0.2:5432', startedAt: '2026-11-30 12:00:00+00' };
+      for (const listener of primary.listeners) listener({ kind: 'failover', at: new Date(), from: null, to: server, withoutPrimaryMs: 5_000 });
+    },
+  };
+  const watch = primary as unknown as PrimaryWatch;
   const open = () => {
-    const spool = new AckSpool(config, database as unknown as PozyEventRepository, new ReconcileSignal());
+    const spool = new AckSpool(config, database as unknown as PozyEventRepository, new ReconcileSignal(), watch);
     spool.onModuleInit();
     spool.onApplicationBootstrap();
     return spool;
@@ -69,7 +83,7 @@ function setup(spoolDir?: (root: string) => string) {
     await spool.beforeApplicationShutdown();
     spool.onApplicationShutdown();
   };
-  return { dir, config, database, open, close, remove: () => rmSync(root, { recursive: true, force: true }) };
+  return { dir, config, database, primary, watch, open, close, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
 const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
@@ -157,6 +171,25 @@ describe('AckSpool: when a spooled event is retried, and when it is given up on'
     ]);
     // Refused connections are not timeouts: the event is never given up on.
     expect(spool.counts()).toEqual({ pending: 1, dead: 0 });
+  });
+
+  it('drains everything pending at once, in the order it was spooled, when a writable primary is found again', async () => {
+    s.database.failWith = refused;
+    spool.add([event('a'), event('b')], refused());
+    await advance(1_000);
+    spool.add([event('c')], refused());
+    await advance(FIRST_RETRY_MS);
+    // The first retries failed: the next would be SPOOL_RETRY_SECOND_MS away.
+    expect(s.database.attempts.length).toBeGreaterThan(0);
+    const before = s.database.attempts.length;
+
+    s.database.failWith = null;
+    s.primary.writableAgain();
+    await advance(0);
+
+    expect(s.database.attempts.slice(before).flatMap((a) => a.ids)).toEqual(['a', 'b', 'c']);
+    expect([...s.database.stored]).toEqual(['a', 'b', 'c']);
+    expect(spool.counts()).toEqual({ pending: 0, dead: 0 });
   });
 
   it('moves an event to the acknowledgment dead-letter queue once its timeouts have lasted over DEAD_LETTER_AFTER_MS', async () => {
@@ -312,7 +345,7 @@ describe('AckSpool: its directory and files are private (0700, 0600) under a uma
     expect(modes()).toEqual({ dir: '755', 'spool.sqlite': '644', 'spool.sqlite-wal': '644', 'spool.sqlite-shm': '644' });
     warnings = [];
 
-    spool = new AckSpool(s.config, s.database as unknown as PozyEventRepository, new ReconcileSignal());
+    spool = new AckSpool(s.config, s.database as unknown as PozyEventRepository, new ReconcileSignal(), s.watch);
     spool.onModuleInit();
 
     expect(modes()).toEqual({ dir: '700', 'spool.sqlite': '600', 'spool.sqlite-wal': '600', 'spool.sqlite-shm': '600' });

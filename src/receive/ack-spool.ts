@@ -5,6 +5,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, 
 import Database from 'better-sqlite3';
 import { WakeableLoop } from '../common/wakeable-loop';
 import { AppConfig } from '../config/app-config';
+import { PrimaryWatch } from '../database/primary-watch';
 import { AckTimeoutError } from './ack-deadline';
 import { isEventDataError } from './event-data-error';
 import { eventKey, NewPozyEvent, PozyEventRepository } from './pozy-event.repository';
@@ -87,6 +88,11 @@ const date = (ms: number | null) => (ms === null ? null : new Date(ms));
  * SPOOL_RETRY_FIRST_MS (10 s), then every SPOOL_RETRY_SECOND_MS (20 min), with the same idempotent insert; when its
  * failures are network timeouts that have lasted over DEAD_LETTER_AFTER_MS (60 s), it moves to the acknowledgment
  * dead-letter queue, which stays here (the database is what is unreachable) until an operator replays it.
+ *
+ * That schedule is for a database that keeps failing. When PrimaryWatch finds a writable primary again after none
+ * (a failover, a restart, an outage), everything pending is due at once and drained in the order it was spooled:
+ * the cause of the failures is known to be gone, and waiting out a 20-minute retry would leave accepted events out
+ * of the mirror for nothing.
  */
 @Injectable()
 export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -102,6 +108,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     private readonly config: AppConfig,
     private readonly events: PozyEventRepository,
     private readonly reconcileSignal: ReconcileSignal,
+    private readonly primary: PrimaryWatch,
   ) {
     this.retries = new WakeableLoop({
       pass: () => this.retryPass(),
@@ -110,6 +117,7 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       logger: this.logger,
       what: 'Looking for spooled events to retry',
     });
+    primary.onWritable((change) => this.drainNow(`a writable primary again (${change.kind})`));
   }
 
   onModuleInit(): void {
@@ -176,9 +184,16 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
 
   /** Drains what an earlier run left here at once (not at its next retry), then keeps retrying on schedule. */
   onApplicationBootstrap(): void {
-    const { changes } = this.db.prepare(`UPDATE spooled SET next_attempt_at = ? WHERE state = 'pending'`).run(Date.now());
-    if (changes > 0) this.logger.log(`Draining ${changes} event(s) an earlier run left in the spool`);
+    this.drainNow('left by an earlier run');
     this.retries.start(0);
+  }
+
+  /** Makes every pending event due now and wakes the retries: the database is known to take them again. */
+  private drainNow(why: string): void {
+    if (this.stopped || !this.db?.open) return;
+    const { changes } = this.db.prepare(`UPDATE spooled SET next_attempt_at = ? WHERE state = 'pending'`).run(Date.now());
+    if (changes > 0) this.logger.log(`Draining ${changes} spooled event(s) now: ${why}`);
+    this.retries.wake();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -215,6 +230,8 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     })();
     this.logger.warn(`Spooled ${events.length} event(s): ${message}`);
     this.retries.wakeAt(now + this.config.spoolRetryFirstMs);
+    // The database did not take them: if a failover is why, the watch notices now, and the drain follows its end.
+    this.primary.wake();
   }
 
   counts(): { pending: number; dead: number } {
@@ -283,7 +300,8 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   private async retryDue(): Promise<void> {
     for (;;) {
       const rows = this.db
-        .prepare(`SELECT * FROM spooled WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`)
+        // In the order they were accepted: a later event of a post is not stored before an earlier one.
+        .prepare(`SELECT * FROM spooled WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY spooled_at, rowid LIMIT ?`)
         .all(Date.now(), BATCH) as Row[];
       if (rows.length === 0 || this.stopped) return;
       try {

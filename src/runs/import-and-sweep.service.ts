@@ -7,7 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { HeldLock, LockKey, LockName, workspaceLockPart } from '../database/advisory-lock';
 import type { Db } from '../database/database.service';
 import { PozyProtocolError } from '../pozy/pozy-errors';
-import { isNoConnection } from '../common/database-errors';
+import { isDatabaseUnavailable } from '../common/database-errors';
 import { LockedSchedule, ScheduledJob } from '../schedule/locked-schedule';
 import { runView, SweepRunResponse } from './dto/sweep-run.response';
 import { LostRunError, RunKind, RunTrigger, SweepRun, SweepRunRepository } from './sweep-run.repository';
@@ -21,8 +21,8 @@ const SUPERVISE_EVERY_MS = 10_000;
 /** A failed import is tried again (from its checkpoint) this long after it failed. */
 const IMPORT_RETRY_AFTER_MS = 60_000;
 /**
- * A run stopped by a database with no connection to give waits this long before it is resumed, doubling with each
- * such stop in a row; past NO_CONNECTION_STOPS in a row it has lasted about a minute and fails like any other error.
+ * A run stopped by a database with no connection to give, or none that takes writes (a failover), waits this long
+ * before it is resumed, doubling with each such stop in a row; past NO_CONNECTION_STOPS in a row it has lasted about a minute and fails like any other error.
  */
 const NO_CONNECTION_PAUSE_MS = 2_000;
 const NO_CONNECTION_STOPS = 5;
@@ -331,11 +331,11 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
       }
       // In a row: the launch before this one wrote nothing more.
       const stops = before && before.postsDone >= run.postsDone ? before.stops + 1 : 1;
-      if (isNoConnection(error) && stops <= NO_CONNECTION_STOPS) {
+      if (isDatabaseUnavailable(error) && stops <= NO_CONNECTION_STOPS) {
         // A busy database (no connection within the pool's timeout) is not the run's failure: it is resumed from its
         // checkpoint shortly, by the next look here or on another replica, rather than failed, told of, and left a minute.
         const waitMs = NO_CONNECTION_PAUSE_MS * 2 ** (stops - 1);
-        const message = `no database connection in time; resumed from its checkpoint in ${waitMs / 1000} s`;
+        const message = `no writable database connection (${(error as Error).message}); resumed from its checkpoint in ${waitMs / 1000} s`;
         this.logger.warn(`${kindName(run.kind)} ${run.id} of ${workspace.id}: ${message}`);
         this.noConnectionStops.set(run.id, { stops, postsDone: run.postsDone });
         await this.runs.noteError(run.id, this.owner, message).catch(() => undefined);
