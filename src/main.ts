@@ -6,6 +6,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
 import { EmbeddedDatabase } from './database/embedded-postgres';
 import { Draining } from './health/draining';
+import { ProcessFaults } from './metrics/process-faults';
 
 const logger = new Logger('Main');
 
@@ -82,6 +83,11 @@ async function main(): Promise<void> {
     }
     await stop(0);
   };
+  // A rejection nobody handled is logged and counted, not the end of the process (metrics/process-faults.ts).
+  process.on('unhandledRejection', (reason) => {
+    if (app) app.get(ProcessFaults).unhandledRejection(reason);
+    else logger.error(`Unhandled promise rejection during start-up: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  });
   // SIGHUP too: a closed terminal would otherwise end the process without stopping its embedded PostgreSQL.
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
 
