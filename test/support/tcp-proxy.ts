@@ -2,22 +2,31 @@ import { createConnection, createServer, Server, Socket } from 'node:net';
 
 export type ProxyMode = 'pass' | 'blackhole' | 'stall';
 
+export interface ProxyTarget {
+  host: string;
+  port: number;
+}
+
 /**
  * A TCP proxy on loopback in front of PostgreSQL, for outages on demand: `pass` forwards; `blackhole` accepts
  * connections and sends nothing on (what a network partition looks like: timeouts, not refusals); switching to either
  * cuts every open connection. `stall` keeps the open connections and drops what goes either way on them: a server
  * that stopped answering mid-conversation, which no statement timeout of its own can end.
+ * `point` sends new connections elsewhere and leaves the open ones where they are: a DNS name moved to another host.
  */
 export class TcpProxy {
   private mode: ProxyMode = 'pass';
   private readonly sockets = new Set<Socket>();
   private readonly server: Server;
+  /** Connections made through the proxy, by the port of the server they went to. */
+  readonly connectionsTo = new Map<number, number>();
 
-  private constructor(target: { host: string; port: number }) {
+  private constructor(private target: ProxyTarget) {
     this.server = createServer((client) => {
       this.track(client);
       if (this.mode === 'blackhole') return;
-      const upstream = createConnection(target);
+      const upstream = createConnection(this.target);
+      this.connectionsTo.set(this.target.port, (this.connectionsTo.get(this.target.port) ?? 0) + 1);
       this.track(upstream);
       client.on('data', (chunk: Buffer) => this.mode !== 'stall' && upstream.write(chunk));
       upstream.on('data', (chunk: Buffer) => this.mode !== 'stall' && client.write(chunk));
@@ -30,7 +39,7 @@ export class TcpProxy {
     });
   }
 
-  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+  static async start(target: ProxyTarget): Promise<TcpProxy> {
     const proxy = new TcpProxy(target);
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     return proxy;
@@ -40,6 +49,11 @@ export class TcpProxy {
     const address = this.server.address();
     if (typeof address !== 'object' || !address) throw new Error('proxy is not listening');
     return address.port;
+  }
+
+  /** New connections go to `target` from now on; the open ones stay where they are. */
+  point(target: ProxyTarget): void {
+    this.target = target;
   }
 
   set(mode: ProxyMode): void {
