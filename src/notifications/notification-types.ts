@@ -14,6 +14,7 @@ export const OPS_EVENT_TYPES = [
   'ops.objective.recovered',
   'ops.api_key.rejected',
   'ops.consumer.expired',
+  'ops.database.failover',
 ] as const;
 export type OpsEventType = (typeof OPS_EVENT_TYPES)[number];
 

@@ -13,6 +13,7 @@ import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
 import { OpsEventRepository } from './ops-event.repository';
 import { OpsEvents } from './ops-events.service';
+import { DatabaseFailoverNotice } from './database-failover-notice';
 
 /**
  * Change notifications: subscriptions, the outbox the mirror writes fill (mirror/change-notifications.ts), the delivery worker, and
@@ -34,6 +35,7 @@ import { OpsEvents } from './ops-events.service';
     SubscriberAddressGuard,
     OpsEventRepository,
     OpsEvents,
+    DatabaseFailoverNotice,
   ],
   exports: [
     NotificationSignal,
