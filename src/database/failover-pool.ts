@@ -9,7 +9,8 @@ import type { DatabaseEndpoint, TargetSessionAttrs } from '../config/database-ur
  * - `connection_lost`: it failed with a connection error (class 08, or its socket);
  * - `failover`: the primary changed under it (PrimaryWatch), so it was discarded before its next use.
  */
-export type DiscardCause = 'wrong_server' | 'server_error' | 'connection_lost' | 'failover';
+export const DISCARD_CAUSES = ['wrong_server', 'server_error', 'connection_lost', 'failover'] as const;
+export type DiscardCause = (typeof DISCARD_CAUSES)[number];
 
 export interface ConnectionObserver {
   discarded(pool: string, cause: DiscardCause, detail: string): void;

@@ -101,6 +101,8 @@ export class PrimaryWatch implements OnApplicationBootstrap, OnApplicationShutdo
       help: 'Writable primaries found after none or another: failover (another server), restart (the same one restarted), reconnect (the same one reached again)',
       labelNames: ['kind'] as const,
     });
+    // Present from the start at 0, so that an alert's increase() sees the first failover.
+    for (const kind of ['failover', 'restart', 'reconnect'] as const) this.changes.inc({ kind }, 0);
     this.outageSeconds = metrics.counter({
       name: 'pozy_sync_database_without_primary_seconds_total',
       help: 'Seconds in all during which no writable primary was reachable through DATABASE_URL (an outage under way counts once it ends)',

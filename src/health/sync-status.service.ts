@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { ReadDetail } from '../common/read-access';
+import { ConnectionMonitor } from '../database/connection-monitor';
+import { DISCARD_CAUSES, type DiscardCause } from '../database/failover-pool';
+import { PrimaryState, PrimaryWatch } from '../database/primary-watch';
 import type { ListedDeadLetter } from '../dead-letters/dead-letter.repository';
 import type { Subscription } from '../notifications/subscription.repository';
 import type { BudgetStatus } from '../pozy/budget/pozy-budget.service';
@@ -16,8 +19,23 @@ export interface SyncStatus {
   mirror: { posts: number; deletedPosts: number; accounts: number; removedAccounts: number; lastSyncedAt: Date | null };
   /** Dead letters not replayed yet, by queue. */
   deadLetters: { delivery: number; ack: number };
-  /** Events this replica's local spool holds, waiting for the database. */
-  spool: { pending: number };
+  /** Events this replica's local spool holds, waiting for the database, and how long the oldest has waited. */
+  spool: { pending: number; oldestPendingAgeMs: number | null };
+  /**
+   * This replica's view of the database's primary (database/primary-watch.ts): whether one takes writes now, the
+   * failovers and restarts it has seen, the time it spent without one, and the connections its pools discarded.
+   * Server addresses and the reason's text are null in a public answer.
+   */
+  database: {
+    state: PrimaryState;
+    reason: string | null;
+    since: Date;
+    primary: string | null;
+    lastChange: { kind: string; at: Date; from: string | null; to: string | null; withoutPrimaryMs: number } | null;
+    changes: { failover: number; restart: number; reconnect: number };
+    withoutPrimarySeconds: number;
+    connectionsDiscarded: Record<DiscardCause, number>;
+  };
   backfill: {
     lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
     /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
@@ -101,6 +119,12 @@ export function publicStatus(status: SyncStatus): SyncStatus {
       failing: status.workspaces.failing.map(() => null),
       furthestBehind: status.workspaces.furthestBehind.map((w) => ({ ...w, id: null })),
     },
+    database: {
+      ...status.database,
+      reason: null,
+      primary: null,
+      lastChange: status.database.lastChange && { ...status.database.lastChange, from: null, to: null },
+    },
     redacted: true,
   };
 }
@@ -112,7 +136,32 @@ export class SyncStatusService {
     private readonly snapshots: StatusSnapshots,
     private readonly spool: AckSpool,
     private readonly registry: WorkspaceRegistry,
+    private readonly watch: PrimaryWatch,
+    private readonly connections: ConnectionMonitor,
   ) {}
+
+  /** From this process alone (no statement), so it reads the same while the database is away. */
+  private database(): SyncStatus['database'] {
+    const { state, reason, since, primary, lastChange, changes, withoutPrimarySeconds } = this.watch.figures();
+    const connectionsDiscarded = Object.fromEntries(DISCARD_CAUSES.map((cause) => [cause, 0])) as Record<DiscardCause, number>;
+    for (const { cause, count } of this.connections.discards()) connectionsDiscarded[cause] += count;
+    return {
+      state,
+      reason,
+      since,
+      primary: primary?.address ?? null,
+      lastChange: lastChange && {
+        kind: lastChange.kind,
+        at: lastChange.at,
+        from: lastChange.from?.address ?? null,
+        to: lastChange.to.address,
+        withoutPrimaryMs: Math.round(lastChange.withoutPrimaryMs),
+      },
+      changes,
+      withoutPrimarySeconds: Math.round(withoutPrimarySeconds * 1000) / 1000,
+      connectionsDiscarded,
+    };
+  }
 
   /** Counts from this replica's copy of the registry (no statement), and the snapshot's few furthest behind: the same size at one workspace and at thousands. */
   private workspaces(behind: StatusSnapshot['furthestBehind']): SyncStatus['workspaces'] {
@@ -145,6 +194,7 @@ export class SyncStatusService {
     const { backlog, tables, recent, lastSyncedAt, gaps } = snapshot.figures;
     const { lastBackfillRun: lastRun, subscribers, runs, pozyBudget } = snapshot;
     const spool = this.spool.counts();
+    const oldestSpooled = this.spool.oldestPendingAt();
     // Reads a figure into the answer, listing it under `estimated` when it is one.
     const estimated: string[] = [];
     const read = <T>(path: string, figure: Estimate<T>): T => {
@@ -177,7 +227,8 @@ export class SyncStatusService {
         }),
         ack: spool.dead,
       },
-      spool: { pending: spool.pending },
+      spool: { pending: spool.pending, oldestPendingAgeMs: oldestSpooled && Math.max(0, Date.now() - oldestSpooled.getTime()) },
+      database: this.database(),
       backfill: {
         lastRun: lastRun
           ? {

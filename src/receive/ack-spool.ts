@@ -240,6 +240,12 @@ export class AckSpool implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return { pending: of('pending'), dead: of('dead') };
   }
 
+  /** When the oldest event still waiting for the database was spooled; null when none waits. */
+  oldestPendingAt(): Date | null {
+    const { oldest } = this.db.prepare(`SELECT min(spooled_at) AS oldest FROM spooled WHERE state = 'pending'`).get() as { oldest: number | null };
+    return oldest === null ? null : new Date(oldest);
+  }
+
   /** The acknowledgment dead-letter queue, newest first. */
   dead(limit: number): SpooledEvent[] {
     return (this.db.prepare(`SELECT * FROM spooled WHERE state = 'dead' ORDER BY dead_at DESC, id LIMIT ?`).all(limit) as Row[]).map(toSpooled);

@@ -69,6 +69,18 @@ function eventsChart({ value: minutes, estimated }: StatusPageData['eventsPerMin
     <div class="ticks" aria-hidden="true"><span>60 min ago</span><span>30 min ago</span><span>now</span></div>`;
 }
 
+/** This replica's primary and its spool: what a failover shows an operator (docs/operations.md#failover). */
+function databaseCard({ database, spool }: StatusPageData['status'], now: Date): Html {
+  const { state, since, changes, withoutPrimarySeconds, connectionsDiscarded, lastChange } = database;
+  const discarded = Object.values(connectionsDiscarded).reduce((sum, n) => sum + n, 0);
+  const figure = state === 'writable' ? 'writable' : state === 'read_only' ? 'read-only' : 'unreachable';
+  const waiting =
+    spool.oldestPendingAgeMs === null ? 'none in the spool' : `${count(spool.pending)} in the spool, oldest ${duration(spool.oldestPendingAgeMs)}`;
+  const last = lastChange ? html`; last ${lastChange.kind} ${ago(lastChange.at, now)}` : '';
+  const detail = html`${state === 'writable' ? 'primary takes writes' : html`no writable primary for ${ago(since, now).replace(' ago', '')}`}; ${count(changes.failover)} failovers, ${count(changes.restart)} restarts seen${last}; ${duration(withoutPrimarySeconds * 1000)} without a writable primary; ${count(discarded)} connections discarded; ${waiting}`;
+  return card('Database', 'database', figure, detail, state !== 'writable' ? 'bad' : spool.pending > 0 ? 'warn' : '');
+}
+
 /** Every workspace in one line, whatever their number; one workspace's detail is GET /admin/workspaces/:id. */
 function workspacesPanel(workspaces: StatusPageData['status']['workspaces']): Html {
   if (workspaces.total <= 1 && workspaces.webhooksFailing === 0) return html``;
@@ -284,6 +296,7 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
     ${card('Pozy reads made', 'pozy-reads', count(apiCalls.pozyReads), html`post and account reads, retries included; ${count(apiCalls.pozyRequests)} Pozy requests in all since this process started`)}
     ${card('Dead letters', 'dead-letter-count', figure('deadLetters.delivery', unreplayed), `waiting for a replay: ${figure('deadLetters.delivery', status.deadLetters.delivery)} delivery, ${count(status.deadLetters.ack)} ack`, unreplayed > 0 ? 'bad' : '')}
     ${card('Notifications pending', 'notifications-pending', figure('notifications.pending', status.notifications.pending), `${status.notifications.oldestPendingAgeMs === null ? 'none waiting' : `oldest waiting ${duration(status.notifications.oldestPendingAgeMs)}`}${paused > 0 ? `; ${count(paused)} subscriber${paused === 1 ? '' : 's'} paused` : ''}`, paused > 0 ? 'warn' : '')}
+    ${databaseCard(status, now)}
   </section>
   ${status.estimated.length > 0 ? html`<p class="detail" id="estimates-note">${APPROX}PostgreSQL's estimate: the rows behind it are too many to count on every load.</p>` : ''}
 

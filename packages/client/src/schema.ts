@@ -1291,7 +1291,7 @@ export interface components {
              *       "post.deleted"
              *     ]
              */
-            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired")[];
+            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover")[];
             health: components["schemas"]["SubscriptionHealthResponse"];
             /**
              * Format: uuid
@@ -1371,7 +1371,7 @@ export interface components {
              *       "post.deleted"
              *     ]
              */
-            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired")[];
+            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover")[];
             /**
              * @description Only posts and accounts on these platforms (lower-case names); omitted or empty: all.
              * @example [
@@ -1431,6 +1431,45 @@ export interface components {
             rateLimitPerMinute?: number;
             /** @description The secret of the workspace's webhook subscription in Pozy, when you set it up yourself (no PUBLIC_URL, or manageWebhook false). Absent: one is generated and answered once. */
             webhookSecret?: string;
+        };
+        DatabaseStatusResponse: {
+            /**
+             * @description Changes of the primary this replica saw since its start, by kind.
+             * @example {
+             *       "failover": 1,
+             *       "restart": 0,
+             *       "reconnect": 2
+             *     }
+             */
+            changes: Record<string, never>;
+            /**
+             * @description Connections this replica's pools refused or dropped since its start, by cause: `wrong_server` (the check at connect found a read-only server or a standby), `server_error` (57P01, 57P02, 57P03 or 25006), `connection_lost` (class 08 or the socket), `failover` (older than a new primary).
+             * @example {
+             *       "wrong_server": 12,
+             *       "server_error": 3,
+             *       "connection_lost": 20,
+             *       "failover": 4
+             *     }
+             */
+            connectionsDiscarded: Record<string, never>;
+            /** @description The last failover, restart or reconnection this replica saw. */
+            lastChange: components["schemas"]["PrimaryChangeResponse"] | null;
+            /** @description The primary's `address:port` as PostgreSQL reports it; null in a public answer. */
+            primary: string | null;
+            /** @description What the last look met while not writable; null when writable and in a public answer. */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description Since when the state holds.
+             */
+            since: string;
+            /**
+             * @description Whether a server that takes writes is reachable through DATABASE_URL now.
+             * @enum {string}
+             */
+            state: "writable" | "read_only" | "unreachable";
+            /** @description Seconds this replica saw no writable primary since its start, the ongoing outage included. */
+            withoutPrimarySeconds: number;
         };
         DeadLetterCountsResponse: {
             /**
@@ -2064,7 +2103,7 @@ export interface components {
              * @example post.changed
              * @enum {string}
              */
-            type: "post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired";
+            type: "post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover";
         };
         NotificationListResponse: {
             /** @description Newest first. */
@@ -2134,7 +2173,7 @@ export interface components {
              * @example post.changed
              * @enum {string}
              */
-            type: "post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired";
+            type: "post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover";
         };
         PlatformTargetResponse: {
             /** @example 66a9ffee00112233445566bb */
@@ -2333,6 +2372,24 @@ export interface components {
              */
             othersUsing: number;
         };
+        PrimaryChangeResponse: {
+            /**
+             * Format: date-time
+             * @description When this replica first found it taking writes.
+             */
+            at: string;
+            /** @description The previous primary's `address:port` as PostgreSQL reported it; null in a public answer. */
+            from: string | null;
+            /**
+             * @description Another server, the same one restarted, or the same one reached again.
+             * @enum {string}
+             */
+            kind: "failover" | "restart" | "reconnect";
+            /** @description The new primary's `address:port`; null in a public answer. */
+            to: string | null;
+            /** @description How long this replica saw no writable primary before it (ms). */
+            withoutPrimaryMs: number;
+        };
         PruneCountsResponse: {
             /** @example 2 */
             backfillRuns: number;
@@ -2522,6 +2579,8 @@ export interface components {
             workspaceId: string;
         };
         SpoolStatusResponse: {
+            /** @description How long the oldest of them has waited (ms); null when none waits. */
+            oldestPendingAgeMs: number | null;
             /**
              * @description Events this replica's spool holds, waiting for the database.
              * @example 0
@@ -2589,7 +2648,7 @@ export interface components {
              *       "post.deleted"
              *     ]
              */
-            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired")[];
+            eventTypes: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover")[];
             health: components["schemas"]["SubscriptionHealthResponse"];
             /**
              * Format: uuid
@@ -2713,6 +2772,8 @@ export interface components {
         };
         SyncStatusResponse: {
             backfill: components["schemas"]["BackfillStatusResponse"];
+            /** @description This replica's view of the database's primary and of its pools' connections. */
+            database: components["schemas"]["DatabaseStatusResponse"];
             /** @description Dead letters not replayed yet, by queue. */
             deadLetters: components["schemas"]["DeadLetterCountsResponse"];
             /**
@@ -2841,7 +2902,7 @@ export interface components {
              *       "post.deleted"
              *     ]
              */
-            eventTypes?: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired")[];
+            eventTypes?: ("post.changed" | "post.deleted" | "account.changed" | "account.removed" | "ops.subscriber.paused" | "ops.subscriber.recovered" | "ops.dead_letter.added" | "ops.budget.paused" | "ops.import.succeeded" | "ops.import.failed" | "ops.webhook.disabled_in_pozy" | "ops.objective.breached" | "ops.objective.recovered" | "ops.api_key.rejected" | "ops.consumer.expired" | "ops.database.failover")[];
             /**
              * @description Only posts and accounts on these platforms (lower-case names); omitted or empty: all.
              * @example [

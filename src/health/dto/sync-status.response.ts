@@ -76,6 +76,66 @@ export class DeadLetterCountsResponse {
 export class SpoolStatusResponse {
   @ApiProperty({ ...COUNT, description: "Events this replica's spool holds, waiting for the database." })
   pending!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, nullable: true, description: 'How long the oldest of them has waited (ms); null when none waits.' })
+  oldestPendingAgeMs!: number | null;
+}
+
+export class PrimaryChangeResponse {
+  @ApiProperty({ enum: ['failover', 'restart', 'reconnect'], description: 'Another server, the same one restarted, or the same one reached again.' })
+  kind!: string;
+
+  @ApiProperty({ ...DATE_TIME, description: 'When this replica first found it taking writes.' })
+  at!: Date;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: "The previous primary's `address:port` as PostgreSQL reported it; null in a public answer.",
+  })
+  from!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, description: "The new primary's `address:port`; null in a public answer." })
+  to!: string | null;
+
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'How long this replica saw no writable primary before it (ms).' })
+  withoutPrimaryMs!: number;
+}
+
+export class DatabaseStatusResponse {
+  @ApiProperty({
+    enum: ['writable', 'read_only', 'unreachable'],
+    description: 'Whether a server that takes writes is reachable through DATABASE_URL now.',
+  })
+  state!: string;
+
+  @ApiProperty({ type: String, nullable: true, description: 'What the last look met while not writable; null when writable and in a public answer.' })
+  reason!: string | null;
+
+  @ApiProperty({ ...DATE_TIME, description: 'Since when the state holds.' })
+  since!: Date;
+
+  @ApiProperty({ type: String, nullable: true, description: "The primary's `address:port` as PostgreSQL reports it; null in a public answer." })
+  primary!: string | null;
+
+  @ApiProperty({ type: PrimaryChangeResponse, nullable: true, description: 'The last failover, restart or reconnection this replica saw.' })
+  lastChange!: PrimaryChangeResponse | null;
+
+  @ApiProperty({
+    example: { failover: 1, restart: 0, reconnect: 2 },
+    description: 'Changes of the primary this replica saw since its start, by kind.',
+  })
+  changes!: { failover: number; restart: number; reconnect: number };
+
+  @ApiProperty({ minimum: 0, description: 'Seconds this replica saw no writable primary since its start, the ongoing outage included.' })
+  withoutPrimarySeconds!: number;
+
+  @ApiProperty({
+    example: { wrong_server: 12, server_error: 3, connection_lost: 20, failover: 4 },
+    description:
+      "Connections this replica's pools refused or dropped since its start, by cause: `wrong_server` (the check at connect found a read-only server or a standby), `server_error` (57P01, 57P02, 57P03 or 25006), `connection_lost` (class 08 or the socket), `failover` (older than a new primary).",
+  })
+  connectionsDiscarded!: Record<string, number>;
 }
 
 export class BackfillLastRunResponse {
@@ -221,6 +281,9 @@ export class SyncStatusResponse {
 
   @ApiProperty({ type: SpoolStatusResponse })
   spool!: SpoolStatusResponse;
+
+  @ApiProperty({ type: DatabaseStatusResponse, description: "This replica's view of the database's primary and of its pools' connections." })
+  database!: DatabaseStatusResponse;
 
   @ApiProperty({ type: BackfillStatusResponse })
   backfill!: BackfillStatusResponse;
