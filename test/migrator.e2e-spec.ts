@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
@@ -7,7 +7,7 @@ import { AppConfig } from '../src/config/app-config';
 import { MIGRATIONS_DIR } from '../src/database/database.service';
 import { migrationChecksum, Migrator, readMigrations } from '../src/database/migrator';
 import { createTestDatabase, TestDatabase } from './support/database';
-import { startService } from './support/service';
+import { startService, waitFor } from './support/service';
 import { testLog } from './support/test-log';
 
 interface MigrationRow {
@@ -71,6 +71,7 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     await expect(new Migrator(pool, MIGRATIONS_DIR).migrate()).resolves.toEqual({
       applied: [],
       alreadyApplied: before.length,
+      unknown: [],
     });
   });
 
@@ -121,5 +122,117 @@ describe('migrator (Prisma-compatible, applied at start-up)', () => {
     expect((await rows()).map((r) => r.migration_name)).not.toContain('99990101000000_broken');
     const { rows: tables } = await pool.query("SELECT to_regclass('public.half_done') AS t");
     expect(tables[0].t).toBeNull();
+  });
+
+  /** Adds a migration to the scratch copy, after every shipped one. */
+  const addMigration = (name: string, script: string) => {
+    const dir = join(copy, name);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'migration.sql'), script);
+  };
+
+  /** A session holding ACCESS SHARE on `scratch` (a long read) until `release()`. */
+  async function longRead(): Promise<{ release: () => Promise<void> }> {
+    const reader = await pool.connect();
+    await reader.query('BEGIN');
+    await reader.query('LOCK TABLE scratch IN ACCESS SHARE MODE');
+    return {
+      release: async () => {
+        await reader.query('COMMIT');
+        reader.release();
+      },
+    };
+  }
+
+  const insertRow = (id: string) => pool.query('INSERT INTO scratch (id, n) VALUES ($1, 0)', [id]).catch((error: Error) => error);
+
+  /** The shipped migrations applied, and a table of the test's own for the added ones to alter. */
+  async function migratedWithScratch(): Promise<void> {
+    await new Migrator(pool, copy).migrate();
+    await pool.query('CREATE TABLE scratch (id text PRIMARY KEY, n int)');
+  }
+
+  it('never queues writes behind a lock it waits for: a long read holds, writes go on, the migration gets its lock once the read ends', async () => {
+    await migratedWithScratch();
+    addMigration('99990101000000_lock_hungry', 'ALTER TABLE scratch ADD COLUMN lock_hungry int;\n');
+    const read = await longRead();
+
+    // Without a lock_timeout, this ALTER would wait for the read, and every write to scratch would wait behind it.
+    const migrating = new Migrator(pool, copy, { lockTimeoutMs: 200, lockRetries: 1_000 }).migrate();
+    await waitFor('the migration to ask for its lock', async () => {
+      const { rows: waiting } = await pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'ALTER TABLE scratch ADD COLUMN lock_hungry%' AND wait_event_type = 'Lock'",
+      );
+      return waiting[0].n > 0 ? true : undefined;
+    });
+    // A write while the read still holds its lock: it completes, between two of the migration's attempts.
+    const written = await insertRow('during-read');
+    expect(written).not.toBeInstanceOf(Error);
+    await read.release();
+
+    await expect(migrating).resolves.toMatchObject({ applied: ['99990101000000_lock_hungry'] });
+    const { rows: columns } = await pool.query(
+      "SELECT 1 FROM information_schema.columns WHERE table_name = 'scratch' AND column_name = 'lock_hungry'",
+    );
+    expect(columns).toHaveLength(1);
+  });
+
+  it('gives up after its retries while the lock stays taken, naming why, and records nothing', async () => {
+    await migratedWithScratch();
+    addMigration('99990101000000_lock_hungry', 'ALTER TABLE scratch ADD COLUMN lock_hungry int;\n');
+    const read = await longRead();
+    try {
+      await expect(new Migrator(pool, copy, { lockTimeoutMs: 100, lockRetries: 1 }).migrate()).rejects.toThrow(
+        /Migration 99990101000000_lock_hungry failed \(no lock within 100 ms, 2 times\)/,
+      );
+    } finally {
+      await read.release();
+    }
+    expect((await rows()).map((r) => r.migration_name)).not.toContain('99990101000000_lock_hungry');
+  });
+
+  it('builds an index CONCURRENTLY outside a transaction, and resumes it after a failure, rebuilding the index it left invalid', async () => {
+    await migratedWithScratch();
+    await pool.query("INSERT INTO scratch (id, n) VALUES ('twin-1', 1), ('twin-2', 1)");
+    const script = [
+      '-- One statement at a time: CREATE INDEX CONCURRENTLY cannot run in a transaction.',
+      'CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS scratch_n_once ON scratch (n);',
+      'CREATE INDEX CONCURRENTLY IF NOT EXISTS scratch_n_again ON scratch (n, id);',
+      '',
+    ].join('\n');
+    addMigration('99990101000000_concurrent', script);
+
+    // Two posts share n: the unique build fails and leaves scratch_n_once behind, invalid; the migration stays unfinished.
+    await expect(new Migrator(pool, copy).migrate()).rejects.toThrow(/Migration 99990101000000_concurrent failed/);
+    const unfinished = (await rows()).find((r) => r.migration_name === '99990101000000_concurrent');
+    expect(unfinished?.finished_at).toBeNull();
+    const validity = async () =>
+      (
+        await pool.query<{ name: string; valid: boolean }>(
+          "SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE 'scratch_n_%' ORDER BY 1",
+        )
+      ).rows;
+    expect(await validity()).toEqual([{ name: 'scratch_n_once', valid: false }]);
+
+    // The data mended, the next run resumes it: the invalid index dropped and built again, the rest applied.
+    await pool.query("DELETE FROM scratch WHERE id = 'twin-2'");
+    await expect(new Migrator(pool, copy).migrate()).resolves.toMatchObject({ applied: ['99990101000000_concurrent'] });
+    expect(await validity()).toEqual([
+      { name: 'scratch_n_again', valid: true },
+      { name: 'scratch_n_once', valid: true },
+    ]);
+    const done = (await rows()).filter((r) => r.migration_name === '99990101000000_concurrent');
+    expect(done).toHaveLength(1);
+    expect(done[0].finished_at).toBeInstanceOf(Date);
+  });
+
+  it('reports migrations the database has and this release does not ship (a rollback), and runs on', async () => {
+    await new Migrator(pool, copy).migrate();
+    addMigration('99990101000000_newer', 'CREATE TABLE newer_release (id int);\n');
+    await new Migrator(pool, copy).migrate();
+    rmSync(join(copy, '99990101000000_newer'), { recursive: true });
+
+    await expect(new Migrator(pool, copy).migrate()).resolves.toMatchObject({ applied: [], unknown: ['99990101000000_newer'] });
+    await expect(new Migrator(pool, copy).status()).resolves.toEqual({ pending: [], unknown: ['99990101000000_newer'] });
   });
 });

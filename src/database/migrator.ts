@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { splitStatements } from './sql-statements';
 
 /** The key `prisma migrate` locks with, so that it and this migrator never run at the same time. */
 const PRISMA_ADVISORY_LOCK_KEY = 72707369;
@@ -27,9 +28,26 @@ export interface MigrationFile {
 }
 
 export interface MigrationResult {
+  /** Applied by this run, in order. */
   applied: string[];
   alreadyApplied: number;
+  /** Applied in the database but not shipped by this release (a newer release's): reported, never refused. */
+  unknown: string[];
 }
+
+export interface MigratorOptions {
+  /** Each statement's `lock_timeout`: a migration waiting longer for a lock gives up rather than queue writes behind it. */
+  lockTimeoutMs: number;
+  /** Times a migration (or, outside a transaction, a statement) whose lock wait ran out is tried again: after 1 s, 2 s, 4 s, … */
+  lockRetries: number;
+}
+
+/** As MIGRATION_LOCK_TIMEOUT_MS's meaning says: 1, 2, 4, 8 and 16 s apart, half a minute of retries in all. */
+export const MIGRATION_LOCK_RETRIES = 5;
+export const DEFAULT_MIGRATOR_OPTIONS: MigratorOptions = { lockTimeoutMs: 5_000, lockRetries: MIGRATION_LOCK_RETRIES };
+
+/** lock_not_available: lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 export class MigrationError extends Error {
   constructor(message: string) {
@@ -49,6 +67,24 @@ function matchesChecksum(script: string, checksum: string): boolean {
   return [script, script.replace(/\r\n/g, '\n'), script.replace(/(?<!\r)\n/g, '\r\n')].some((s) => sha256(s) === checksum);
 }
 
+/**
+ * A migration that builds or drops an index `CONCURRENTLY` runs outside a transaction (PostgreSQL refuses it inside
+ * one), statement by statement; every other migration runs whole in one transaction with its bookkeeping row.
+ */
+export function runsOutsideTransaction(script: string): boolean {
+  return splitStatements(script).some((statement) => /\bCONCURRENTLY\b/i.test(statement.replace(/--[^\n]*/g, '')));
+}
+
+/** The index a `CREATE [UNIQUE] INDEX CONCURRENTLY [IF NOT EXISTS] name` builds, unquoted; undefined for another statement. */
+export function concurrentIndexName(statement: string): string | undefined {
+  const match = /^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+(?:IF\s+NOT\s+EXISTS\s+)?("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)/i.exec(
+    statement.replace(/--[^\n]*/g, ''),
+  );
+  if (!match) return undefined;
+  const name = match[1];
+  return name.startsWith('"') ? name.slice(1, -1).replace(/""/g, '"') : name.toLowerCase();
+}
+
 /** Reads `prisma/migrations/<name>/migration.sql` folders in name order, as Prisma does. */
 export function readMigrations(directory: string): MigrationFile[] {
   return readdirSync(directory, { withFileTypes: true })
@@ -62,6 +98,7 @@ export function readMigrations(directory: string): MigrationFile[] {
 }
 
 interface AppliedRow {
+  id: string;
   migration_name: string;
   checksum: string;
   finished_at: Date | null;
@@ -69,9 +106,13 @@ interface AppliedRow {
 }
 
 /**
- * Applies pending Prisma migrations at start-up (the Prisma CLI cannot run its engine here), writing the same
- * `_prisma_migrations` rows as `prisma migrate deploy`. Unlike Prisma, each migration runs in a transaction with
- * its bookkeeping row, so a failure leaves nothing half-applied.
+ * Applies pending Prisma migrations (at start-up unless MIGRATE_ON_START=false, or as `npm run migrate`), writing the
+ * same `_prisma_migrations` rows as `prisma migrate deploy` (the Prisma CLI cannot run its engine here). Online:
+ * every statement waits at most `lockTimeoutMs` for its locks, and a migration that times out is tried again
+ * (`lockRetries` times, backing off), so a long read never turns into a queue of writes blocked behind the
+ * migration's lock request. A migration runs in one transaction with its bookkeeping row, so a failure leaves nothing
+ * half-applied; one that builds or drops indexes `CONCURRENTLY` runs statement by statement instead, and is resumed
+ * after a crash by running it again (its statements are written to be re-run: test/migration-lint.e2e-spec.ts).
  */
 export class Migrator {
   private readonly logger = new Logger(Migrator.name);
@@ -79,40 +120,38 @@ export class Migrator {
   constructor(
     private readonly pool: Pool,
     private readonly directory: string,
+    private readonly options: MigratorOptions = DEFAULT_MIGRATOR_OPTIONS,
   ) {}
 
   async migrate(): Promise<MigrationResult> {
     const migrations = readMigrations(this.directory);
     const client = await this.pool.connect();
     try {
-      // Session-level lock: replicas starting together apply each migration once.
+      // Session-level lock: replicas (or a migration job) starting together apply each migration once.
       await client.query('SELECT pg_advisory_lock($1)', [PRISMA_ADVISORY_LOCK_KEY]);
       try {
         await client.query(CREATE_MIGRATIONS_TABLE);
         const { rows } = await client.query<AppliedRow>(
-          'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL ORDER BY started_at',
+          'SELECT id, migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE rolled_back_at IS NULL ORDER BY started_at',
         );
-        const applied = this.checkApplied(migrations, rows);
+        const { applied, unknown, unfinished } = this.checkApplied(migrations, rows);
+        if (unknown.length > 0) {
+          this.logger.warn(
+            `The database has ${unknown.length} migration(s) this release does not ship (a newer release's, e.g. ${unknown[unknown.length - 1]}): ` +
+              'running on a newer schema, as a rollback does; see CHANGELOG.md for the releases it allows',
+          );
+        }
         const pending = migrations.filter((m) => !applied.has(m.name));
         for (const migration of pending) {
-          this.logger.log(`Applying migration ${migration.name}`);
-          await client.query('BEGIN');
-          try {
-            const id = randomUUID();
-            await client.query(
-              'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)',
-              [id, migration.checksum, migration.name],
-            );
-            await client.query(migration.script);
-            await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
-            await client.query('COMMIT');
-          } catch (error) {
-            await client.query('ROLLBACK');
-            throw new MigrationError(`Migration ${migration.name} failed: ${(error as Error).message}`);
-          }
+          const began = Date.now();
+          const outside = runsOutsideTransaction(migration.script);
+          this.logger.log(`Applying migration ${migration.name}${outside ? ' (outside a transaction: CONCURRENTLY)' : ''}`);
+          if (outside) await this.applyOutsideTransaction(client, migration, unfinished.get(migration.name));
+          else await this.withLockRetries(migration.name, () => this.applyInTransaction(client, migration));
+          this.logger.log(`Applied migration ${migration.name} in ${Date.now() - began} ms`);
         }
         if (pending.length === 0) this.logger.log(`Database schema is up to date (${applied.size} migrations)`);
-        return { applied: pending.map((m) => m.name), alreadyApplied: applied.size };
+        return { applied: pending.map((m) => m.name), alreadyApplied: applied.size, unknown };
       } finally {
         await client.query('SELECT pg_advisory_unlock($1)', [PRISMA_ADVISORY_LOCK_KEY]);
       }
@@ -121,30 +160,126 @@ export class Migrator {
     }
   }
 
+  private async applyInTransaction(client: PoolClient, migration: MigrationFile): Promise<void> {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${this.options.lockTimeoutMs}`);
+      const id = randomUUID();
+      await client.query(
+        'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)',
+        [id, migration.checksum, migration.name],
+      );
+      await client.query(migration.script);
+      await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /**
+   * Its bookkeeping row first (so a crash midway is seen as unfinished and resumed), then each statement on its own,
+   * each with its own lock retries. An index a `CREATE INDEX CONCURRENTLY` left invalid (a lock timeout, a crash, a
+   * duplicate) is dropped before the statement runs again, since `IF NOT EXISTS` would keep it.
+   */
+  private async applyOutsideTransaction(client: PoolClient, migration: MigrationFile, resumedId: string | undefined): Promise<void> {
+    const id = resumedId ?? randomUUID();
+    if (resumedId) this.logger.warn(`Resuming migration ${migration.name}, which started but never finished (its statements run again)`);
+    else
+      await client.query(
+        'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)',
+        [id, migration.checksum, migration.name],
+      );
+    await client.query(`SET lock_timeout = ${this.options.lockTimeoutMs}`);
+    try {
+      for (const statement of splitStatements(migration.script)) {
+        const index = concurrentIndexName(statement);
+        await this.withLockRetries(migration.name, async () => {
+          if (index !== undefined) await this.dropInvalidIndex(client, index);
+          await client.query(statement);
+        });
+      }
+    } finally {
+      await client.query('RESET lock_timeout');
+    }
+    await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
+  }
+
+  private async dropInvalidIndex(client: PoolClient, name: string): Promise<void> {
+    const { rows } = await client.query<{ invalid: boolean }>(
+      `SELECT NOT i.indisvalid AS invalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+      [name],
+    );
+    if (rows[0]?.invalid) {
+      this.logger.warn(`Dropping index ${name}, left invalid by an earlier attempt, before building it again`);
+      await client.query(`DROP INDEX CONCURRENTLY IF EXISTS "${name.replace(/"/g, '""')}"`);
+    }
+  }
+
+  private async withLockRetries(name: string, attempt: () => Promise<void>): Promise<void> {
+    for (let tried = 0; ; tried += 1) {
+      try {
+        await attempt();
+        return;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code === LOCK_NOT_AVAILABLE && tried < this.options.lockRetries) {
+          const waitMs = 1_000 * 2 ** tried;
+          this.logger.warn(`Migration ${name} waited over ${this.options.lockTimeoutMs} ms for a lock; trying again in ${waitMs} ms`);
+          await new Promise((resolve) => setTimeout(resolve, waitMs));
+          continue;
+        }
+        const why = code === LOCK_NOT_AVAILABLE ? ` (no lock within ${this.options.lockTimeoutMs} ms, ${tried + 1} times)` : '';
+        throw new MigrationError(`Migration ${name} failed${why}: ${(error as Error).message}`);
+      }
+    }
+  }
+
   /** Migration files the database has not finished applying (for readiness: empty once this version's start-up ran). */
   async pending(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ migration_name: string }>(
-      'SELECT migration_name FROM "_prisma_migrations" WHERE rolled_back_at IS NULL AND finished_at IS NOT NULL',
-    );
+    return (await this.status()).pending;
+  }
+
+  /** What this release ships that the database lacks (`pending`), and what the database has that it does not (`unknown`). */
+  async status(): Promise<{ pending: string[]; unknown: string[] }> {
+    const { rows } = await this.pool
+      .query<{ migration_name: string }>('SELECT migration_name FROM "_prisma_migrations" WHERE rolled_back_at IS NULL AND finished_at IS NOT NULL')
+      .catch((error: unknown) => {
+        // A database nothing was ever applied to: everything is pending.
+        if ((error as { code?: unknown }).code === '42P01') return { rows: [] };
+        throw error;
+      });
     const applied = new Set(rows.map((r) => r.migration_name));
-    return readMigrations(this.directory)
-      .map((m) => m.name)
-      .filter((name) => !applied.has(name));
+    const shipped = readMigrations(this.directory).map((m) => m.name);
+    const known = new Set(shipped);
+    return { pending: shipped.filter((name) => !applied.has(name)), unknown: [...applied].filter((name) => !known.has(name)).sort() };
   }
 
   /** Refuses to go on when the database and the migration files disagree about the past. */
-  private checkApplied(migrations: MigrationFile[], rows: AppliedRow[]): Set<string> {
+  private checkApplied(
+    migrations: MigrationFile[],
+    rows: AppliedRow[],
+  ): { applied: Set<string>; unknown: string[]; unfinished: Map<string, string> } {
     const byName = new Map(migrations.map((m) => [m.name, m]));
     const applied = new Set<string>();
+    const unknown: string[] = [];
+    const unfinished = new Map<string, string>();
     for (const row of rows) {
+      const file = byName.get(row.migration_name);
       if (row.finished_at === null) {
+        // One that runs outside a transaction is written to be run again; any other was not ours to leave half-done.
+        if (file && runsOutsideTransaction(file.script) && matchesChecksum(file.script, row.checksum)) {
+          unfinished.set(row.migration_name, row.id);
+          continue;
+        }
         throw new MigrationError(
           `Migration ${row.migration_name} started but never finished. Resolve it (prisma migrate resolve) before starting pozy-sync.`,
         );
       }
-      const file = byName.get(row.migration_name);
       if (!file) {
-        this.logger.warn(`Migration ${row.migration_name} is applied in the database but has no folder here (newer version?)`);
+        unknown.push(row.migration_name);
         continue;
       }
       if (!matchesChecksum(file.script, row.checksum)) {
@@ -155,6 +290,6 @@ export class Migrator {
       }
       applied.add(row.migration_name);
     }
-    return applied;
+    return { applied, unknown, unfinished };
   }
 }
