@@ -42,7 +42,7 @@ WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-# The service applies prisma/migrations itself at start-up.
+# prisma/migrations: applied at start-up, or by `node dist/migrate.js` run as a step of its own (MIGRATE_ON_START=false).
 COPY --from=build --chown=node:node /app/prisma ./prisma
 # The example receiver of README's change notifications, runnable in the image.
 COPY --from=build --chown=node:node /app/examples ./examples

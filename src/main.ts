@@ -5,6 +5,7 @@ import { createApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 import { ConfigError } from './config/environment';
 import { EmbeddedDatabase } from './database/embedded-postgres';
+import { waitForSchema } from './database/schema-gate';
 import { Draining } from './health/draining';
 import { ProcessFaults } from './metrics/process-faults';
 
@@ -39,6 +40,9 @@ async function main(): Promise<void> {
       });
       config = config.withDatabaseUrl(embedded.url);
     }
+    // A fleet migrates as a step of its own: start nothing until the schema is this release's (or newer).
+    if (!config.migrateOnStart) await waitForSchema(config, () => stopping);
+    if (stopping) return;
     app = await createApp(config);
     if (stopping) return;
     await app.listen({ port: config.port, host: config.host });

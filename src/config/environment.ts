@@ -422,6 +422,11 @@ export function combinationProblems(parsed: Environment): string[] {
       'DATABASE_URL is required when NODE_ENV=production (unset, production data would live in an embedded PostgreSQL under .data/postgres); set EMBEDDED_DATABASE=allow to choose that',
     );
   }
+  if (parsed.MIGRATE_ON_START === 'false' && !parsed.DATABASE_URL) {
+    problems.push(
+      'MIGRATE_ON_START=false needs DATABASE_URL: the embedded PostgreSQL has no migration step of its own; set DATABASE_URL, or MIGRATE_ON_START=true',
+    );
+  }
   if (parsed.NODE_ENV === 'production') problems.push(...knownExampleProblems(parsed));
   if (parsed.NODE_ENV === 'production' && !parsed.API_TOKENS) {
     problems.push(

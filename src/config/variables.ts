@@ -122,6 +122,19 @@ export const VARIABLES = {
     unset: 'every read on the primary',
     field: 'databaseReadUrl',
   }),
+  MIGRATE_ON_START: variable({
+    kind: oneOf(['true', 'false'] as const, 'true', 'MIGRATE_ON_START must be true or false'),
+    meaning:
+      '`true`: each process applies pending migrations as it starts (one at a time, under a lock); `false`: migrations are a step of their own (`npm run migrate`, a Kubernetes Job) and a process that finds one pending waits, not ready, naming it (see [Upgrades](operations.md#upgrades)); requires `DATABASE_URL`',
+    field: 'migrateOnStart',
+    read: (value) => value === 'true',
+  }),
+  MIGRATION_LOCK_TIMEOUT_MS: variable({
+    kind: integer(5_000, 100, 600_000),
+    meaning:
+      "a migration's statement that waits longer than this for a lock gives up (so it never queues the service's writes behind it for longer) and is tried again up to 5 times, 1, 2, 4, 8 and 16 s later",
+    field: 'migrationLockTimeoutMs',
+  }),
   EMBEDDED_DATABASE_PORT: variable({ kind: integer(54329, 1, 65535), meaning: 'port of the embedded PostgreSQL', field: 'embeddedDatabasePort' }),
   EMBEDDED_DATABASE: variable({
     kind: optionalOneOf(['allow'] as const, 'EMBEDDED_DATABASE must be "allow" or unset'),

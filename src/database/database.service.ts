@@ -7,7 +7,7 @@ import type { DB } from '../generated/kysely/database';
 import { ConnectionMonitor } from './connection-monitor';
 import { FailoverPool } from './failover-pool';
 import { ensureLogicalPublication, PublicationState } from './logical-publication';
-import { Migrator } from './migrator';
+import { MIGRATION_LOCK_RETRIES, Migrator } from './migrator';
 import { preparingPool } from './prepared-statements';
 
 /**
@@ -45,6 +45,8 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
   readonly db: Db;
   private readonly publicationName: string | null;
   private publicationState: PublicationState | null = null;
+  private readonly migrator: Migrator;
+  private readonly migrateOnStart: boolean;
 
   constructor(config: AppConfig, monitor: ConnectionMonitor) {
     this.publicationName = config.logicalPublication;
@@ -61,12 +63,15 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
       keepAlive: true,
     });
     monitor.track(this.pool);
+    this.migrateOnStart = config.migrateOnStart;
+    this.migrator = new Migrator(this.pool, MIGRATIONS_DIR, { lockTimeoutMs: config.migrationLockTimeoutMs, lockRetries: MIGRATION_LOCK_RETRIES });
     // Statements marked `prepare` (database/precompiled.ts) go by name: parsed and planned once per connection.
     this.db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(this.pool) }) });
   }
 
   async onModuleInit(): Promise<void> {
-    await new Migrator(this.pool, MIGRATIONS_DIR).migrate();
+    // Otherwise main.ts waited until `npm run migrate` had applied them (schema-gate.ts).
+    if (this.migrateOnStart) await this.migrator.migrate();
     // After the migrations, which make the tables it publishes; every replica checks, under one lock.
     if (this.publicationName) this.publicationState = await ensureLogicalPublication(this.db, this.publicationName, this.logger);
   }
@@ -78,7 +83,7 @@ export class DatabaseService implements OnModuleInit, OnApplicationShutdown {
 
   /** Migrations this version ships that the database has not applied (another replica may be mid-upgrade). */
   pendingMigrations(): Promise<string[]> {
-    return new Migrator(this.pool, MIGRATIONS_DIR).pending();
+    return this.migrator.pending();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -5,6 +5,7 @@ import { testLog } from './test-log';
 
 export const BUILT_MAIN = join(__dirname, '..', '..', 'dist', 'main.js');
 export const BUILT_REENCRYPT = join(__dirname, '..', '..', 'dist', 'secrets-reencrypt.js');
+export const BUILT_MIGRATE = join(__dirname, '..', '..', 'dist', 'migrate.js');
 export const BUILT_DEMO = join(__dirname, '..', '..', 'dist-tools', 'demo', 'demo.js');
 
 export interface ServiceProcess {
