@@ -135,6 +135,12 @@ export const VARIABLES = {
       "a migration's statement that waits longer than this for a lock gives up (so it never queues the service's writes behind it for longer) and is tried again up to 5 times, 1, 2, 4, 8 and 16 s later",
     field: 'migrationLockTimeoutMs',
   }),
+  BACKGROUND_MIGRATION_BATCH_SIZE: variable({
+    kind: integer(1_000, 10, 100_000),
+    meaning:
+      "rows a background data migration changes per transaction (a release's change to every row of a table, run by one worker after the migrations; see [Upgrades](operations.md#upgrades)); after each batch it rests as long as the batch took, so it never takes more than half of one connection",
+    field: 'backgroundMigrationBatchSize',
+  }),
   EMBEDDED_DATABASE_PORT: variable({ kind: integer(54329, 1, 65535), meaning: 'port of the embedded PostgreSQL', field: 'embeddedDatabasePort' }),
   EMBEDDED_DATABASE: variable({
     kind: optionalOneOf(['allow'] as const, 'EMBEDDED_DATABASE must be "allow" or unset'),

@@ -33,6 +33,8 @@ export enum LockKey {
   ObjectiveWatch = 7_262_012,
   /** One check of the logical replication publication at a time (LOGICAL_PUBLICATION), at boot. */
   LogicalPublication = 7_262_013,
+  /** One worker at a time runs the background data migrations (database/background-migrations/). */
+  BackgroundMigrations = 7_262_014,
 }
 
 /** A lock's key: one of LockKey, or one of them with a second number (a workspace's hash, a slot). */
