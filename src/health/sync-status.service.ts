@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ReadDetail } from '../common/read-access';
+import { BackgroundMigrations } from '../database/background-migrations/background-migrations.service';
+import type { DataMigrationProgress } from '../database/background-migrations/data-migration.repository';
 import { ConnectionMonitor } from '../database/connection-monitor';
 import { DISCARD_CAUSES, type DiscardCause } from '../database/failover-pool';
 import { PrimaryState, PrimaryWatch } from '../database/primary-watch';
@@ -36,6 +38,11 @@ export interface SyncStatus {
     withoutPrimarySeconds: number;
     connectionsDiscarded: Record<DiscardCause, number>;
   };
+  /**
+   * The release's background data migrations (a change to every row, in batches, after an upgrade): each one started,
+   * with its progress; `lastError` null in a public answer.
+   */
+  backgroundMigrations: Array<Omit<DataMigrationProgress, 'cursor'>>;
   backfill: {
     lastRun: { id: string; status: string; startedAt: Date; finishedAt: Date | null; eventsRecovered: number; error: string | null } | null;
     /** Events Pozy logged that never reached us (found by the backfill), by the hour they happened: the last 48 h. */
@@ -119,6 +126,7 @@ export function publicStatus(status: SyncStatus): SyncStatus {
       failing: status.workspaces.failing.map(() => null),
       furthestBehind: status.workspaces.furthestBehind.map((w) => ({ ...w, id: null })),
     },
+    backgroundMigrations: status.backgroundMigrations.map((m) => ({ ...m, lastError: null })),
     database: {
       ...status.database,
       reason: null,
@@ -138,6 +146,7 @@ export class SyncStatusService {
     private readonly registry: WorkspaceRegistry,
     private readonly watch: PrimaryWatch,
     private readonly connections: ConnectionMonitor,
+    private readonly backgroundMigrations: BackgroundMigrations,
   ) {}
 
   /** From this process alone (no statement), so it reads the same while the database is away. */
@@ -190,7 +199,7 @@ export class SyncStatusService {
   }
 
   async snapshot(detail: ReadDetail): Promise<SyncSnapshot> {
-    const snapshot = await this.snapshots.current();
+    const [snapshot, migrations] = await Promise.all([this.snapshots.current(), this.backgroundMigrations.progress()]);
     const { backlog, tables, recent, lastSyncedAt, gaps } = snapshot.figures;
     const { lastBackfillRun: lastRun, subscribers, runs, pozyBudget } = snapshot;
     const spool = this.spool.counts();
@@ -229,6 +238,7 @@ export class SyncStatusService {
       },
       spool: { pending: spool.pending, oldestPendingAgeMs: oldestSpooled && Math.max(0, Date.now() - oldestSpooled.getTime()) },
       database: this.database(),
+      backgroundMigrations: migrations.map(({ cursor: _cursor, ...progress }) => progress),
       backfill: {
         lastRun: lastRun
           ? {

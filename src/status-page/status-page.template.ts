@@ -81,6 +81,26 @@ function databaseCard({ database, spool }: StatusPageData['status'], now: Date):
   return card('Database', 'database', figure, detail, state !== 'writable' ? 'bad' : spool.pending > 0 ? 'warn' : '');
 }
 
+/** Shown while a release's background data migration runs (and for a day after it ends). */
+function backgroundMigrationsPanel(migrations: StatusPageData['status']['backgroundMigrations'], now: Date): Html {
+  const shown = migrations.filter((m) => m.state === 'running' || (m.finishedAt && now.getTime() - m.finishedAt.getTime() < 86_400_000));
+  if (shown.length === 0) return html``;
+  const rows = shown.map((m) => {
+    const share = m.rowsTotal ? Math.min(100, Math.round((m.rowsDone / Math.max(1, m.rowsTotal)) * 100)) : null;
+    const progress = `${count(m.rowsDone)} of about ${m.rowsTotal === null ? '?' : count(m.rowsTotal)} rows${share === null ? '' : ` (${share} %)`}`;
+    return html`<tr data-migration="${m.name}"><td class="mono">${m.name}</td><td><span class="badge ${m.state === 'done' ? 'succeeded' : 'running'}">${m.state}</span></td><td>${progress}</td><td>${m.finishedAt ? time(m.finishedAt) : m.lastError ? html`<span class="error-text">${m.lastError}</span>` : ago(m.updatedAt, now)}</td></tr>`;
+  });
+  return html`
+    <section class="panel" aria-labelledby="background-migrations-title">
+      <h2 id="background-migrations-title">Background data migrations</h2>
+      <p class="detail">A release's change to every row of a table, made in batches by one worker after the upgrade; reads and writes go on meanwhile.</p>
+      <table id="background-migrations">
+        <thead><tr><th>Migration</th><th>State</th><th>Progress</th><th>Last batch or end</th></tr></thead>
+        <tbody>${rows}</tbody>
+      </table>
+    </section>`;
+}
+
 /** Every workspace in one line, whatever their number; one workspace's detail is GET /admin/workspaces/:id. */
 function workspacesPanel(workspaces: StatusPageData['status']['workspaces']): Html {
   if (workspaces.total <= 1 && workspaces.webhooksFailing === 0) return html``;
@@ -312,6 +332,8 @@ export function renderStatusPage(data: StatusPageData, nonce: string): string {
   </div>
 
   ${workspacesPanel(status.workspaces)}
+
+  ${backgroundMigrationsPanel(status.backgroundMigrations, now)}
 
   <section class="panel" aria-labelledby="chart-title">
     <h2 id="chart-title">Events per minute, last hour</h2>

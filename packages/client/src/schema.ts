@@ -991,6 +991,38 @@ export interface components {
             gaps: components["schemas"]["GapHourResponse"][];
             lastRun: components["schemas"]["BackfillLastRunResponse"] | null;
         };
+        BackgroundMigrationResponse: {
+            /**
+             * @description Batches committed.
+             * @example 0
+             */
+            batches: number;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description The last batch failure, until a batch succeeds (it is tried again); null in a public answer. */
+            lastError: string | null;
+            /**
+             * @description The background data migration, named like a migration.
+             * @example 20261220100000_post_filter_tokens
+             */
+            name: string;
+            /**
+             * @description Rows changed so far.
+             * @example 0
+             */
+            rowsDone: number;
+            /** @description PostgreSQL's estimate, when it started, of the rows to change. */
+            rowsTotal: number | null;
+            /** Format: date-time */
+            startedAt: string;
+            /** @enum {string} */
+            state: "running" | "done";
+            /**
+             * Format: date-time
+             * @description The last batch (or failure).
+             */
+            updatedAt: string;
+        };
         BulkReplayResponse: {
             /**
              * @description Notifications replayed (or that would be, in a dry run).
@@ -2772,6 +2804,8 @@ export interface components {
         };
         SyncStatusResponse: {
             backfill: components["schemas"]["BackfillStatusResponse"];
+            /** @description The release's background data migrations started so far (a change to every row of a table after an upgrade), oldest first. */
+            backgroundMigrations: components["schemas"]["BackgroundMigrationResponse"][];
             /** @description This replica's view of the database's primary and of its pools' connections. */
             database: components["schemas"]["DatabaseStatusResponse"];
             /** @description Dead letters not replayed yet, by queue. */

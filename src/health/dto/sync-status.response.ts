@@ -102,6 +102,39 @@ export class PrimaryChangeResponse {
   withoutPrimaryMs!: number;
 }
 
+export class BackgroundMigrationResponse {
+  @ApiProperty({ example: '20261220100000_post_filter_tokens', description: 'The background data migration, named like a migration.' })
+  name!: string;
+
+  @ApiProperty({ enum: ['running', 'done'] })
+  state!: string;
+
+  @ApiProperty({ ...COUNT, description: 'Rows changed so far.' })
+  rowsDone!: number;
+
+  @ApiProperty({ type: 'integer', minimum: 0, nullable: true, description: "PostgreSQL's estimate, when it started, of the rows to change." })
+  rowsTotal!: number | null;
+
+  @ApiProperty({ ...COUNT, description: 'Batches committed.' })
+  batches!: number;
+
+  @ApiProperty(DATE_TIME)
+  startedAt!: Date;
+
+  @ApiProperty({ ...DATE_TIME, description: 'The last batch (or failure).' })
+  updatedAt!: Date;
+
+  @ApiProperty({ ...DATE_TIME, nullable: true })
+  finishedAt!: Date | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The last batch failure, until a batch succeeds (it is tried again); null in a public answer.',
+  })
+  lastError!: string | null;
+}
+
 export class DatabaseStatusResponse {
   @ApiProperty({
     enum: ['writable', 'read_only', 'unreachable'],
@@ -284,6 +317,12 @@ export class SyncStatusResponse {
 
   @ApiProperty({ type: DatabaseStatusResponse, description: "This replica's view of the database's primary and of its pools' connections." })
   database!: DatabaseStatusResponse;
+
+  @ApiProperty({
+    type: [BackgroundMigrationResponse],
+    description: "The release's background data migrations started so far (a change to every row of a table after an upgrade), oldest first.",
+  })
+  backgroundMigrations!: BackgroundMigrationResponse[];
 
   @ApiProperty({ type: BackfillStatusResponse })
   backfill!: BackfillStatusResponse;
