@@ -5,7 +5,7 @@ import { Pool } from 'pg';
 import { mirrorDifferences } from '../../simulator/mirror-check';
 import { PozySimulator } from '../../simulator/simulator';
 import { freePort } from './ports';
-import { ServiceProcess, spawnService } from './process';
+import { BUILT_MAIN, ServiceProcess, spawnService } from './process';
 import { TEST_WEBHOOK_SECRET, waitFor } from './service';
 import { LoadFigures, WebhookLoad } from './webhook-load';
 
@@ -23,10 +23,15 @@ export interface FailoverService {
 }
 
 /**
- * A spawned built service (`node dist/main.js`) on `databaseUrl`, with a spool directory of its own, the simulator as
+ * A spawned built service (`node dist/main.js`, or another release's `script`) on `databaseUrl`, with a spool directory of its own, the simulator as
  * its Pozy, and no schedule or import of its own (the test's load is all it does). Resolves once it is ready.
  */
-export async function startFailoverService(sim: PozySimulator, databaseUrl: string, env: Record<string, string> = {}): Promise<FailoverService> {
+export async function startFailoverService(
+  sim: PozySimulator,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  script = BUILT_MAIN,
+): Promise<FailoverService> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const spoolDir = mkdtempSync(join(tmpdir(), 'pozy-failover-spool-'));
@@ -46,6 +51,7 @@ export async function startFailoverService(sim: PozySimulator, databaseUrl: stri
       ...env,
     },
     tmpdir(),
+    script,
   );
   const alive = () => {
     if (child.child.exitCode !== null) throw new Error(`the service exited with code ${child.child.exitCode}:\n${child.output().slice(-4_000)}`);

@@ -13,6 +13,8 @@ export interface LoadFigures {
   /** Answers that were not 2xx, and deliveries that got no answer: Pozy sends those again, and so does the load. */
   refused: number;
   unanswered: number;
+  /** The slowest answer 2xx, from its request to its answer (ms). */
+  slowestAckMs: number;
 }
 
 /**
@@ -25,7 +27,7 @@ export class WebhookLoad {
   readonly acceptedIds = new Set<string>();
   private readonly storedAt: number[] = [];
   private readonly pending: PozyEvent[] = [];
-  private readonly figures: LoadFigures = { emitted: 0, accepted: 0, spooled: 0, refused: 0, unanswered: 0 };
+  private readonly figures: LoadFigures = { emitted: 0, accepted: 0, spooled: 0, refused: 0, unanswered: 0, slowestAckMs: 0 };
   private running = false;
   private halted = false;
   private loop: Promise<void> | undefined;
@@ -86,8 +88,10 @@ export class WebhookLoad {
 
   private async send(event: PozyEvent): Promise<void> {
     for (let attempt = 0; !this.halted; attempt += 1) {
+      const sentAt = Date.now();
       const response = await deliver(this.baseUrl(), event as never, { path: this.options.path }).catch(() => undefined);
       if (response && response.status >= 200 && response.status < 300) {
+        this.figures.slowestAckMs = Math.max(this.figures.slowestAckMs, Date.now() - sentAt);
         this.figures.accepted += 1;
         this.acceptedIds.add(event.id);
         if (response.body.spooled === true) this.figures.spooled += 1;
