@@ -10,6 +10,9 @@ interface Service {
   profiles?: string[];
   environment?: Record<string, string>;
   ports?: string[];
+  command?: string[];
+  restart?: string;
+  depends_on?: Record<string, { condition: string }>;
 }
 
 /** docker-compose.yml as compose reads it before interpolation: anchors and `<<` merges resolved. */
@@ -85,8 +88,22 @@ const api = compose.services['pozy-sync-api'];
 
 describe('docker-compose.yml: the production services have no secret of their own, the simulator profile has them all', () => {
   it('runs postgres, an api and a worker without a profile, the simulator only in its own', () => {
-    expect(production.map(([name]) => name).sort()).toEqual(['postgres', 'pozy-sync-api', 'pozy-sync-worker']);
+    expect(production.map(([name]) => name).sort()).toEqual(['postgres', 'pozy-sync-api', 'pozy-sync-migrate', 'pozy-sync-worker']);
     expect(compose.services.simulator.profiles).toEqual(['simulator']);
+  });
+
+  it('migrates as a step of its own, then starts the api and the workers, which never migrate themselves', () => {
+    expect(compose.services['pozy-sync-migrate']).toMatchObject({ command: ['node', 'dist/migrate.js'], restart: 'no' });
+    for (const name of ['pozy-sync-api', 'pozy-sync-worker']) {
+      expect(compose.services[name].depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        'pozy-sync-migrate': { condition: 'service_completed_successfully' },
+      });
+      expect(compose.services[name].environment?.MIGRATE_ON_START).toBe('false');
+    }
+    // The step runs on the very values the replicas get (it validates the same environment).
+    const { MIGRATE_ON_START: _, ROLE: __, PORT: ___, SPOOL_DIR: ____, ...shared } = resolve(api, OWN).environment;
+    expect(resolve(compose.services['pozy-sync-migrate'], OWN).environment).toEqual(shared);
   });
 
   it('gives no production service a secret default: each secret is ${NAME:?message}, required', () => {
@@ -95,22 +112,19 @@ describe('docker-compose.yml: the production services have no secret of their ow
         .filter(([key]) => SECRET_NAME.test(key))
         .map(([key, value]) => ({ service: name, key, value: String(value) })),
     );
+    // The api, the worker and the migration step each; the database its own password.
+    const each = (key: string) => [key, key, key];
     expect(secrets.map(({ key }) => key).sort()).toEqual([
-      'ADMIN_TOKEN',
-      'ADMIN_TOKEN',
-      'API_TOKENS',
-      'API_TOKENS',
+      ...each('ADMIN_TOKEN'),
+      ...each('API_TOKENS'),
       'POSTGRES_PASSWORD',
-      'POZY_API_KEY',
-      'POZY_API_KEY',
-      'POZY_WEBHOOK_SECRET',
-      'POZY_WEBHOOK_SECRET',
-      'SECRETS_ENCRYPTION_KEY',
-      'SECRETS_ENCRYPTION_KEY',
+      ...each('POZY_API_KEY'),
+      ...each('POZY_WEBHOOK_SECRET'),
+      ...each('SECRETS_ENCRYPTION_KEY'),
     ]);
     expect(secrets.filter(({ key, value }) => !new RegExp(`^\\$\\{${key}:\\?[^}]+\\}$`).test(value))).toEqual([]);
     // The database's password stands in the URL the same way.
-    for (const name of ['pozy-sync-api', 'pozy-sync-worker']) {
+    for (const name of ['pozy-sync-api', 'pozy-sync-worker', 'pozy-sync-migrate']) {
       expect(compose.services[name].environment?.DATABASE_URL).toMatch(
         /^postgresql:\/\/pozy:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432\/pozy_sync$/,
       );
@@ -131,9 +145,15 @@ describe('docker-compose.yml: the production services have no secret of their ow
     const published = (env: Record<string, string>) =>
       Object.fromEntries(production.map(([name, service]) => [name, resolve(service, { ...OWN, ...env }).ports]));
 
-    expect(published({})).toEqual({ postgres: [], 'pozy-sync-api': ['127.0.0.1:3000:3000'], 'pozy-sync-worker': ['127.0.0.1::3001'] });
+    expect(published({})).toEqual({
+      postgres: [],
+      'pozy-sync-migrate': [],
+      'pozy-sync-api': ['127.0.0.1:3000:3000'],
+      'pozy-sync-worker': ['127.0.0.1::3001'],
+    });
     expect(published({ POZY_SYNC_PUBLISH_ADDRESS: '0.0.0.0' })).toEqual({
       postgres: [],
+      'pozy-sync-migrate': [],
       'pozy-sync-api': ['0.0.0.0:3000:3000'],
       'pozy-sync-worker': ['0.0.0.0::3001'],
     });
