@@ -138,4 +138,14 @@ describe('migration lint (squawk and the online rules, docs/development.md)', ()
     const rerun = scratchMigration('99990105000000_not_rerunnable', 'CREATE INDEX CONCURRENTLY "post_x_idx" ON "post" ("title");\n');
     expect(notRerunnable(rerun)).toEqual(['99990105000000_not_rerunnable: CREATE INDEX CONCURRENTLY "post_x_idx" ON "post" ("title")']);
   });
+
+  it("names every migration in CHANGELOG.md under a release, a contract marked so, and the newest release is package.json's", () => {
+    const changelog = readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8');
+    const lineOf = (name: string) => changelog.split('\n').find((line) => line.includes(`\`${name}\``));
+    const migrations = readMigrations(MIGRATIONS_DIR).map((m) => m.name);
+    expect(migrations.filter((name) => lineOf(name) === undefined)).toEqual([]);
+    expect(migrations.filter((name) => isContract(name) !== /\bcontract\b/.test(lineOf(name) ?? ''))).toEqual([]);
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(/^## (\S+)/m.exec(changelog)?.[1]).toBe(version);
+  });
 });
