@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { Client } from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PozySimulator } from '../simulator/simulator';
@@ -6,6 +7,7 @@ import { MIGRATIONS_DIR } from '../src/database/database.service';
 import { readMigrations } from '../src/database/migrator';
 import { createTestDatabase, TestDatabase } from './support/database';
 import { describeOutcome, FailoverService, settle, startFailoverService, startLoad } from './support/failover-scenario';
+import { postsSharingTwoWords, withIndexesDeferred } from './support/bulk-load';
 import { buildPreviousRelease, PREVIOUS_RELEASE } from './support/previous-release';
 import { BUILT_MIGRATE, spawnService } from './support/process';
 import { WebhookLoad } from './support/webhook-load';
@@ -52,7 +54,7 @@ class Readers {
       const page = (await this.read(service, '/posts?limit=20&sort=pozyUpdatedAt:desc')) as { data?: Array<{ id: string }> };
       const post = page.data?.[turn % Math.max(1, page.data.length)];
       if (post) await this.read(service, `/posts/${post.id}`);
-      await this.read(service, `/posts?q=${['launch', 'update', 'news'][turn % 3]}&limit=10`);
+      await this.read(service, `/posts?q=${['coffee', 'river walk', 'lemon'][turn % 3]}&limit=10`);
     }
   }
 
@@ -61,6 +63,12 @@ class Readers {
     await Promise.all(this.loops);
   }
 }
+
+/**
+ * Posts already mirrored when the upgrade starts, inserted with SQL into the previous release's schema. A few
+ * thousand in CI; `UPGRADE_TEST_POSTS=1000000` for the measurement docs/operations.md reports.
+ */
+const MIRRORED_POSTS = Number(process.env.UPGRADE_TEST_POSTS ?? 20_000);
 
 /**
  * An upgrade as a team rolls it, under load: the previous release (PREVIOUS_RELEASE, built from its commit in a git
@@ -99,6 +107,16 @@ describe(`upgrade from release ${PREVIOUS_RELEASE.version}, side by side on one 
 
   it('keeps the previous release serving while this one migrates and starts, then hands over with nothing lost', async () => {
     previous = await startFailoverService(sim, db.url, {}, previousMain);
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await withIndexesDeferred(client, ['post'], async () => {
+        await client.query(postsSharingTwoWords(MIRRORED_POSTS));
+      });
+      await client.query('ANALYZE post');
+    } finally {
+      await client.end();
+    }
     let receiver = previous;
     load = await startLoad(sim, () => receiver.baseUrl, { perSecond: 30, seed: 37 });
     const serving: FailoverService[] = [previous];
@@ -108,8 +126,10 @@ describe(`upgrade from release ${PREVIOUS_RELEASE.version}, side by side on one 
     const expected = readMigrations(MIGRATIONS_DIR)
       .map((m) => m.name)
       .filter((name) => !previousMigrations.includes(name));
+    const stepStarted = Date.now();
     const step = spawnService({ DATABASE_URL: db.url, LOG_FORMAT: 'pretty' }, tmpdir(), BUILT_MIGRATE);
     expect(await step.exited).toBe(0);
+    const stepMs = Date.now() - stepStarted;
     expect(step.output()).toContain(`Applied ${expected.length} migration(s)`);
 
     // This release starts on the migrated schema, takes the webhooks and half the reads; the previous one stops.
@@ -130,7 +150,7 @@ describe(`upgrade from release ${PREVIOUS_RELEASE.version}, side by side on one 
     );
     process.stdout.write(
       describeOutcome(
-        `upgrade ${PREVIOUS_RELEASE.version} -> this release (${expected.length} migration(s): ${expected.join(', ') || 'none'})`,
+        `upgrade ${PREVIOUS_RELEASE.version} -> this release on ${MIRRORED_POSTS} posts (${expected.length} migration(s): ${expected.join(', ') || 'none'}, step ${stepMs} ms)`,
         outcome,
         `; slowest acknowledgement ${outcome.slowestAckMs} ms; reads: ${before.answers} on ${PREVIOUS_RELEASE.version} (slowest ${before.slowestMs} ms), ${after.answers} on this release (slowest ${after.slowestMs} ms)`,
       ),
