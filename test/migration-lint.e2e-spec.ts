@@ -8,7 +8,8 @@ import { splitStatements } from '../src/database/sql-statements';
 
 const run = promisify(execFile);
 const ROOT = join(__dirname, '..');
-const SQUAWK = join(ROOT, 'node_modules', '.bin', 'squawk');
+// squawk's binary for Linux x64 (an optional dependency: the npm registry here carries no other platform's).
+const SQUAWK = join(ROOT, 'node_modules', '@squawk-cli', 'linux-x64', 'bin', 'squawk');
 const CONFIG = join(ROOT, '.squawk.toml');
 
 /** A migration whose name ends so removes what an earlier release stopped using (docs/development.md, Migrations). */
