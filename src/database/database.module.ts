@@ -22,6 +22,6 @@ import { TableStatistics } from './table-statistics';
     BackgroundMigrations,
     { provide: BACKGROUND_MIGRATIONS, useValue: RELEASE_BACKGROUND_MIGRATIONS },
   ],
-  exports: [ConnectionMonitor, DatabaseService, PrimaryWatch, TableStatistics, BackgroundMigrations],
+  exports: [ConnectionMonitor, DatabaseService, PrimaryWatch, TableStatistics, BackgroundMigrations, DataMigrationRepository],
 })
 export class DatabaseModule {}

@@ -10,6 +10,7 @@ import { BudgetStatus, PozyBudget } from '../pozy/budget/pozy-budget.service';
 import { RunsStatus, SweepService } from '../runs/import-and-sweep.service';
 import { isNoConnection, isStatementTimeout } from '../common/database-errors';
 import { TOKENS_UNAVAILABLE } from '../common/read-access';
+import { DataMigrationProgress, DataMigrationRepository } from '../database/background-migrations/data-migration.repository';
 import { AckTimeoutError, withDeadline } from '../receive/ack-deadline';
 import { STATUS_STATEMENT_TIMEOUT_MS, StatusFigures, SyncFiguresRepository } from './sync-figures.repository';
 import { ReconcileRequestRepository } from '../reconcile/reconcile-request.repository';
@@ -50,6 +51,8 @@ export interface StatusSnapshot {
   /** The few workspaces whose oldest waiting read is oldest. */
   furthestBehind: { workspaceId: string; waitingSince: Date }[];
   pozyBudget: BudgetStatus;
+  /** The release's background data migrations started so far. */
+  backgroundMigrations: DataMigrationProgress[];
 }
 
 /**
@@ -71,6 +74,7 @@ export class StatusSnapshots {
     private readonly deadLetters: DeadLetterRepository,
     private readonly budget: PozyBudget,
     private readonly requests: ReconcileRequestRepository,
+    private readonly dataMigrations: DataMigrationRepository,
   ) {
     this.shared = new SharedComputation(() => this.read(), config.statusCacheMs);
   }
@@ -99,6 +103,7 @@ export class StatusSnapshots {
         failedImports: await this.sweeps.failedImports(db),
         deadLetters: await this.deadLetters.list(PAGE_DEAD_LETTERS, db),
         furthestBehind: await this.requests.furthestBehind(FURTHEST_BEHIND, db),
+        backgroundMigrations: await this.dataMigrations.list(db),
       }));
       // Once the snapshot has given its connection back: the budget's owner creates its row when it is missing, which
       // a read-only snapshot cannot. One primary-key lookup.

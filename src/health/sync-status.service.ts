@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { ReadDetail } from '../common/read-access';
-import { BackgroundMigrations } from '../database/background-migrations/background-migrations.service';
 import type { DataMigrationProgress } from '../database/background-migrations/data-migration.repository';
 import { ConnectionMonitor } from '../database/connection-monitor';
 import { DISCARD_CAUSES, type DiscardCause } from '../database/failover-pool';
@@ -146,7 +145,6 @@ export class SyncStatusService {
     private readonly registry: WorkspaceRegistry,
     private readonly watch: PrimaryWatch,
     private readonly connections: ConnectionMonitor,
-    private readonly backgroundMigrations: BackgroundMigrations,
   ) {}
 
   /** From this process alone (no statement), so it reads the same while the database is away. */
@@ -199,7 +197,7 @@ export class SyncStatusService {
   }
 
   async snapshot(detail: ReadDetail): Promise<SyncSnapshot> {
-    const [snapshot, migrations] = await Promise.all([this.snapshots.current(), this.backgroundMigrations.progress()]);
+    const snapshot = await this.snapshots.current();
     const { backlog, tables, recent, lastSyncedAt, gaps } = snapshot.figures;
     const { lastBackfillRun: lastRun, subscribers, runs, pozyBudget } = snapshot;
     const spool = this.spool.counts();
@@ -238,7 +236,7 @@ export class SyncStatusService {
       },
       spool: { pending: spool.pending, oldestPendingAgeMs: oldestSpooled && Math.max(0, Date.now() - oldestSpooled.getTime()) },
       database: this.database(),
-      backgroundMigrations: migrations.map(({ cursor: _cursor, ...progress }) => progress),
+      backgroundMigrations: snapshot.backgroundMigrations.map(({ cursor: _cursor, ...progress }) => progress),
       backfill: {
         lastRun: lastRun
           ? {

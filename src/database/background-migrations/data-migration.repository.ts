@@ -40,10 +40,10 @@ export class DataMigrationRepository {
     return row && toProgress(row);
   }
 
-  /** Every one, oldest first: a handful, one per background migration a release ever shipped. */
+  /** Every one, oldest first: a handful, one per background migration a release ever shipped. `db`: the status's snapshot. */
   @GenerateSql()
-  async list(): Promise<DataMigrationProgress[]> {
-    const rows = await this.database.db.selectFrom('data_migration').selectAll().orderBy('started_at').orderBy('name').execute();
+  async list(db: Db = this.database.db): Promise<DataMigrationProgress[]> {
+    const rows = await db.selectFrom('data_migration').selectAll().orderBy('started_at').orderBy('name').execute();
     return rows.map(toProgress);
   }
 
