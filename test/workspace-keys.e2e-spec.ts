@@ -8,6 +8,7 @@ import { ServiceSpec, startSpec } from './support/spec';
  */
 const DEPLOYMENT_TABLES: Record<string, string> = {
   _prisma_migrations: 'the schema’s own history',
+  data_migration: 'a background data migration’s progress, which walks every workspace’s rows (its cursor names the row)',
   subscription: 'a subscriber’s endpoint, which may follow several workspaces',
   notification: 'a subscriber’s outbox: keyed by its subscription (it carries the resource’s workspace_id)',
   notification_attempt: 'a subscriber’s delivery history, like its notifications',
