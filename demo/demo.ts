@@ -111,10 +111,12 @@ interface ImportProgress {
   status: string;
   runId: string | null;
   phase?: string;
+  pass?: number;
   startedAt?: string;
   finishedAt?: string | null;
   progress?: {
     posts: { done: number; total: number | null };
+    currentPass: { done: number; total: number | null };
     accounts: { done: number; total: number | null };
     pagesRead: number;
     postsPerSecond: number | null;
@@ -131,18 +133,35 @@ function bar(done: number, total: number | null, width = 24): string {
   return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
 }
 
-/** Shows the import as it goes (a line every quarter second) until it has ended; returns it as it ended. */
+/**
+ * Shows the import as it goes (a line every quarter second) until it has ended; returns it as it ended. The bar is the
+ * posts listed, each once, of the most Pozy counted: it never goes back. A second listing pass, if the first ends with
+ * Pozy counting other posts than it saw, is said once when it starts, and its own way through the list beside the bar.
+ */
 async function followImport(baseUrl: string): Promise<ImportProgress> {
   let last = '';
+  let pass = 1;
   for (;;) {
     const run = await importProgress(baseUrl);
     const p = run.progress;
+    if (run.pass !== undefined && run.pass > pass) {
+      pass = run.pass;
+      console.log(
+        `  pass ${pass}: the listing ended with Pozy counting other posts than it saw (posts deleted or created meanwhile ` +
+          `whose events the service has not applied: a delivery Pozy dropped or is still retrying), so the import lists ` +
+          `the posts again from the start to find which, writing only what differs. The bar counts each post once, ` +
+          `whichever pass listed it; "pass ${pass}: n / m" is how far this listing has come.`,
+      );
+    }
     if (p) {
+      const passing = run.status === 'running' && run.phase === 'posts' && pass > 1;
       const line =
         `  import   ${bar(p.posts.done, p.posts.total)} ${p.posts.done.toLocaleString('en')}` +
         `${p.posts.total === null ? '' : ` / ${p.posts.total.toLocaleString('en')}`} posts, ` +
         `${p.accounts.done} / ${p.accounts.total ?? '?'} accounts${p.postsPerSecond ? `, ${Math.round(p.postsPerSecond).toLocaleString('en')} posts/s` : ''}` +
-        `${run.status === 'running' ? ` (${run.phase})` : ''}`;
+        `${run.status === 'running' ? ` (${run.phase}` : ''}` +
+        `${passing ? `, pass ${pass}: ${p.currentPass.done.toLocaleString('en')}${p.currentPass.total === null ? '' : ` / ${p.currentPass.total.toLocaleString('en')}`}` : ''}` +
+        `${run.status === 'running' ? ')' : ''}`;
       if (line !== last) console.log(line);
       last = line;
     }

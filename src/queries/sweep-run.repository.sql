@@ -207,6 +207,33 @@ where
   and "owner" = $16
   and "status" = $17;
 
+-- SweepRunRepository.advance (with Pozy's count, of which the run keeps the most)
+update "sweep_run"
+set
+  "phase" = "phase",
+  "posts_offset" = "posts_offset",
+  "accounts_listed_from" = coalesce("accounts_listed_from", $1),
+  "posts_listed_from" = coalesce("posts_listed_from", $2),
+  "missing_cursor" = "missing_cursor",
+  "accounts_total" = "accounts_total",
+  "posts_total" = greatest("posts_total", $3),
+  "accounts_done" = "accounts_done" + $4,
+  "posts_done" = "posts_done" + $5,
+  "pages_read" = "pages_read" + $6,
+  "posts_created" = "posts_created" + $7,
+  "posts_changed" = "posts_changed" + $8,
+  "posts_deleted" = "posts_deleted" + $9,
+  "posts_unchanged" = "posts_unchanged" + $10,
+  "accounts_created" = "accounts_created" + $11,
+  "accounts_changed" = "accounts_changed" + $12,
+  "accounts_deleted" = "accounts_deleted" + $13,
+  "accounts_unchanged" = "accounts_unchanged" + $14,
+  "last_error" = $15
+where
+  "id" = $16
+  and "owner" = $17
+  and "status" = $18;
+
 -- SweepRunRepository.advance (with what the page saw)
 with
   "seen" as (
@@ -339,6 +366,16 @@ where
     "found"."one" is not null
     or "m"."id" is not null
   );
+
+-- SweepRunRepository.seenInPass
+select
+  cast(count(*) as integer) as "n"
+from
+  "sweep_seen"
+where
+  "workspace_id" = $1
+  and "run_id" = $2
+  and "resource" = $3;
 
 -- SweepRunRepository.seenThenDeleted
 select

@@ -277,9 +277,11 @@ export class SweepRunner {
           page.posts.filter((p) => !seen.has(p._id)),
           (p) => p._id,
         );
+        // A later pass lists every post again: the run's figures count only the posts no earlier pass saw.
+        const newToRun = await this.newToRun(x, fresh);
         // What the pass saw is counted from committed pages: the end waits for the pages before it.
         if (end) await writing.drain();
-        const seenInPass = x.run.postsDone + fresh.length;
+        const seenInPass = (x.run.pass === 1 ? x.run.postsDone : await this.runs.seenInPass(x.run.workspaceId, x.run.id, x.run.pass)) + fresh.length;
         // Pozy's count at the end says whether this pass saw exactly the posts there are, once the deletions webhooks
         // already brought in are taken off what it saw. What is left unexplained only another listing can find.
         const unexplained = end && page.total !== undefined ? await this.unexplained(x, seenInPass, page.total) : 0;
@@ -291,7 +293,7 @@ export class SweepRunner {
           postsOffset: readAt + page.posts.length,
           postsListedFrom: page.sentAt,
           postsTotal: page.total,
-          postsDone: fresh.length,
+          postsDone: newToRun,
           pagesRead: x.requested,
         };
         x.requested = 0;
@@ -304,7 +306,7 @@ export class SweepRunner {
           (after) => this.writePosts(x, toWrite, sentAt, progress, after).then((counts) => this.countItems(x, 'post', counts)),
         );
         offset = readAt + page.posts.length;
-        this.progress(x, fresh.length, page.total);
+        this.progress(x, newToRun, page.total);
         if (!end) continue;
         await writing.drain();
         if (again) {
@@ -315,15 +317,8 @@ export class SweepRunner {
                 : `${-unexplained} more than this listing saw`
             }: listing them again to find which ` + `(pass ${x.run.pass + 1} of at most ${MAX_PASSES})`,
           );
-          x.run = {
-            ...x.run,
-            pass: x.run.pass + 1,
-            postsOffset: 0,
-            postsDone: 0,
-            postsDoneAtResume: 0,
-            postsListedFrom: null,
-            resumedAt: new Date(),
-          };
+          // What the run has listed, Pozy's count and the rate's start stay (RunProgress.nextPass).
+          x.run = { ...x.run, pass: x.run.pass + 1, postsOffset: 0, postsListedFrom: null };
           ahead = new Map();
           offset = 0;
           continue;
@@ -340,6 +335,19 @@ export class SweepRunner {
       // Nothing of the run is written once it has stopped or failed.
       await writing.settled();
     }
+  }
+
+  /**
+   * How many of a page's posts (those its pass had not seen) no earlier pass saw either: all of them in the first
+   * pass; in a later one, posts the listings before it missed (created since, or shifted past them).
+   */
+  private async newToRun(x: Execution, fresh: readonly PozyPostDto[]): Promise<number> {
+    let ids = fresh.map((p) => p._id);
+    for (let pass = 1; pass < x.run.pass && ids.length > 0; pass += 1) {
+      const seen = await this.runs.seen(x.run.workspaceId, x.run.id, postsSeenIn(pass), ids);
+      ids = ids.filter((id) => !seen.has(id));
+    }
+    return ids.length;
   }
 
   /**
@@ -532,7 +540,8 @@ export class SweepRunner {
   }
 
   private progress(x: Execution, added: number, total: number | undefined): void {
-    x.run = { ...x.run, postsDone: x.run.postsDone + added, postsTotal: total ?? x.run.postsTotal };
+    const postsTotal = total === undefined ? x.run.postsTotal : Math.max(total, x.run.postsTotal ?? 0);
+    x.run = { ...x.run, postsDone: x.run.postsDone + added, postsTotal };
     x.pagesSinceLog += 1;
     if (x.pagesSinceLog < LOG_EVERY_PAGES) return;
     x.pagesSinceLog = 0;
@@ -544,18 +553,24 @@ export class SweepRunner {
   }
 }
 
-/** How far a run's post listing has come, how fast since it (re)started, and how long the rest should take. */
+/**
+ * How far a run's post listing has come, how fast since it (re)started, and how long the rest should take. `done` and
+ * `total` only grow: each post is counted once, whichever pass listed it first, of the most posts Pozy counted. A
+ * later pass's own way through the list, from its start, is `pass`.
+ */
 export function postProgress(
-  run: Pick<SweepRun, 'postsDone' | 'postsTotal' | 'postsDoneAtResume' | 'resumedAt' | 'status' | 'phase'>,
+  run: Pick<SweepRun, 'postsDone' | 'postsTotal' | 'postsDoneAtResume' | 'resumedAt' | 'status' | 'phase' | 'pass' | 'postsOffset'>,
   now: Date,
-): { done: number; total: number | null; perSecond: number | null; etaSeconds: number | null } {
+): { done: number; total: number | null; perSecond: number | null; etaSeconds: number | null; pass: { done: number; total: number | null } } {
   const seconds = (now.getTime() - run.resumedAt.getTime()) / 1000;
   const sinceResume = run.postsDone - run.postsDoneAtResume;
   const perSecond = run.status === 'running' && seconds >= 1 && sinceResume > 0 ? sinceResume / seconds : null;
   const total = run.postsTotal === null ? null : Math.max(run.postsTotal, run.postsDone);
   const listing = run.phase === 'accounts' || run.phase === 'posts';
-  const etaSeconds = listing && perSecond && total !== null ? Math.ceil((total - run.postsDone) / perSecond) : null;
-  return { done: run.postsDone, total, perSecond, etaSeconds };
+  // A later pass lists posts already counted: the rate of new ones says nothing of when it ends.
+  const etaSeconds = listing && run.pass === 1 && perSecond && total !== null ? Math.ceil((total - run.postsDone) / perSecond) : null;
+  const pass = { done: run.postsOffset, total: run.postsTotal === null ? null : Math.max(run.postsTotal, run.postsOffset) };
+  return { done: run.postsDone, total, perSecond, etaSeconds, pass };
 }
 
 const title = (run: Pick<SweepRun, 'kind' | 'dryRun'>) => (run.kind === 'import' ? 'Import' : run.dryRun ? 'Sweep (dry run)' : 'Sweep');

@@ -76,7 +76,7 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
    * Runs stopped by a database with no connection to give, by run id: how many times in a row (with no post written
    * in between), and the posts done when the last of them was launched.
    */
-  private readonly noConnectionStops = new Map<string, { stops: number; postsDone: number }>();
+  private readonly noConnectionStops = new Map<string, { stops: number; moved: number }>();
   private readonly stopping = new AbortController();
   /** The supervisor's looks: every SUPERVISE_EVERY_MS, and at once when woken (a place freed, the registry changed). */
   private readonly looks = new WakeableLoop({
@@ -329,15 +329,16 @@ export class SweepService implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn(error.message);
         return;
       }
-      // In a row: the launch before this one wrote nothing more.
-      const stops = before && before.postsDone >= run.postsDone ? before.stops + 1 : 1;
+      // In a row: the launch before this one wrote nothing more (pages read count too: a later pass adds few posts).
+      const moved = run.postsDone + run.pagesRead;
+      const stops = before && before.moved >= moved ? before.stops + 1 : 1;
       if (isDatabaseUnavailable(error) && stops <= NO_CONNECTION_STOPS) {
         // A busy database (no connection within the pool's timeout) is not the run's failure: it is resumed from its
         // checkpoint shortly, by the next look here or on another replica, rather than failed, told of, and left a minute.
         const waitMs = NO_CONNECTION_PAUSE_MS * 2 ** (stops - 1);
         const message = `no writable database connection (${(error as Error).message}); resumed from its checkpoint in ${waitMs / 1000} s`;
         this.logger.warn(`${kindName(run.kind)} ${run.id} of ${workspace.id}: ${message}`);
-        this.noConnectionStops.set(run.id, { stops, postsDone: run.postsDone });
+        this.noConnectionStops.set(run.id, { stops, moved });
         await this.runs.noteError(run.id, this.owner, message).catch(() => undefined);
         await delay(waitMs, undefined, { signal: stop }).catch(() => undefined);
         await this.runs.release(run.id, this.owner).catch(() => undefined);

@@ -65,7 +65,10 @@ export interface SweepRun {
 /** What a page (or a chunk of the walk) adds to a run, written with its checkpoint in the page's transaction. */
 export interface RunProgress {
   phase?: RunPhase;
-  /** Starts the next listing pass of the posts from the beginning. */
+  /**
+   * Starts the next listing pass of the posts from the beginning. What the run has listed (`postsDone`, `postsTotal`)
+   * and its rate's start stay: a later pass adds only the posts no earlier one saw, so the run's figures never go back.
+   */
   nextPass?: true;
   postsOffset?: number;
   accountsListedFrom?: Date;
@@ -73,8 +76,10 @@ export interface RunProgress {
   /** Set with a phase change too: null starts the next walk from the beginning. */
   missingCursor?: string | null;
   accountsTotal?: number;
+  /** Pozy's count at the page: the run keeps the most it counted (its total never goes back). */
   postsTotal?: number;
   accountsDone?: number;
+  /** Posts the page adds to those the run has listed: each post once, whichever pass listed it first. */
   postsDone?: number;
   pagesRead?: number;
   posts?: Partial<SweepCounts>;
@@ -346,6 +351,7 @@ export class SweepRunRepository {
    */
   @GenerateSql(
     { params: [Sample.UUID, Sample.STRING, { postsDone: 1 }] },
+    { name: "with Pozy's count, of which the run keeps the most", params: [Sample.UUID, Sample.STRING, { postsDone: 1, postsTotal: 1 }] },
     {
       name: 'with what the page saw',
       params: [Sample.UUID, Sample.STRING, { postsDone: 1 }, Sample.DB, { workspaceId: Sample.WORKSPACE, resource: 'post', ids: [Sample.STRING] }],
@@ -375,7 +381,8 @@ export class SweepRunRepository {
         // Null starts the next walk from the beginning.
         missing_cursor: p.missingCursor !== undefined ? p.missingCursor : eb.ref('missing_cursor'),
         accounts_total: p.accountsTotal ?? eb.ref('accounts_total'),
-        posts_total: p.postsTotal ?? eb.ref('posts_total'),
+        // The most Pozy counted during the run (or since a release that reset it): a progress bar's end never moves back.
+        posts_total: p.postsTotal === undefined ? eb.ref('posts_total') : eb.fn<number>('greatest', [eb.ref('posts_total'), eb.val(p.postsTotal)]),
         accounts_done: eb('accounts_done', '+', add(p.accountsDone)),
         posts_done: eb('posts_done', '+', add(p.postsDone)),
         pages_read: eb('pages_read', '+', add(p.pagesRead)),
@@ -395,16 +402,13 @@ export class SweepRunRepository {
       .executeTakeFirst();
     if (numUpdatedRows !== 1n) throw new LostRunError(id);
     if (p.nextPass) {
+      // The listing starts again from the beginning; what the run has listed, Pozy's count and the rate's start stay.
       await db
         .updateTable('sweep_run')
         .set((eb) => ({
           pass: eb('pass', '+', 1),
           posts_offset: 0,
-          posts_done: 0,
-          posts_done_at_resume: 0,
           posts_listed_from: null,
-          posts_total: null,
-          resumed_at: eb.fn('now'),
         }))
         .where('id', '=', id)
         .execute();
@@ -518,6 +522,19 @@ export class SweepRunRepository {
       if (r.mirrored !== null) mirrored.set(r.id, { pozyUpdatedAt: r.pozy_updated_at, deleted: r.deleted_at !== null, whole: r.whole === true });
     }
     return { seen, mirrored };
+  }
+
+  /** How many posts the listing pass has seen (its pages committed so far). */
+  @GenerateSql({ params: [Sample.WORKSPACE, Sample.UUID, Sample.NUMBER] })
+  async seenInPass(workspaceId: WorkspaceId, runId: string, pass: number): Promise<number> {
+    const { n } = await this.database.db
+      .selectFrom('sweep_seen')
+      .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .where('workspace_id', '=', workspaceId)
+      .where('run_id', '=', runId)
+      .where('resource', '=', postsSeenIn(pass))
+      .executeTakeFirstOrThrow();
+    return n;
   }
 
   /** Posts the listing pass saw that the mirror has since marked deleted (a webhook's read found them gone). */

@@ -140,12 +140,16 @@ function importPanel(run: StatusPageData['status']['import'], now: Date): Html {
   };
   if (run.runId === null) return html`<p class="muted" id="import-state">${states[run.status] ?? run.status}</p>`;
   const posts = run.progress.posts;
+  const pass = run.progress.currentPass;
   const accounts = run.progress.accounts;
   const total = posts.total ?? 0;
   const listing = run.status === 'running' && (run.phase === 'accounts' || run.phase === 'posts');
   const phases: Record<string, string> = {
     accounts: 'listing accounts',
-    posts: run.pass > 1 ? `listing posts again (pass ${run.pass}): some were deleted without an event` : 'listing posts',
+    posts:
+      run.pass > 1
+        ? `listing posts again (pass ${run.pass}): Pozy's count at the end of the last listing differed from what it saw`
+        : 'listing posts',
     'missing-accounts': 'checking for accounts Pozy no longer lists',
     'missing-posts': 'checking for posts Pozy no longer lists',
     done: 'done',
@@ -161,6 +165,11 @@ function importPanel(run: StatusPageData['status']['import'], now: Date): Html {
     }
     <dl class="facts" id="import-facts">
       <dt>Posts</dt><dd>${count(posts.done)}${posts.total === null ? '' : ` of ${count(posts.total)}`}</dd>
+      ${
+        run.pass > 1 && listing
+          ? html`<dt>Pass ${run.pass}</dt><dd id="import-pass">${count(pass.done)}${pass.total === null ? '' : ` of ${count(pass.total)}`} listed again (each post counted once above)</dd>`
+          : ''
+      }
       <dt>Accounts</dt><dd>${count(accounts.done)}${accounts.total === null ? '' : ` of ${count(accounts.total)}`}</dd>
       ${run.progress.postsPerSecond === null ? '' : html`<dt>Rate</dt><dd>${count(Math.round(run.progress.postsPerSecond))} posts/s</dd>`}
       ${run.progress.etaSeconds === null ? '' : html`<dt>Time left</dt><dd>about ${duration(run.progress.etaSeconds * 1000)}</dd>`}

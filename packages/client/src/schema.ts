@@ -1717,7 +1717,7 @@ export interface components {
             /** @example 25000 */
             done: number;
             /**
-             * @description As Pozy counted it at the last page read; null before the first.
+             * @description As Pozy counted it at the last page read (for a run's posts, the most it counted during the run); null before the first.
              * @example 100000
              */
             total: number | null;
@@ -1832,7 +1832,7 @@ export interface components {
             kind: "import" | "sweep";
             /** @description What the run is waiting out (Pozy unavailable or rate limiting); it goes on by itself. */
             lastError: string | null;
-            /** @description Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them. */
+            /** @description Which listing of the posts: another is made when Pozy's count at the end differs from what the listing saw (posts deleted, without an event, after it saw them, or posts it missed). Its own progress is `progress.currentPass`. */
             pass: number;
             /**
              * @description Listing accounts, then posts, then checking the mirror for what Pozy no longer lists.
@@ -2736,17 +2736,19 @@ export interface components {
         };
         SweepProgressResponse: {
             accounts: components["schemas"]["DoneOfTotal"];
+            /** @description The current listing pass's own way through Pozy's list of posts: how far it has come (the offset of its next page), of Pozy's count. In the first pass it goes with `posts`; a later pass (`pass` > 1) lists every post again from the start, to find those deleted or missed while the first listed, and only these figures start again from 0. */
+            currentPass: components["schemas"]["DoneOfTotal"];
             /**
-             * @description Seconds the rest of the listing should take at that rate.
+             * @description Seconds the rest of the first pass's listing should take at that rate; null otherwise.
              * @example 156
              */
             etaSeconds: number | null;
             /** @description List pages read from Pozy (a page of posts, or Pozy's whole account list). */
             pagesRead: number;
-            /** @description Posts listed from Pozy and compared with the mirror. */
+            /** @description Posts listed from Pozy and compared with the mirror, each counted once whichever pass listed it first, of the most posts Pozy counted during the run: neither ever goes back, a later pass included (see `currentPass`). */
             posts: components["schemas"]["DoneOfTotal"];
             /**
-             * @description Posts a second since the run (re)started; null when not listing.
+             * @description Posts (as `posts.done` counts them) a second since the run (re)started, not since its pass did; null when the run is not running or has counted none since.
              * @example 480
              */
             postsPerSecond: number | null;
@@ -2768,7 +2770,7 @@ export interface components {
             kind: "import" | "sweep";
             /** @description What the run is waiting out (Pozy unavailable or rate limiting); it goes on by itself. */
             lastError: string | null;
-            /** @description Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them. */
+            /** @description Which listing of the posts: another is made when Pozy's count at the end differs from what the listing saw (posts deleted, without an event, after it saw them, or posts it missed). Its own progress is `progress.currentPass`. */
             pass: number;
             /**
              * @description Listing accounts, then posts, then checking the mirror for what Pozy no longer lists.

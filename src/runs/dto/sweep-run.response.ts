@@ -28,13 +28,32 @@ export class DoneOfTotal {
   @ApiProperty({ type: 'integer', example: 25_000 })
   done!: number;
 
-  @ApiProperty({ type: 'integer', nullable: true, description: 'As Pozy counted it at the last page read; null before the first.', example: 100_000 })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: "As Pozy counted it at the last page read (for a run's posts, the most it counted during the run); null before the first.",
+    example: 100_000,
+  })
   total!: number | null;
 }
 
 export class SweepProgressResponse {
-  @ApiProperty({ type: DoneOfTotal, description: 'Posts listed from Pozy and compared with the mirror.' })
+  @ApiProperty({
+    type: DoneOfTotal,
+    description:
+      'Posts listed from Pozy and compared with the mirror, each counted once whichever pass listed it first, of the most ' +
+      'posts Pozy counted during the run: neither ever goes back, a later pass included (see `currentPass`).',
+  })
   posts!: DoneOfTotal;
+
+  @ApiProperty({
+    type: DoneOfTotal,
+    description:
+      "The current listing pass's own way through Pozy's list of posts: how far it has come (the offset of its next page), " +
+      "of Pozy's count. In the first pass it goes with `posts`; a later pass (`pass` > 1) lists every post again from " +
+      'the start, to find those deleted or missed while the first listed, and only these figures start again from 0.',
+  })
+  currentPass!: DoneOfTotal;
 
   @ApiProperty({ type: DoneOfTotal })
   accounts!: DoneOfTotal;
@@ -42,10 +61,22 @@ export class SweepProgressResponse {
   @ApiProperty({ type: 'integer', description: "List pages read from Pozy (a page of posts, or Pozy's whole account list)." })
   pagesRead!: number;
 
-  @ApiProperty({ type: Number, nullable: true, description: 'Posts a second since the run (re)started; null when not listing.', example: 480 })
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'Posts (as `posts.done` counts them) a second since the run (re)started, not since its pass did; null when the run ' +
+      'is not running or has counted none since.',
+    example: 480,
+  })
   postsPerSecond!: number | null;
 
-  @ApiProperty({ type: 'integer', nullable: true, description: 'Seconds the rest of the listing should take at that rate.', example: 156 })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: "Seconds the rest of the first pass's listing should take at that rate; null otherwise.",
+    example: 156,
+  })
   etaSeconds!: number | null;
 }
 
@@ -80,7 +111,8 @@ export class SweepRunResponse {
     minimum: 1,
     maximum: 3,
     description:
-      "Which listing of the posts: another is made when Pozy's count at the end shows posts deleted, without an event, after the listing saw them.",
+      "Which listing of the posts: another is made when Pozy's count at the end differs from what the listing saw (posts " +
+      'deleted, without an event, after it saw them, or posts it missed). Its own progress is `progress.currentPass`.',
   })
   pass!: number;
 
@@ -125,6 +157,7 @@ export function runView(run: SweepRun): SweepRunResponse {
     finishedAt: run.finishedAt,
     progress: {
       posts: { done: posts.done, total: posts.total },
+      currentPass: posts.pass,
       accounts: { done: run.accountsDone, total: run.accountsTotal },
       pagesRead: run.pagesRead,
       postsPerSecond: posts.perSecond === null ? null : Math.round(posts.perSecond * 10) / 10,
