@@ -23,7 +23,11 @@
  *   idle       the built service started on a fresh database with nothing to do: its resident set once settled and
  *              its peak while booting, beside the 150 MB goal (idle.ts)
  *
- *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query,feed,workspaces,idle), BENCH_DATABASE_URL (a server to create the bench
+ *   storage    20,000 varied posts imported, then changed 10 times each through webhooks: bytes on disk per post
+ *              (heap, TOAST, indexes of post, change, resource_version, pozy_event and the rest) against the JSON
+ *              Pozy sent, after the import, after the changes (growth per change) and after retention (storage.ts)
+ *
+ *   BENCH_SCENARIOS (comma-separated; default receive,reconcile,notify,import,query,feed,workspaces,idle,storage), BENCH_DATABASE_URL (a server to create the bench
  *   databases on; default: an embedded PostgreSQL); each scenario's own settings are listed in its file.
  */
 /* eslint-disable no-console -- a command-line report */
@@ -37,6 +41,7 @@ import { runReceiveScenario } from './receive';
 import { runNotifyScenario } from './notify';
 import { runQueryScenario } from './query';
 import { runReconcileScenario } from './reconcile';
+import { runStorageScenario } from './storage';
 import { runWorkspacesScenario } from './workspaces';
 
 const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
@@ -48,10 +53,11 @@ const SCENARIOS: Record<string, (serverUrl: string) => Promise<void>> = {
   feed: runFeedScenario,
   workspaces: runWorkspacesScenario,
   idle: runIdleScenario,
+  storage: runStorageScenario,
 };
 
 function chosenScenarios(): string[] {
-  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query,feed,workspaces,idle')
+  const names = (process.env.BENCH_SCENARIOS ?? 'receive,reconcile,notify,import,query,feed,workspaces,idle,storage')
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean);
