@@ -16,7 +16,89 @@ order by
 limit
   $1;
 
--- PostsQuery.list (by id, filtered)
+-- PostsQuery.list (by id, filtered: few match, read and sorted)
+explain (FORMAT JSON)
+select
+  "post"."id"
+from
+  "post";
+explain (FORMAT JSON)
+select
+  "post"."id"
+from
+  "post"
+where
+  (
+    post_filter_tokens (
+      "post"."workspace_id",
+      "post"."status",
+      "post"."platform_names",
+      "post"."account_ids",
+      "post"."error_categories",
+      "post"."tags",
+      "post"."hashtags",
+      "post"."visibility",
+      "post"."has_media",
+      "post"."deleted_at" is not null
+    ) @> $1::text[]
+    and "post"."pozy_updated_at" >= $2
+    and "post"."deleted_at" is null
+  );
+begin;
+
+set
+  LOCAL enable_seqscan = off;
+
+set
+  LOCAL enable_indexscan = off;
+
+set
+  LOCAL enable_indexonlyscan = off;
+select
+  "post"."workspace_id",
+  "post"."id",
+  "post"."matched" as "matched"
+from
+  (
+    select
+      "post".*,
+      count(*) over () as "matched"
+    from
+      (
+        select
+          "post"."workspace_id",
+          "post"."id"
+        from
+          "post"
+        where
+          (
+            post_filter_tokens (
+              "post"."workspace_id",
+              "post"."status",
+              "post"."platform_names",
+              "post"."account_ids",
+              "post"."error_categories",
+              "post"."tags",
+              "post"."hashtags",
+              "post"."visibility",
+              "post"."has_media",
+              "post"."deleted_at" is not null
+            ) @> $1::text[]
+            and "post"."pozy_updated_at" >= $2
+            and "post"."deleted_at" is null
+          )
+        limit
+          $3
+      ) as "post"
+  ) as "post"
+where
+  1 = 1
+order by
+  "post"."id" asc,
+  "post"."workspace_id" asc
+limit
+  $4;
+rollback;
 select
   "post"."workspace_id",
   "post"."id",
@@ -26,48 +108,40 @@ from
   "post"
 where
   ("post"."workspace_id", "post"."id") in (
-    (
-      select
-        "post"."workspace_id",
-        "post"."id"
-      from
-        "post"
-      where
-        (
-          post_filter_pairs (
-            "post"."status",
-            "post"."platform_names",
-            "post"."account_ids",
-            "post"."error_categories"
-          ) @> array[post_filter_key ($1, $2, $3)]
-          and "post"."pozy_updated_at" >= $4
-          and "post"."deleted_at" is null
-        )
-      order by
-        "post"."id" asc,
-        "post"."workspace_id" asc
-      limit
-        $5
-    )
-  )
-order by
-  "post"."id" asc,
-  "post"."workspace_id" asc;
+    select
+      *
+    from
+      unnest($1::text[], $2::text[])
+  );
 
--- PostsQuery.list (by time)
+-- PostsQuery.list (by time, filtered: many match, walked)
+explain (FORMAT JSON)
 select
-  "post"."workspace_id",
-  "post"."id",
-  "post"."scheduled_for" as "sort_value",
-  "post"."answer" as "body"
+  "post"."id"
+from
+  "post";
+explain (FORMAT JSON)
+select
+  "post"."id"
 from
   "post"
 where
   (
-    "post"."account_ids" && ARRAY(
+    post_filter_tokens (
+      "post"."workspace_id",
+      "post"."status",
+      "post"."platform_names",
+      "post"."account_ids",
+      "post"."error_categories",
+      "post"."tags",
+      "post"."hashtags",
+      "post"."visibility",
+      "post"."has_media",
+      "post"."deleted_at" is not null
+    ) && ARRAY(
       (
         select
-          "account"."id"
+          'a:' || "account"."id" as "token"
         from
           "account"
         where
@@ -76,21 +150,12 @@ where
     )
     and "post"."deleted_at" is null
     and "post"."scheduled_for" is not null
-  )
-order by
-  "post"."scheduled_for" desc,
-  "post"."id" desc,
-  "post"."workspace_id" desc
-limit
-  $2;
+  );
 select
   "post"."workspace_id",
   "post"."id",
   "post"."scheduled_for" as "sort_value",
-  "post"."answer" as "body"
-from
-  "post"
-where
+  "post"."answer" as "body",
   (
     "post"."account_ids" && ARRAY(
       (
@@ -103,15 +168,52 @@ where
       )
     )
     and "post"."deleted_at" is null
-    and "post"."scheduled_for" is null
+  ) as "hit",
+  "post"."walked" as "walked"
+from
+  (
+    select
+      "post".*,
+      row_number() over (
+        order by
+          "post"."scheduled_for" desc,
+          "post"."id" desc,
+          "post"."workspace_id" desc
+      ) as "walked"
+    from
+      "post"
+    where
+      "post"."scheduled_for" is not null
+    order by
+      "post"."scheduled_for" desc,
+      "post"."id" desc,
+      "post"."workspace_id" desc
+    limit
+      $2
+  ) as "post"
+where
+  (
+    (
+      "post"."account_ids" && ARRAY(
+        (
+          select
+            "account"."id"
+          from
+            "account"
+          where
+            "account"."profile_id" = $3
+        )
+      )
+      and "post"."deleted_at" is null
+    )
+    or "post"."walked" = $4
   )
 order by
+  "post"."scheduled_for" desc,
   "post"."id" desc,
   "post"."workspace_id" desc
 limit
-  $2;
-
--- PostsQuery.list (text search)
+  $5;
 explain (FORMAT JSON)
 select
   "post"."id"
@@ -119,10 +221,218 @@ from
   "post"
 where
   (
-    "post"."search" @@ websearch_to_tsquery('simple'::regconfig, $1)
-    and "post"."hashtags" && $2
+    post_filter_tokens (
+      "post"."workspace_id",
+      "post"."status",
+      "post"."platform_names",
+      "post"."account_ids",
+      "post"."error_categories",
+      "post"."tags",
+      "post"."hashtags",
+      "post"."visibility",
+      "post"."has_media",
+      "post"."deleted_at" is not null
+    ) && ARRAY(
+      (
+        select
+          'a:' || "account"."id" as "token"
+        from
+          "account"
+        where
+          "account"."profile_id" = $1
+      )
+    )
+    and "post"."deleted_at" is null
+    and "post"."scheduled_for" is null
+  );
+select
+  "post"."workspace_id",
+  "post"."id",
+  "post"."scheduled_for" as "sort_value",
+  "post"."answer" as "body",
+  (
+    "post"."account_ids" && ARRAY(
+      (
+        select
+          "account"."id"
+        from
+          "account"
+        where
+          "account"."profile_id" = $1
+      )
+    )
+    and "post"."deleted_at" is null
+  ) as "hit",
+  "post"."walked" as "walked"
+from
+  (
+    select
+      "post".*,
+      row_number() over (
+        order by
+          "post"."id" desc,
+          "post"."workspace_id" desc
+      ) as "walked"
+    from
+      "post"
+    where
+      "post"."scheduled_for" is null
+    order by
+      "post"."id" desc,
+      "post"."workspace_id" desc
+    limit
+      $2
+  ) as "post"
+where
+  (
+    (
+      "post"."account_ids" && ARRAY(
+        (
+          select
+            "account"."id"
+          from
+            "account"
+          where
+            "account"."profile_id" = $3
+        )
+      )
+      and "post"."deleted_at" is null
+    )
+    or "post"."walked" = $4
+  )
+order by
+  "post"."id" desc,
+  "post"."workspace_id" desc
+limit
+  $5;
+
+-- PostsQuery.list (text search: more match than counted, walked)
+explain (FORMAT JSON)
+select
+  "post"."id"
+from
+  "post";
+explain (FORMAT JSON)
+select
+  "post"."id"
+from
+  "post"
+where
+  (
+    post_filter_tokens (
+      "post"."workspace_id",
+      "post"."status",
+      "post"."platform_names",
+      "post"."account_ids",
+      "post"."error_categories",
+      "post"."tags",
+      "post"."hashtags",
+      "post"."visibility",
+      "post"."has_media",
+      "post"."deleted_at" is not null
+    ) && $1::text[]
+    and "post"."search" @@ websearch_to_tsquery('simple'::regconfig, $2)
     and "post"."deleted_at" is null
   );
+begin;
+
+set
+  LOCAL enable_seqscan = off;
+
+set
+  LOCAL enable_indexscan = off;
+
+set
+  LOCAL enable_indexonlyscan = off;
+select
+  "post"."workspace_id",
+  "post"."id",
+  "post"."matched" as "matched"
+from
+  (
+    select
+      "post".*,
+      count(*) over () as "matched"
+    from
+      (
+        select
+          "post"."workspace_id",
+          "post"."id"
+        from
+          "post"
+        where
+          (
+            post_filter_tokens (
+              "post"."workspace_id",
+              "post"."status",
+              "post"."platform_names",
+              "post"."account_ids",
+              "post"."error_categories",
+              "post"."tags",
+              "post"."hashtags",
+              "post"."visibility",
+              "post"."has_media",
+              "post"."deleted_at" is not null
+            ) && $1::text[]
+            and "post"."search" @@ websearch_to_tsquery('simple'::regconfig, $2)
+            and "post"."deleted_at" is null
+          )
+        limit
+          $3
+      ) as "post"
+  ) as "post"
+where
+  1 = 1
+order by
+  "post"."id" asc,
+  "post"."workspace_id" asc
+limit
+  $4;
+rollback;
+select
+  "post"."workspace_id",
+  "post"."id",
+  null::timestamptz as "sort_value",
+  "post"."answer" as "body",
+  (
+    "post"."hashtags" && $1
+    and "post"."search" @@ websearch_to_tsquery('simple'::regconfig, $2)
+    and "post"."deleted_at" is null
+  ) as "hit",
+  "post"."walked" as "walked"
+from
+  (
+    select
+      "post".*,
+      row_number() over (
+        order by
+          "post"."id" asc,
+          "post"."workspace_id" asc
+      ) as "walked"
+    from
+      "post"
+    where
+      1 = 1
+    order by
+      "post"."id" asc,
+      "post"."workspace_id" asc
+    limit
+      $3
+  ) as "post"
+where
+  (
+    (
+      "post"."hashtags" && $4
+      and "post"."search" @@ websearch_to_tsquery('simple'::regconfig, $5)
+      and "post"."deleted_at" is null
+    )
+    or "post"."walked" = $6
+  )
+order by
+  "post"."id" asc,
+  "post"."workspace_id" asc
+limit
+  $7;
 
 -- PostsQuery.get
 select

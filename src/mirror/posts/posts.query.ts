@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Expression, ExpressionBuilder, RawBuilder, sql, SqlBool } from 'kysely';
+import { Expression, ExpressionBuilder, RawBuilder, SelectQueryBuilder, sql, SqlBool } from 'kysely';
 import { parseInstant } from '../../common/instant';
 import { DatabaseService, Db } from '../../database/database.service';
 import { plannerRows } from '../../database/planner-estimate';
@@ -9,7 +9,8 @@ import { JsonText, wholeObjectText } from '../whole-object';
 import { POST_FIELD_ORDER, profilesOf, wholePost } from './post-fields';
 import { storedAnswer } from './post-answer';
 import { matchesSearch } from './post-search';
-import { decodePostCursor, encodePostCursor, parseSort, PostCursor, PostSort, SORT_COLUMNS } from './post-sort';
+import { tokenConditionCount, tokenConditions, TokenFilter, tokenFilter } from './post-filter-tokens';
+import { decodePostCursor, encodePostCursor, parseSort, PostCursor, SORT_COLUMNS } from './post-sort';
 import { ALL_WORKSPACES, readsNothing, Workspaces } from '../../common/read-scope';
 import { atMostOne } from '../ambiguous-id';
 import { GenerateSql, Sample } from '../../database/sql-snapshot';
@@ -23,38 +24,73 @@ interface Row {
 }
 
 const DEFAULT_LIMIT = 50;
-/** Up to this many matches, a search reads its matches by id rather than walking the order (see narrowSearch). */
-const SEARCH_PROBE = 1_000;
 /**
- * A search the planner expects to match this share of the posts or more walks the order without probing first. The
- * planner guesses at most 0.5 % for a word outside the most common lexemes ANALYZE keeps, so with up to four
- * alternatives (SEARCH_LIMITS.ors) a search of rare words stays below this; a common word's share is measured.
+ * A list that filters on one condition whose share of the posts the planner puts at this or more walks the order
+ * (with a budget: see walk); below it, or with several conditions, the matches are counted first (see readPart).
  */
-const COMMON_SEARCH_SHARE = 0.025;
-/** How long the planner's estimates are reused (see plannedPosts, isCommonSearch). */
+const COMMON_SHARE = 0.02;
+/** The fewest and the most matches counted through the indexes before the walk is chosen instead (see probeSize). */
+const PROBE_BOUNDS = { min: 500, max: 20_000 } as const;
+/** A walk reads at most this many times the posts it expects to read for a page (see walkBudget), within these bounds. */
+const WALK_SLACK = 4;
+const WALK_BOUNDS = { min: 200, max: 100_000 } as const;
+/** How long the planner's estimates are reused (see plannedPosts, estimatedShare). */
 const POST_ESTIMATE_MS = 10_000;
-/** Searches whose estimate is kept per Db, the least recently asked forgotten first. */
-const SEARCH_ESTIMATES = 1_000;
+/** Estimates kept per Db, the least recently asked forgotten first. */
+const ESTIMATES = 1_000;
+
+/** What EXPLAIN (FORMAT JSON) answers for a plan of `rows` rows: the SQL snapshots' samples. */
+const plan = (rows: number) => [{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': rows } }] }];
+
+/** One stretch of a list's order: the whole order by id, or the posts with a timestamp, then those without. */
+interface Part {
+  /** The stretch (whether the sort column is set), and where the cursor left it. */
+  where: (eb: ExpressionBuilder<DB, 'post'>) => Array<Expression<SqlBool>>;
+  beyond: (eb: ExpressionBuilder<DB, 'post'>) => Array<Expression<SqlBool>>;
+  /** The columns of the order, first to last, and the direction. */
+  order: Array<'post.id' | 'post.workspace_id' | `post.${(typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS]}`>;
+  direction: 'asc' | 'desc';
+  sortColumn?: (typeof SORT_COLUMNS)[keyof typeof SORT_COLUMNS];
+  take: number;
+}
 
 /** Reads the mirror only: these never call Pozy. */
 @Injectable()
 export class PostsQuery {
   private readonly postEstimates = new WeakMap<Db, { rows: number; at: number }>();
-  private readonly searchEstimates = new WeakMap<Db, Map<string, SearchEstimate>>();
+  private readonly estimates = new WeakMap<Db, Map<string, { rows: number; at: number }>>();
 
   constructor(private readonly database: DatabaseService) {}
 
   /**
-   * Each filter becomes a condition only when it is set, so that every shape of the list is planned with the indexes
-   * that serve it. Ordered by id with a status, the page's ids are found first from the index on (status, id,
-   * deleted_at, platform_names) alone, in id order without reading the table however rare the combination, and only
-   * the page's rows are then read whole. Ordered by a timestamp, the posts that have one come first, walked on the
-   * (column, id) index, then those without, walked by id. `db`: the primary's, or the read replica's.
+   * Any combination of filters, with any order, reads work in proportion to the page and the matches it skips, never to
+   * the table. A list without filters walks the order's index. With filters, each stretch of the order (see Part) is
+   * read one of two ways: the matches, found through the indexes of their conditions (the tokens of every equality
+   * filter in one GIN index, the words of `q`, the dates' ranges) and sorted in memory when they are few; or the
+   * order's index walked with the filters checked post by post when they are many. Which, from the planner's estimate
+   * (a token's frequency is in the index's statistics): when it expects COMMON_SHARE of the posts or more, a walk,
+   * with a budget of a few times the posts it expects to read; otherwise the matches are counted through the indexes
+   * up to probeSize first. Both guard against the estimate: several conditions are estimated as if independent, so two
+   * that exclude each other look common (the walk reads its budget without filling the page, and the matches, none,
+   * are read instead) and two that go together look rare (the count passes probeSize, and the order is walked). Each
+   * read is bounded by the budget or the probe, about √(page × posts). `db`: the primary's, or the read replica's.
    */
   @GenerateSql({ name: 'by id', params: [{}] })
-  @GenerateSql({ name: 'by id, filtered', params: [{ status: 'published', platform: 'instagram', updatedSince: '2026-11-29T00:00:00Z', limit: 10 }] })
-  @GenerateSql({ name: 'by time', params: [{ sort: 'scheduledFor:desc', profileId: 'abc' }] })
-  @GenerateSql({ name: 'text search', params: [{ q: 'spring sale', hashtag: ['sale'] }] })
+  @GenerateSql({
+    name: 'by id, filtered: few match, read and sorted',
+    params: [{ status: 'published', platform: 'instagram', updatedSince: '2026-11-29T00:00:00Z', limit: 10 }],
+    answers: [plan(100_000), plan(100), [], [{ workspace_id: 'default', id: 'p1', matched: '1' }], [], []],
+  })
+  @GenerateSql({
+    name: 'by time, filtered: many match, walked',
+    params: [{ sort: 'scheduledFor:desc', profileId: 'abc' }],
+    answers: [plan(100_000), plan(50_000), [], plan(50_000), []],
+  })
+  @GenerateSql({
+    name: 'text search: more match than counted, walked',
+    params: [{ q: 'spring sale', hashtag: ['sale'] }],
+    answers: [plan(100_000), plan(10), [], [{ workspace_id: 'default', id: 'p1', matched: '100000' }], [], []],
+  })
   async list(
     query: ListPostsQuery,
     db: Db = this.database.db,
@@ -65,11 +101,58 @@ export class PostsQuery {
     const cursor = decodePostCursor(query.cursor, sort);
     // A reader none of whose workspaces was asked for reads nothing, never everything.
     if (readsNothing(workspaces)) return { data: [], nextCursor: null };
-    const filters = await this.narrowSearch(db, parseFilters(query, workspaces));
-    const rows =
-      sort.field === 'id'
-        ? await this.byId(db, query, filters, sort.desc, cursor, limit + 1)
-        : await this.byTime(db, filters, sort, cursor, limit + 1);
+    const filters = parseFilters(query, workspaces);
+    const direction = sort.desc ? 'desc' : 'asc';
+    const beyond = sort.desc ? '<' : '>';
+    const take = limit + 1;
+    const rows: Row[] = [];
+    if (sort.field === 'id') {
+      rows.push(
+        ...(await this.readPart(db, filters, {
+          where: () => [],
+          beyond: (eb) => (cursor ? [afterKey(eb, beyond, cursor)] : []),
+          order: ['post.id', 'post.workspace_id'],
+          direction,
+          take,
+        })),
+      );
+    } else {
+      const column = SORT_COLUMNS[sort.field];
+      // The posts with a value, from the cursor on, unless the walk has already reached those without one.
+      if (cursor?.value !== null) {
+        const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after, workspace: cursor.workspace };
+        rows.push(
+          ...(await this.readPart(db, filters, {
+            where: (eb) => [eb(`post.${column}`, 'is not', null)],
+            beyond: (eb) =>
+              at === undefined
+                ? []
+                : [
+                    at.workspace === undefined
+                      ? eb(eb.refTuple(`post.${column}`, 'post.id'), beyond, eb.tuple(at.value, at.id))
+                      : eb(eb.refTuple(`post.${column}`, 'post.id', 'post.workspace_id'), beyond, eb.tuple(at.value, at.id, at.workspace)),
+                  ],
+            order: [`post.${column}`, 'post.id', 'post.workspace_id'],
+            direction,
+            sortColumn: column,
+            take,
+          })),
+        );
+      }
+      if (rows.length < take) {
+        const after = cursor?.value === null ? cursor : undefined;
+        rows.push(
+          ...(await this.readPart(db, filters, {
+            where: (eb) => [eb(`post.${column}`, 'is', null)],
+            beyond: (eb) => (after !== undefined ? [afterKey(eb, beyond, after)] : []),
+            order: ['post.id', 'post.workspace_id'],
+            direction,
+            sortColumn: column,
+            take: take - rows.length,
+          })),
+        );
+      }
+    }
     const data = rows.slice(0, limit);
     const last = data[data.length - 1];
     const nextCursor =
@@ -84,72 +167,172 @@ export class PostsQuery {
     return { data: data.map((row) => row.body), nextCursor };
   }
 
+  /** One stretch of the order (see list): walked, or its matches read and sorted, whichever reads fewer posts. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
+  private async readPart(db: Db, filters: Filters, part: Part): Promise<Row[]> {
+    if (!narrows(filters)) return (await this.walk(db, filters, part))!;
+    const posts = Math.max(await this.plannedPosts(db), 1);
+    const probe = probeSize(part.take, posts);
+    const share = (await this.estimatedRows(db, filters, part)) / posts;
+    if (share >= COMMON_SHARE) {
+      // A walk as long as the count it spares at most: the estimate may be of conditions that exclude each other.
+      const budget = Math.min(walkBudget(part.take, share), probe);
+      return (await this.walk(db, filters, part, budget)) ?? (await this.matches(db, filters, part))!;
+    }
+    return (
+      (await this.matches(db, filters, part, probe)) ??
+      (await this.walk(db, filters, part, walkBudget(part.take, probe / posts))) ??
+      (await this.matches(db, filters, part))!
+    );
+  }
+
   /**
-   * A search (`q`) is planned from PostgreSQL's guess of how common its words are, and for a word outside the most
-   * common lexemes ANALYZE keeps, that guess can be a hundred times too high: the planner then walks every post in
-   * order recomputing its text to find the few that match (5.5 s on 500,000 posts). A common word's share is known
-   * (the statistics keep it): when the planner expects COMMON_SEARCH_SHARE of the posts or more, walking the order
-   * finds a page of them within a few thousand posts, and nothing is probed. Otherwise the matches are first counted
-   * through the full-text index alone, up to SEARCH_PROBE: when there are fewer, the list reads just those posts by id;
-   * when there are more, the word is common enough for the walk.
+   * The stretch's posts in order, the filters checked on each, through the order's index. With a `budget`, at most that
+   * many posts are read: undefined when they were read without filling the page (the caller reads the matches
+   * instead). The walk's posts are numbered (`row_number`, computed as they come), and the budget's last one is
+   * answered whether it matches or not, so that its arrival tells an exhausted budget from the end of the order.
    */
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
-  private async narrowSearch(db: Db, filters: Filters): Promise<Filters> {
-    if (filters.query.q === undefined) return filters;
-    if (await this.isCommonSearch(db, filters)) return filters;
-    const ids = await db.connection().execute(async (connection) => {
-      // For this statement only: through the indexes' bitmaps, never by walking the table or an order. The
-      // transaction and its settings in one round trip (a statement without parameters may hold several).
+  private async walk(db: Db, filters: Filters, part: Part, budget?: number): Promise<Row[] | undefined> {
+    if (budget === undefined) {
+      return this.ordered(
+        this.selectRows(
+          filters.query.fields,
+          this.from(db).where((eb) => eb.and([...conditions(eb, filters), ...part.where(eb), ...part.beyond(eb)])),
+          part.sortColumn,
+        ),
+        part,
+      )
+        .limit(part.take)
+        .execute();
+    }
+    const walked = this.ordered(
+      db
+        .selectFrom('post')
+        .selectAll('post')
+        .select(
+          sql<string>`row_number() OVER (ORDER BY ${sql.join(part.order.map((column) => sql`${sql.ref(column)} ${sql.raw(part.direction)}`))})`.as(
+            'walked',
+          ),
+        )
+        .where((eb) => eb.and([...scope(eb, filters), ...part.where(eb), ...part.beyond(eb)])),
+      part,
+    ).limit(budget);
+    // The walk's rows stand for the post table (selectAll: the same columns), so the filters and the answer apply as
+    // they do to it.
+    const over = db.selectFrom(walked.as('post')) as unknown as ReturnType<PostsQuery['from']>;
+    const rows = await this.ordered(
+      this.selectRows(filters.query.fields, over, part.sortColumn)
+        .select((eb) => [sql<boolean>`${eb.and(conditions(eb, filters))}`.as('hit'), sql<string>`${sql.ref('post.walked')}`.as('walked')])
+        .where((eb) => eb.or([eb.and(conditions(eb, filters)), eb(sql.ref('post.walked'), '=', String(budget))])),
+      part,
+    )
+      .limit(part.take + 1)
+      .execute();
+    const hits = rows.filter((row) => row.hit);
+    if (hits.length < part.take && rows.some((row) => Number(row.walked) === budget)) return undefined;
+    return hits.slice(0, part.take).map(({ hit: _hit, walked: _walked, ...row }) => row);
+  }
+
+  /**
+   * The stretch's matches, found through the indexes of their conditions alone (never by walking an order or the
+   * table), then sorted, and the page's posts read by their keys. With a `probe`, at most that many are read:
+   * undefined when there are more.
+   */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
+  private async matches(db: Db, filters: Filters, part: Part, probe?: number): Promise<Row[] | undefined> {
+    const keys = await db.connection().execute(async (connection) => {
+      // For this statement only: through the indexes' bitmaps. The transaction and its settings in one round trip (a
+      // statement without parameters may hold several).
       let failed = false;
       try {
-        await sql`BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`.execute(connection);
-        const rows = await matchingIds(connection, filters)
-          .limit(SEARCH_PROBE + 1)
-          .execute();
-        return [...new Set(rows.map((row) => row.id))];
+        await sql`BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off`.execute(connection);
+        // The matches, up to the probe (or all: OFFSET 0 keeps the cursor's condition out of their scan, where the planner
+        // would read the order's index from the cursor on as one more bitmap), counted, then the page past the cursor.
+        // When the probe was cut short, any row answers, to say so.
+        const matched = connection
+          .selectFrom('post')
+          .select(['post.workspace_id', 'post.id', ...(part.sortColumn ? [`post.${part.sortColumn}` as const] : [])])
+          .where((eb) => eb.and([...tokenConditions(eb, filters.tokens), ...otherConditions(eb, filters), ...part.where(eb)]))
+          .$if(probe !== undefined, (qb) => qb.limit(probe! + 1))
+          .$if(probe === undefined, (qb) => qb.offset(0));
+        const counted = connection
+          .selectFrom(matched.as('post'))
+          .selectAll('post')
+          .select(sql<string>`count(*) OVER ()`.as('matched'));
+        // The counted rows stand for the post table (its columns, by its name), so the cursor and the order apply as to it.
+        const over = connection.selectFrom(counted.as('post')) as unknown as ReturnType<PostsQuery['from']>;
+        const matchedRef = sql.ref<string>('post.matched');
+        const page = over.select(['post.workspace_id', 'post.id', sql<string>`${matchedRef}`.as('matched')]).where((eb) => {
+          const after = part.beyond(eb);
+          const cutShort = probe !== undefined ? [eb(matchedRef, '>', String(probe))] : [];
+          return after.length === 0 ? eb.and([]) : eb.or([eb.and(after), ...cutShort]);
+        });
+        return this.ordered(page, part).limit(part.take).execute();
       } catch (error) {
         failed = true;
         throw error;
       } finally {
-        // Read only: nothing to keep, and the settings end with it. A probe's own failure (a statement timeout, which
-        // answers 503) is what the caller hears, not the ROLLBACK's.
+        // Read only: nothing to keep, and the settings end with it. A statement's own failure (a statement timeout,
+        // which answers 503) is what the caller hears, not the ROLLBACK's.
         await sql`ROLLBACK`.execute(connection).catch((error: unknown) => {
           if (!failed) throw error;
         });
       }
     });
-    return ids.length > SEARCH_PROBE ? filters : { ...filters, among: ids };
+    if (probe !== undefined && keys.length > 0 && Number(keys[0].matched) > probe) return undefined;
+    if (keys.length === 0) return [];
+    const rows = await this.selectRows(
+      filters.query.fields,
+      this.from(db).where(
+        sql<SqlBool>`(${sql.ref('post.workspace_id')}, ${sql.ref('post.id')}) IN (SELECT * FROM unnest(${sql.val(keys.map((key) => key.workspace_id))}::text[], ${sql.val(keys.map((key) => key.id))}::text[]))`,
+      ),
+      part.sortColumn,
+    ).execute();
+    const at = new Map(keys.map((key, index) => [`${key.workspace_id}\u0000${key.id}`, index]));
+    return rows.sort((a, b) => at.get(`${a.workspace_id}\u0000${a.id}`)! - at.get(`${b.workspace_id}\u0000${b.id}`)!);
+  }
+
+  /** The query in the stretch's order. */
+  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
+  private ordered<O>(query: SelectQueryBuilder<DB, 'post', O>, part: Part): SelectQueryBuilder<DB, 'post', O> {
+    let ordered = query;
+    for (const column of part.order) ordered = ordered.orderBy(column, part.direction);
+    return ordered;
   }
 
   /**
-   * Whether the planner expects the search to match COMMON_SEARCH_SHARE of the posts or more. Its estimate moves only
-   * with the statistics, so each search's (its statement and parameters) is kept POST_ESTIMATE_MS: the next page of a
-   * search, and a word many readers look for, plan nothing more.
+   * The planner's estimate of the stretch's matches from the start (the cursor aside), through the conditions on the
+   * tokens: kept POST_ESTIMATE_MS per statement and parameters, so the next page, and a filter many readers ask for,
+   * plan nothing more. Its estimate moves only with the statistics.
    */
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
-  private async isCommonSearch(db: Db, filters: Filters): Promise<boolean> {
-    const estimate = matchingIds(db, filters).compile();
-    let known = this.searchEstimates.get(db);
-    if (known === undefined) this.searchEstimates.set(db, (known = new Map<string, SearchEstimate>()));
-    const key = JSON.stringify([estimate.sql, estimate.parameters]);
+  private async estimatedRows(db: Db, filters: Filters, part: Part): Promise<number> {
+    const statement = db
+      .selectFrom('post')
+      .select('post.id')
+      .where((eb) => eb.and([...tokenConditions(eb, filters.tokens), ...otherConditions(eb, filters), ...part.where(eb)]))
+      .compile();
+    let known = this.estimates.get(db);
+    if (known === undefined) this.estimates.set(db, (known = new Map<string, { rows: number; at: number }>()));
+    const key = JSON.stringify([statement.sql, statement.parameters]);
     const cached = known.get(key);
     if (cached !== undefined && Date.now() - cached.at < POST_ESTIMATE_MS) {
       // Asked again: the most recently asked comes last in the map's order.
       known.delete(key);
       known.set(key, cached);
-      return cached.common;
+      return cached.rows;
     }
-    const [matching] = await plannerRows(db, [estimate]);
-    const common = matching >= COMMON_SEARCH_SHARE * (await this.plannedPosts(db));
+    const [rows] = await plannerRows(db, [statement]);
     known.delete(key);
-    known.set(key, { common, at: Date.now() });
-    if (known.size > SEARCH_ESTIMATES) known.delete(known.keys().next().value!);
-    return common;
+    known.set(key, { rows, at: Date.now() });
+    if (known.size > ESTIMATES) known.delete(known.keys().next().value!);
+    return rows;
   }
 
   /**
-   * The planner's estimate of the posts, for the share a search's words match: the table grows slowly against a few
-   * seconds, so each Db's estimate is kept that long rather than asked of PostgreSQL on every search.
+   * The planner's estimate of the posts, for a condition's share and the probe's size: the table grows slowly against a
+   * few seconds, so each Db's estimate is kept that long rather than asked of PostgreSQL on every list.
    */
   @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
   private async plannedPosts(db: Db): Promise<number> {
@@ -208,120 +391,41 @@ export class PostsQuery {
   private from(db: Db) {
     return db.selectFrom('post');
   }
-
-  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
-  private async byId(db: Db, query: ListPostsQuery, filters: Filters, desc: boolean, cursor: PostCursor | null, take: number): Promise<Row[]> {
-    const direction = desc ? 'desc' : 'asc';
-    const matching = this.from(db)
-      .where((eb) => eb.and([...conditions(eb, filters), ...(cursor ? [afterKey(eb, desc ? '<' : '>', cursor)] : [])]))
-      .orderBy('post.id', direction)
-      .orderBy('post.workspace_id', direction)
-      .limit(take);
-    if (query.status === undefined) return this.selectRows(query.fields, matching).execute();
-    const keys = matching.select(['post.workspace_id', 'post.id']);
-    return this.selectRows(query.fields, this.from(db).where(sql<boolean>`(${sql.ref('post.workspace_id')}, ${sql.ref('post.id')}) IN (${keys})`))
-      .orderBy('post.id', direction)
-      .orderBy('post.workspace_id', direction)
-      .execute();
-  }
-
-  @GenerateSql({ none: 'a helper: its statements show under the methods that call it' })
-  private async byTime(
-    db: Db,
-    filters: Filters,
-    sort: PostSort & { field: keyof typeof SORT_COLUMNS },
-    cursor: PostCursor | null,
-    take: number,
-  ): Promise<Row[]> {
-    const column = SORT_COLUMNS[sort.field];
-    const direction = sort.desc ? 'desc' : 'asc';
-    const beyond = sort.desc ? '<' : '>';
-    const rows: Row[] = [];
-    // The posts with a value, from the cursor on, unless the walk has already reached those without one.
-    if (cursor?.value !== null) {
-      const at = cursor === null ? undefined : { value: new Date(cursor.value!), id: cursor.after, workspace: cursor.workspace };
-      rows.push(
-        ...(await this.selectRows(
-          filters.query.fields,
-          this.from(db).where((eb) =>
-            eb.and([
-              ...conditions(eb, filters),
-              eb(`post.${column}`, 'is not', null),
-              ...(at !== undefined
-                ? [
-                    at.workspace === undefined
-                      ? eb(eb.refTuple(`post.${column}`, 'post.id'), beyond, eb.tuple(at.value, at.id))
-                      : eb(eb.refTuple(`post.${column}`, 'post.id', 'post.workspace_id'), beyond, eb.tuple(at.value, at.id, at.workspace)),
-                  ]
-                : []),
-            ]),
-          ),
-          column,
-        )
-          .orderBy(`post.${column}`, direction)
-          .orderBy('post.id', direction)
-          .orderBy('post.workspace_id', direction)
-          .limit(take)
-          .execute()),
-      );
-    }
-    if (rows.length < take) {
-      const after = cursor?.value === null ? cursor : undefined;
-      rows.push(
-        ...(await this.selectRows(
-          filters.query.fields,
-          this.from(db).where((eb) =>
-            eb.and([...conditions(eb, filters), eb(`post.${column}`, 'is', null), ...(after !== undefined ? [afterKey(eb, beyond, after)] : [])]),
-          ),
-          column,
-        )
-          .orderBy('post.id', direction)
-          .orderBy('post.workspace_id', direction)
-          .limit(take - rows.length)
-          .execute()),
-      );
-    }
-    return rows;
-  }
 }
 
-/** The ids of the posts the filters match: the search's estimate and its probe ask of the same statement. */
-function matchingIds(db: Db, filters: Filters) {
-  return db
-    .selectFrom('post')
-    .select('post.id')
-    .where((eb) => eb.and(conditions(eb, filters)));
-}
+/**
+ * Matches counted before a walk is chosen: where reading the matches (one post each) and walking the order (the page
+ * over the matches' share, `take × posts / matches`) cost the same, √(take × posts), within PROBE_BOUNDS.
+ */
+const probeSize = (take: number, posts: number) => Math.min(PROBE_BOUNDS.max, Math.max(PROBE_BOUNDS.min, Math.round(Math.sqrt(take * posts))));
 
-/** Whether the planner expects a search to be common (see isCommonSearch), and when it was asked. */
-interface SearchEstimate {
-  common: boolean;
-  at: number;
-}
+/** The posts a walk may read: WALK_SLACK times the page over the matches' share, within WALK_BOUNDS. */
+const walkBudget = (take: number, share: number) =>
+  Math.min(WALK_BOUNDS.max, Math.max(WALK_BOUNDS.min, Math.ceil((WALK_SLACK * take) / Math.max(share, 1e-9))));
 
 interface Filters {
   query: ListPostsQuery;
   /** The workspaces read: the reader's scope, cut to what it asked for. */
   workspaces: Workspaces;
-  /**
-   * The ids of every post the search matches (see narrowSearch), when they are few; with the workspace condition,
-   * which the search applied too.
-   */
-  among?: string[];
+  /** The equality filters (and the scope) as tokens of post_filter_tokens_idx. */
+  tokens: TokenFilter;
   dates: Partial<Record<'updatedSince' | 'scheduledFrom' | 'scheduledTo' | 'publishedFrom' | 'publishedTo', Date>>;
 }
 
 const DATE_PARAMS = ['updatedSince', 'scheduledFrom', 'scheduledTo', 'publishedFrom', 'publishedTo'] as const;
 
-/** The date filters as instants (the DTO validated them with the same parser). */
+/** The date filters as instants (the DTO validated them with the same parser), the equality filters as tokens. */
 function parseFilters(query: ListPostsQuery, workspaces: Workspaces): Filters {
   const dates: Filters['dates'] = {};
   for (const name of DATE_PARAMS) {
     const date = parseInstant(query[name]);
     if (date !== undefined) dates[name] = date;
   }
-  return { query, workspaces, dates };
+  return { query, workspaces, tokens: tokenFilter(query, workspaces), dates };
 }
+
+/** Whether an index can narrow the list (a token, the search's words, a date range); if not, its order is walked. */
+const narrows = ({ query, tokens, dates }: Filters) => tokenConditionCount(tokens) > 0 || query.q !== undefined || Object.keys(dates).length > 0;
 
 /**
  * Past the cursor's post in the order (id, workspace): two workspaces of one Pozy key hold posts of the same id. A
@@ -332,38 +436,47 @@ function afterKey(eb: ExpressionBuilder<DB, 'post'>, beyond: '<' | '>', cursor: 
   return eb(eb.refTuple('post.id', 'post.workspace_id'), beyond, eb.tuple(cursor.after, cursor.workspace));
 }
 
-function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, dates, among }: Filters): Array<Expression<SqlBool>> {
-  const where: Array<Expression<SqlBool>> = [];
-  if (workspaces !== ALL_WORKSPACES) where.push(eb('post.workspace_id', '=', eb.fn.any(eb.val([...workspaces]))));
-  // `deleted` is not a Pozy status: it asks for the posts Pozy answers 404 for.
-  const deletedOnly = query.status === 'deleted';
-  const withDeleted = deletedOnly || query.includeDeleted === true;
-  const pairs = filterPairs(query.status !== undefined && !deletedOnly ? query.status : undefined, query);
-  if (pairs.length > 0) where.push(sql<SqlBool>`${POST_FILTER_PAIRS} @> ARRAY[${sql.join(pairs)}]`);
-  else {
-    if (query.status !== undefined && !deletedOnly) where.push(eb('post.status', '=', query.status));
-    if (query.platform !== undefined) where.push(eb('post.platform_names', '@>', eb.val([query.platform])));
-    if (query.accountId !== undefined) where.push(eb('post.account_ids', '@>', eb.val([query.accountId])));
-  }
+/** The reader's workspaces, on the column. */
+function scope(eb: ExpressionBuilder<DB, 'post'>, { workspaces }: Filters): Array<Expression<SqlBool>> {
+  return workspaces === ALL_WORKSPACES ? [] : [eb('post.workspace_id', '=', eb.fn.any(eb.val([...workspaces])))];
+}
+
+/**
+ * Every filter on the post's own columns, as a walk checks them post by post (cheaper there than recomputing the
+ * tokens of each).
+ */
+function conditions(eb: ExpressionBuilder<DB, 'post'>, filters: Filters): Array<Expression<SqlBool>> {
+  const { query } = filters;
+  const where = scope(eb, filters);
+  if (query.status !== undefined && query.status !== 'deleted') where.push(eb('post.status', '=', query.status));
+  if (query.platform !== undefined) where.push(eb('post.platform_names', '@>', eb.val([query.platform])));
+  if (query.accountId !== undefined) where.push(eb('post.account_ids', '@>', eb.val([query.accountId])));
   if (query.profileId !== undefined) {
-    // Any of the profile's accounts: the GIN index on account_ids finds them.
     const accounts = eb.selectFrom('account').select('account.id').where('account.profile_id', '=', query.profileId);
     where.push(eb('post.account_ids', '&&', sql<string[]>`ARRAY(${accounts})`));
   }
+  // Any of the given ones.
+  if (query.tag !== undefined) where.push(eb('post.tags', '&&', eb.val(query.tag)));
+  if (query.hashtag !== undefined) where.push(eb('post.hashtags', '&&', eb.val(query.hashtag)));
+  if (query.errorCategory !== undefined) where.push(eb('post.error_categories', '@>', eb.val([query.errorCategory])));
+  if (query.visibility !== undefined) where.push(eb('post.visibility', '=', query.visibility));
+  if (query.hasMedia !== undefined) where.push(eb('post.has_media', '=', query.hasMedia));
+  return [...where, ...otherConditions(eb, filters)];
+}
+
+/** The filters the tokens do not hold: the search, the dates, and whether deleted posts are read. */
+function otherConditions(eb: ExpressionBuilder<DB, 'post'>, { query, dates }: Filters): Array<Expression<SqlBool>> {
+  const where: Array<Expression<SqlBool>> = [];
+  // `deleted` is not a Pozy status: it asks for the posts Pozy answers 404 for.
+  const deletedOnly = query.status === 'deleted';
+  const withDeleted = deletedOnly || query.includeDeleted === true;
   if (dates.updatedSince !== undefined) {
     // Changed in Pozy, or deleted, since then. A post not deleted can only have changed: the index on
     // pozy_updated_at answers that alone.
     const changed = eb('post.pozy_updated_at', '>=', dates.updatedSince);
     where.push(withDeleted ? eb.or([changed, eb('post.deleted_at', '>=', dates.updatedSince)]) : changed);
   }
-  if (among !== undefined) where.push(eb('post.id', '=', eb.fn.any(eb.val(among))));
-  else if (query.q !== undefined) where.push(matchesSearch(query.q));
-  // Any of the given ones: the GIN indexes on the arrays answer `&&`.
-  if (query.tag !== undefined) where.push(eb('post.tags', '&&', eb.val(query.tag)));
-  if (query.hashtag !== undefined) where.push(eb('post.hashtags', '&&', eb.val(query.hashtag)));
-  if (query.errorCategory !== undefined && pairs.length === 0) where.push(eb('post.error_categories', '@>', eb.val([query.errorCategory])));
-  if (query.visibility !== undefined) where.push(eb('post.visibility', '=', query.visibility));
-  if (query.hasMedia !== undefined) where.push(eb('post.has_media', '=', query.hasMedia));
+  if (query.q !== undefined) where.push(matchesSearch(query.q));
   if (dates.scheduledFrom !== undefined) where.push(eb('post.scheduled_for', '>=', dates.scheduledFrom));
   if (dates.scheduledTo !== undefined) where.push(eb('post.scheduled_for', '<=', dates.scheduledTo));
   if (dates.publishedFrom !== undefined) where.push(eb('post.published_at', '>=', dates.publishedFrom));
@@ -373,28 +486,4 @@ function conditions(eb: ExpressionBuilder<DB, 'post'>, { query, workspaces, date
   // A tombstone (a 404 for a post the mirror never held: no Pozy version) is never answered; live posts always have one.
   if (withDeleted) where.push(eb('post.pozy_updated_at', 'is not', null));
   return where;
-}
-
-/**
- * The expression of the index post_filter_pairs_idx (migration 20261205120000_post_filter_pairs), character for
- * character: each pair of the post's values among status, platforms, accounts and error categories as one key.
- */
-const POST_FILTER_PAIRS = sql`post_filter_pairs(${sql.ref('post.status')}, ${sql.ref('post.platform_names')}, ${sql.ref('post.account_ids')}, ${sql.ref('post.error_categories')})`;
-
-/** The dimensions of the pair keys, in the order of their kinds' letters (sp, sa, se, pa, pe, ae). */
-const PAIR_DIMENSIONS = ['s', 'p', 'a', 'e'] as const;
-
-/**
- * Two or more of status, platform, accountId and errorCategory, as pair keys that together hold exactly when each
- * holds (consecutive pairs cover every filter): one lookup in post_filter_pairs_idx, estimated from its own
- * statistics, instead of one condition per filter, which the planner would take for independent. Fewer: none.
- */
-function filterPairs(status: string | undefined, query: ListPostsQuery) {
-  const values = { s: status, p: query.platform, a: query.accountId, e: query.errorCategory };
-  const set = PAIR_DIMENSIONS.filter((dimension) => values[dimension] !== undefined);
-  if (set.length < 2) return [];
-  const pairs: Array<[(typeof PAIR_DIMENSIONS)[number], (typeof PAIR_DIMENSIONS)[number]]> = [];
-  for (let i = 0; i + 1 < set.length; i += 2) pairs.push([set[i], set[i + 1]]);
-  if (set.length % 2 === 1) pairs.push([set[set.length - 2], set[set.length - 1]]);
-  return pairs.map(([first, second]) => sql<string>`post_filter_key(${first + second}, ${values[first]!}, ${values[second]!})`);
 }
