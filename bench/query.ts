@@ -11,7 +11,15 @@
  * Before the load it prints what the post table takes on disk after VACUUM ANALYZE: heap, indexes, TOAST, in total and
  * per post.
  *
+ * Then BENCH_QUERY_SHAPES shapes drawn from BENCH_QUERY_SEED (post-shapes.ts: any combination of filters, orders,
+ * limits, `q` words common and rare, second pages), each measured for BENCH_QUERY_SHAPE_S seconds, reported as a share
+ * of the plain page's throughput and p99 in the same run, the worst first, with the goal (every shape at 0.5x or more,
+ * p99 at most 4x).
+ *
  *   BENCH_QUERY_POSTS (default 500000), BENCH_DURATION_S (default 10), BENCH_QUERY_CONNECTIONS (default 20),
+ *   BENCH_QUERY_SHAPES (default 100), BENCH_QUERY_SEED (default 20261206), BENCH_QUERY_SHAPE_S (default 2),
+ *   BENCH_QUERY_BEFORE (another build's dist/main.js: its plain page and drawn shapes are measured too, on the same
+ *   database in the same run, for a before and after),
  *   BENCH_CPU_PROF_DIR (the measured service writes a CPU profile there, node --cpu-prof)
  */
 /* eslint-disable no-console -- a command-line report */
@@ -19,12 +27,31 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 import { freePort, waitForHttp } from './net';
+import { drawShapes, shapePath, ShapeVocabulary } from './post-shapes';
 import { BUILT_SERVICE, cell, startProcess, stopProcess, withDatabase } from './processes';
 
 const settings = {
   posts: Number(process.env.BENCH_QUERY_POSTS ?? 500_000),
   durationS: Number(process.env.BENCH_DURATION_S ?? 10),
   connections: Number(process.env.BENCH_QUERY_CONNECTIONS ?? 20),
+  shapes: Number(process.env.BENCH_QUERY_SHAPES ?? 100),
+  seed: Number(process.env.BENCH_QUERY_SEED ?? 20261206),
+  shapeS: Number(process.env.BENCH_QUERY_SHAPE_S ?? 2),
+  before: process.env.BENCH_QUERY_BEFORE,
+};
+
+/** What POST_ROWS holds, common and rare, and values no post holds: the drawn shapes ask about these. */
+const VOCABULARY: ShapeVocabulary = {
+  statuses: ['draft', 'scheduled', 'published', 'failed'],
+  platforms: ['linkedin', 'twitter', 'instagram', 'facebook', 'tiktok'],
+  accounts: ['acct' + '5'.padStart(20, '0'), 'acct' + '17'.padStart(20, '0'), 'acct' + '150'.padStart(20, '0'), 'acct-none'],
+  profiles: ['prof' + '3'.padStart(20, '0'), 'prof-none'],
+  errorCategories: ['auth_expired', 'platform_rate_limit', 'unknown', 'no_such_category'],
+  visibilities: ['public', 'private', 'unlisted'],
+  tags: ['launch', 'sale', 'hiring', 'rare-tag', 'no-such-tag'],
+  hashtags: ['#spring', '#coffee', '#behindthescenes', '#none'],
+  words: ['coffee', 'spring', 'news', 'zebra', 'bakery', 'распродажа', 'nonexistentword'],
+  around: new Date(),
 };
 
 interface Measured {
@@ -245,6 +272,7 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
     console.log('done');
     reportStorage(storage);
     const rows: Measured[] = [];
+    const drawn: Measured[] = [];
     process.stdout.write('  baseline... ');
     rows.push(
       await serve(join(__dirname, 'baseline-query.js'), { DATABASE_URL: databaseUrl }, (url) =>
@@ -274,12 +302,70 @@ export async function runQueryScenario(serverUrl: string): Promise<void> {
         rows.push(await measure('pozy-sync, status + platform, common', url, '/posts?limit=50&status=published&platform=instagram'));
         rows.push(await measure('pozy-sync, tag=rare-tag + sort', url, '/posts?limit=50&tag=rare-tag&sort=scheduledFor:desc'));
         rows.push(await measure('pozy-sync, q common word + sort', url, '/posts?limit=50&q=coffee&sort=publishedAt:desc'));
+        drawn.push(...(await measureShapes(url)));
       },
       profiling,
     );
     console.log('done');
     report(rows);
+    reportShapes('this build', rows[1], drawn);
+    if (settings.before) {
+      process.stdout.write(`  ${settings.before}... `);
+      const [plain, shapes] = await serve(
+        settings.before,
+        service,
+        async (url) => [await measure('before: GET /posts?limit=50', url, '/posts?limit=50'), await measureShapes(url)] as const,
+      );
+      console.log('done');
+      reportShapes(`before (${settings.before})`, plain, shapes);
+    }
   });
+}
+
+/** The drawn shapes, each for BENCH_QUERY_SHAPE_S at the bench's connections; a second page through the first's cursor. */
+async function measureShapes(url: string): Promise<Measured[]> {
+  const measured: Measured[] = [];
+  for (const shape of drawShapes(VOCABULARY, settings.shapes, settings.seed)) {
+    let path = shapePath(shape);
+    if (shape.secondPage) {
+      const first = (await (await fetch(`${url}${path}`)).json()) as { nextCursor?: string | null };
+      if (first.nextCursor) path = shapePath(shape, first.nextCursor);
+    }
+    const response = await fetch(`${url}${path}`);
+    const text = await response.text();
+    const pageRows = response.ok ? ((JSON.parse(text) as { data?: unknown[] }).data ?? []).length : NaN;
+    if (!response.ok) console.log(`\n  GET ${path} answered ${response.status}: ${text.slice(0, 300)}`);
+    const result = await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: settings.shapeS });
+    measured.push({
+      name: path,
+      pageRows,
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors + result.timeouts,
+    });
+  }
+  return measured;
+}
+
+/** The drawn shapes against the plain page of the same run: the ten worst, and how many meet the goal. */
+function reportShapes(build: string, plain: Measured, drawn: Measured[]): void {
+  if (drawn.length === 0) return;
+  const share = (r: Measured) => r.requestsPerSecond / plain.requestsPerSecond;
+  const worst = [...drawn].sort((a, b) => share(a) - share(b));
+  const meeting = drawn.filter((r) => share(r) >= 0.5 && r.p99 <= 4 * plain.p99 && r.non2xx === 0 && r.errors === 0).length;
+  console.log('');
+  console.log(
+    `Drawn shapes on ${build} (seed ${settings.seed}, ${drawn.length} shapes, ${settings.shapeS} s each), against its plain page (${plain.requestsPerSecond.toFixed(0)} req/s, p99 ${plain.p99.toFixed(0)} ms):`,
+  );
+  console.log(`  ${meeting} of ${drawn.length} at 0.5x its throughput or more with p99 at most 4x its p99 (the goal)`);
+  for (const r of worst.slice(0, 10)) {
+    console.log(
+      `  ${share(r).toFixed(2)}x throughput, p99 ${(r.p99 / plain.p99).toFixed(2)}x (${r.p99.toFixed(0)} ms), ${r.pageRows} posts: GET ${r.name}`,
+    );
+  }
+  console.log(`  median share ${share(worst[Math.floor(worst.length / 2)]).toFixed(2)}x`);
 }
 
 function report(rows: Measured[]): void {

@@ -71,7 +71,12 @@ export function recordingDatabase(pool: Pool): { database: DatabaseService; sent
       const sent: SentStatement[] = [];
       let settings: string[] = [];
       for (const statement of statements.splice(0)) {
-        if (/^set local /i.test(statement.sql)) settings.push(statement.sql);
+        // A transaction's settings may come in one statement with its BEGIN (`BEGIN; SET LOCAL …; SET LOCAL …`).
+        const parts = statement.sql
+          .split(';')
+          .map((part) => part.trim())
+          .filter(Boolean);
+        if (parts.every((part) => /^(begin|set local .*)$/i.test(part))) settings.push(...parts.filter((part) => /^set local /i.test(part)));
         else {
           sent.push({ statement, settings });
           settings = [];
