@@ -34,8 +34,6 @@ const PROBE_BOUNDS = { min: 500, max: 20_000 } as const;
 /** A walk reads at most this many times the posts it expects to read for a page (see walkBudget), within these bounds. */
 const WALK_SLACK = 4;
 const WALK_BOUNDS = { min: 200, max: 100_000 } as const;
-/** Pages of matches counted first when several conditions look common together (see readPart). */
-const FEW_PAGES = 2;
 /** How long the planner's estimates are reused (see plannedPosts, estimatedShare). */
 const POST_ESTIMATE_MS = 10_000;
 /** Estimates kept per Db, the least recently asked forgotten first. */
@@ -73,10 +71,9 @@ export class PostsQuery {
    * (a token's frequency is in the index's statistics): when it expects COMMON_SHARE of the posts or more, a walk,
    * with a budget of a few times the posts it expects to read; otherwise the matches are counted through the indexes
    * up to probeSize first. Both guard against the estimate: several conditions are estimated as if independent, so two
-   * that exclude each other look common (a count of two pages' worth of matches comes first, and finds the few or none;
-   * a walk that reads its budget without filling the page reads the matches instead) and two that go together look
-   * rare (the count passes probeSize, and the order is walked). Each read is bounded by the budget or the probe, about
-   * √(page × posts). `db`: the primary's, or the read replica's.
+   * that exclude each other look common (the walk reads its budget without filling the page, and the matches, none,
+   * are read instead) and two that go together look rare (the count passes probeSize, and the order is walked). Each
+   * read is bounded by the budget or the probe, about √(page × posts). `db`: the primary's, or the read replica's.
    */
   @GenerateSql({ name: 'by id', params: [{}] })
   @GenerateSql({
@@ -178,13 +175,7 @@ export class PostsQuery {
     const probe = probeSize(part.take, posts);
     const share = (await this.estimatedRows(db, filters, part)) / posts;
     if (share >= COMMON_SHARE) {
-      // Several conditions are estimated as if independent, and two that exclude each other look common: a count of a
-      // few pages' worth of matches first (their posting lists intersected, no order walked) finds those few or none.
-      if (conditionCount(filters) > 1) {
-        const few = await this.matches(db, filters, part, FEW_PAGES * part.take);
-        if (few !== undefined) return few;
-      }
-      // A walk as long as the count it spares at most.
+      // A walk as long as the count it spares at most: the estimate may be of conditions that exclude each other.
       const budget = Math.min(walkBudget(part.take, share), probe);
       return (await this.walk(db, filters, part, budget)) ?? (await this.matches(db, filters, part))!;
     }
@@ -433,16 +424,8 @@ function parseFilters(query: ListPostsQuery, workspaces: Workspaces): Filters {
   return { query, workspaces, tokens: tokenFilter(query, workspaces), dates };
 }
 
-/** The conditions an index narrows the list by: the tokens', the search, each date range. */
-const conditionCount = ({ query, tokens, dates }: Filters) =>
-  tokenConditionCount(tokens) +
-  (query.q !== undefined ? 1 : 0) +
-  (dates.updatedSince !== undefined ? 1 : 0) +
-  (dates.scheduledFrom !== undefined || dates.scheduledTo !== undefined ? 1 : 0) +
-  (dates.publishedFrom !== undefined || dates.publishedTo !== undefined ? 1 : 0);
-
 /** Whether an index can narrow the list (a token, the search's words, a date range); if not, its order is walked. */
-const narrows = (filters: Filters) => conditionCount(filters) > 0;
+const narrows = ({ query, tokens, dates }: Filters) => tokenConditionCount(tokens) > 0 || query.q !== undefined || Object.keys(dates).length > 0;
 
 /**
  * Past the cursor's post in the order (id, workspace): two workspaces of one Pozy key hold posts of the same id. A
