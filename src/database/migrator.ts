@@ -114,6 +114,9 @@ interface AppliedRow {
  * half-applied; one that builds or drops indexes `CONCURRENTLY` runs statement by statement instead, and is resumed
  * after a crash by running it again (its statements are written to be re-run: test/migration-lint.e2e-spec.ts).
  */
+/** How often a process waiting for another's migrations tries their lock again. */
+const LOCK_POLL_MS = 200;
+
 export class Migrator {
   private readonly logger = new Logger(Migrator.name);
 
@@ -123,12 +126,28 @@ export class Migrator {
     private readonly options: MigratorOptions = DEFAULT_MIGRATOR_OPTIONS,
   ) {}
 
+  /**
+   * Takes the migrations' advisory lock, trying again every LOCK_POLL_MS while another process holds it. Not
+   * `pg_advisory_lock`: a session waiting in it holds a snapshot, a `CREATE INDEX CONCURRENTLY` run by the lock's holder
+   * waits for every older snapshot to end, and the two deadlock. Between tries this session holds none.
+   */
+  private async lock(client: PoolClient): Promise<void> {
+    let told = false;
+    for (;;) {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PRISMA_ADVISORY_LOCK_KEY]);
+      if (rows[0].locked) return;
+      if (!told) this.logger.log('Another process is applying migrations: waiting for it');
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+    }
+  }
+
   async migrate(): Promise<MigrationResult> {
     const migrations = readMigrations(this.directory);
     const client = await this.pool.connect();
     try {
       // Session-level lock: replicas (or a migration job) starting together apply each migration once.
-      await client.query('SELECT pg_advisory_lock($1)', [PRISMA_ADVISORY_LOCK_KEY]);
+      await this.lock(client);
       try {
         await client.query(CREATE_MIGRATIONS_TABLE);
         const { rows } = await client.query<AppliedRow>(
