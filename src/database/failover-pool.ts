@@ -258,7 +258,11 @@ export class FailoverPool extends Pool {
       this.guardRelease(client, marks);
       return client;
     }
-    throw wrongServer ?? (lastError instanceof Error ? lastError : new Error(`No suitable connection from ${this.endpoint.label}`));
+    // 08001 (unable to establish a connection): what callers tell a database that is away from a statement's fault.
+    throw (
+      wrongServer ??
+      (lastError instanceof Error ? lastError : Object.assign(new Error(`No suitable connection from ${this.endpoint.label}`), { code: '08001' }))
+    );
   }
 
   /** Releasing a connection that failed in a way that dooms it destroys it, whatever the caller passed. */

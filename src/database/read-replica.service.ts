@@ -34,9 +34,11 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-function isConnectionError(error: unknown): boolean {
+/** The replica could not serve the read (unreachable, shutting down, the wrong kind of server): the primary will. */
+export function isConnectionError(error: unknown): boolean {
   const code = errorCode(error);
-  if (code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08') || code.startsWith('57P'))) return true;
+  // 25006: the endpoint led to a server of the wrong kind (failover-pool.ts's WrongServerError), which cannot serve it.
+  if (code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08') || code.startsWith('57P') || code === '25006')) return true;
   return error instanceof Error && CONNECTION_MESSAGES.test(error.message);
 }
 
