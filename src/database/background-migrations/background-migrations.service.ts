@@ -15,6 +15,8 @@ const DONE_CACHE_MS = 5_000;
 const LOCKED_RETRY_MS = 10_000;
 /** A batch that failed is tried again this much later, from the same cursor. */
 const FAILED_RETRY_MS = 5_000;
+/** How often /metrics reads the migrations' progress at most (see the gauges). */
+const GAUGES_READ_MS = 5_000;
 
 /**
  * Runs the release's background data migrations (background-migration.ts) on a worker, one worker at a time (an
@@ -29,6 +31,7 @@ export class BackgroundMigrations implements OnApplicationBootstrap, OnApplicati
   private readonly loop: WakeableLoop;
   private readonly finished = new Map<string, { done: boolean; at: number }>();
   private stopping = false;
+  private gaugesReadAt = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -55,7 +58,10 @@ export class BackgroundMigrations implements OnApplicationBootstrap, OnApplicati
         running: { name: 'pozy_sync_background_migrations_running', help: 'Background data migrations started and not done', labelNames: [] },
       },
       async (gauges) => {
-        // A scrape while the database is away keeps the last values rather than fail the whole of /metrics.
+        // At most one read per GAUGES_READ_MS however often /metrics is scraped (an anonymous flood of it must not take
+        // a connection a request); between reads, and while the database is away, the gauges keep their last values.
+        if (Date.now() - this.gaugesReadAt < GAUGES_READ_MS) return;
+        this.gaugesReadAt = Date.now();
         const all = await this.repository.list().catch(() => undefined);
         if (!all) return;
         for (const m of all) {
