@@ -1,3 +1,5 @@
+import { POST_SORTS } from '../src/mirror/posts/post-sort';
+
 /**
  * Random shapes of GET /posts drawn from a seed: any combination of filters, an order, a limit, and whether to read the
  * second page too. The query bench measures them, and test/post-query-plans.e2e-spec.ts bounds what each reads, so
@@ -19,17 +21,6 @@ export interface ShapeVocabulary {
   /** An instant within the mirror's dates, for the date filters. */
   around: Date;
 }
-
-export const SORTS = [
-  'id:asc',
-  'id:desc',
-  'scheduledFor:asc',
-  'scheduledFor:desc',
-  'publishedAt:asc',
-  'publishedAt:desc',
-  'pozyUpdatedAt:asc',
-  'pozyUpdatedAt:desc',
-];
 
 export interface PostShape {
   /** The query string, without `cursor`. */
@@ -77,7 +68,7 @@ export function drawShapes(vocabulary: ShapeVocabulary, count: number, seed: num
       query.scheduledTo = new Date(from + random() * 10 * day).toISOString();
     }
     if (random() < 0.05) query.includeDeleted = 'true';
-    if (random() < 0.7) query.sort = pick(SORTS);
+    if (random() < 0.7) query.sort = pick(POST_SORTS);
     if (Object.keys(query).length === 0) continue;
     shapes.push({ query, limit: pick([10, 20, 50, 50, 100]), secondPage: random() < 0.35 });
   }

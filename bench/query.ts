@@ -221,15 +221,16 @@ async function secondPageCursor(url: string): Promise<string> {
   return body.nextCursor;
 }
 
-async function measure(name: string, url: string, path: string): Promise<Measured> {
+/** `path` under load for `durationS` (after `warmS` of the same), its first page's size fetched once before. */
+async function measure(name: string, url: string, path: string, { warmS = 2, durationS = settings.durationS } = {}): Promise<Measured> {
   // One request first: a wrong parameter shows here as its 400 and the service's message, not as a fast row.
   const response = await fetch(`${url}${path}`);
   const text = await response.text();
   let pageRows = NaN;
   if (response.ok) pageRows = ((JSON.parse(text) as { data?: unknown[] }).data ?? []).length;
   else console.log(`\n  ${name}: GET ${path} answered ${response.status}: ${text.slice(0, 300)}`);
-  await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: 2 });
-  const result = await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: settings.durationS });
+  if (warmS > 0) await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: warmS });
+  const result = await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: durationS });
   return {
     name,
     pageRows,
@@ -331,20 +332,7 @@ async function measureShapes(url: string): Promise<Measured[]> {
       const first = (await (await fetch(`${url}${path}`)).json()) as { nextCursor?: string | null };
       if (first.nextCursor) path = shapePath(shape, first.nextCursor);
     }
-    const response = await fetch(`${url}${path}`);
-    const text = await response.text();
-    const pageRows = response.ok ? ((JSON.parse(text) as { data?: unknown[] }).data ?? []).length : NaN;
-    if (!response.ok) console.log(`\n  GET ${path} answered ${response.status}: ${text.slice(0, 300)}`);
-    const result = await autocannon({ url: `${url}${path}`, connections: settings.connections, duration: settings.shapeS });
-    measured.push({
-      name: path,
-      pageRows,
-      requestsPerSecond: result.requests.average,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      non2xx: result.non2xx,
-      errors: result.errors + result.timeouts,
-    });
+    measured.push(await measure(path, url, path, { warmS: 0, durationS: settings.shapeS }));
   }
   return measured;
 }
